@@ -1,0 +1,128 @@
+//! The key table: what each key does, in the order the help overlay lists them.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::Action;
+
+/// One line of the help overlay: the keys and what they do.
+pub struct Binding {
+    pub keys: &'static str,
+    pub help: &'static str,
+}
+
+/// Every key gpumon understands; `map` below implements exactly these.
+pub const KEYMAP: &[Binding] = &[
+    Binding {
+        keys: "q  Ctrl-C",
+        help: "quit",
+    },
+    Binding {
+        keys: "Up Down j k",
+        help: "select a process (or an alert)",
+    },
+    Binding {
+        keys: "/",
+        help: "filter: digits match a PID, text matches command or user; Enter applies",
+    },
+    Binding {
+        keys: "Esc",
+        help: "close the prompt, or clear the filter",
+    },
+    Binding {
+        keys: "f",
+        help: "filter to the selected process's PID",
+    },
+    Binding {
+        keys: "o",
+        help: "cycle the sort: device memory, growth, VMS, PID, GPU",
+    },
+    Binding {
+        keys: "p  Space",
+        help: "pause / resume",
+    },
+    Binding {
+        keys: "Tab  1-9",
+        help: "focus the next GPU / GPU n (Tab past the last shows all)",
+    },
+    Binding {
+        keys: "a",
+        help: "move between processes and alerts",
+    },
+    Binding {
+        keys: "r",
+        help: "reset peaks",
+    },
+    Binding {
+        keys: "s",
+        help: "write a snapshot to --snapshot-dir",
+    },
+    Binding {
+        keys: "?",
+        help: "this help",
+    },
+];
+
+/// The action for a key; `prompt` is true while the filter prompt is open.
+pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        return matches!(key.code, KeyCode::Char('c')).then_some(Action::Quit);
+    }
+    if prompt {
+        return match key.code {
+            KeyCode::Enter => Some(Action::PromptApply),
+            KeyCode::Esc => Some(Action::Escape),
+            KeyCode::Backspace => Some(Action::PromptBackspace),
+            KeyCode::Char(c) => Some(Action::PromptChar(c)),
+            _ => None,
+        };
+    }
+    Some(match key.code {
+        KeyCode::Char('q') => Action::Quit,
+        KeyCode::Up | KeyCode::Char('k') => Action::Up,
+        KeyCode::Down | KeyCode::Char('j') => Action::Down,
+        KeyCode::Char('/') => Action::FilterPrompt,
+        KeyCode::Esc => Action::Escape,
+        KeyCode::Char('f') => Action::FilterSelected,
+        KeyCode::Char('o') => Action::CycleSort,
+        KeyCode::Char('p' | ' ') => Action::TogglePause,
+        KeyCode::Tab => Action::FocusNext,
+        KeyCode::Char(c @ '1'..='9') => Action::FocusGpu(c as u8 - b'1'),
+        KeyCode::Char('a') => Action::TogglePane,
+        KeyCode::Char('r') => Action::ResetPeaks,
+        KeyCode::Char('s') => Action::Snapshot,
+        KeyCode::Char('?') => Action::ToggleHelp,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn prompt_takes_characters_that_are_keys_elsewhere() {
+        assert_eq!(map(key(KeyCode::Char('q')), false), Some(Action::Quit));
+        assert_eq!(
+            map(key(KeyCode::Char('q')), true),
+            Some(Action::PromptChar('q'))
+        );
+        assert_eq!(
+            map(
+                KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+                true
+            ),
+            Some(Action::Quit)
+        );
+        assert_eq!(
+            map(key(KeyCode::Char('3')), false),
+            Some(Action::FocusGpu(2))
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Recordings: NDJSON, a header line (`gpumon.recording/1`, the machine, the interval) and one
+//! `Sample` per line. `gpumon record` writes them, `--replay` and `--demo` read them.
+
+use std::io::{BufRead, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::{MachineInfo, Sample};
+
+pub const SCHEMA: &str = "gpumon.recording/1";
+
+/// Lines longer than this are refused rather than read into memory.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// The first line of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub schema: String,
+    pub gpumon_version: String,
+    pub machine: MachineInfo,
+    pub interval_ms: u64,
+}
+
+impl Header {
+    pub fn new(machine: MachineInfo, interval_ms: u64) -> Self {
+        Header {
+            schema: SCHEMA.to_string(),
+            gpumon_version: env!("CARGO_PKG_VERSION").to_string(),
+            machine,
+            interval_ms,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("{name}: empty file, not a gpumon recording")]
+    Empty { name: String },
+    #[error("{name}: line {line}: {what}")]
+    Line {
+        name: String,
+        line: usize,
+        what: String,
+    },
+    #[error("{name}: {source}")]
+    Io {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads a recording line by line, naming the line of any fault.
+pub struct Reader<R> {
+    name: String,
+    input: R,
+    line: usize,
+    buf: Vec<u8>,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Reads and checks the header.
+    pub fn open(name: impl Into<String>, input: R) -> Result<(Header, Self), RecordingError> {
+        let mut reader = Reader {
+            name: name.into(),
+            input,
+            line: 0,
+            buf: Vec::new(),
+        };
+        let Some(text) = reader.next_line()? else {
+            return Err(RecordingError::Empty { name: reader.name });
+        };
+        let probe: serde_json::Value = serde_json::from_str(&text).map_err(|e| reader.bad(e))?;
+        match probe.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => {
+                return Err(reader.bad(format!(
+                    "schema {other:?} is not supported (this gpumon reads {SCHEMA})"
+                )));
+            }
+            None => return Err(reader.bad("no \"schema\" field: not a gpumon recording")),
+        }
+        let header: Header = serde_json::from_value(probe).map_err(|e| reader.bad(e))?;
+        Ok((header, reader))
+    }
+
+    /// The next sample, `None` at the end.
+    pub fn next_sample(&mut self) -> Result<Option<Sample>, RecordingError> {
+        let Some(text) = self.next_line()? else {
+            return Ok(None);
+        };
+        let sample: Sample = serde_json::from_str(&text).map_err(|e| self.bad(e))?;
+        Ok(Some(sample))
+    }
+
+    fn bad(&self, what: impl std::fmt::Display) -> RecordingError {
+        RecordingError::Line {
+            name: self.name.clone(),
+            line: self.line,
+            what: what.to_string(),
+        }
+    }
+
+    /// The next non-blank line as text; bounded in size, UTF-8 checked.
+    fn next_line(&mut self) -> Result<Option<String>, RecordingError> {
+        loop {
+            self.buf.clear();
+            self.line += 1;
+            let n = std::io::Read::take(&mut self.input, MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut self.buf)
+                .map_err(|source| RecordingError::Io {
+                    name: self.name.clone(),
+                    source,
+                })?;
+            if n == 0 {
+                return Ok(None);
+            }
+            if self.buf.len() > MAX_LINE && !self.buf.ends_with(b"\n") {
+                return Err(self.bad(format!("line longer than {} MiB", MAX_LINE >> 20)));
+            }
+            let text = std::str::from_utf8(&self.buf)
+                .map_err(|e| self.bad(format!("not UTF-8 text ({e})")))?
+                .trim();
+            if !text.is_empty() {
+                return Ok(Some(text.to_string()));
+            }
+        }
+    }
+}
+
+/// Writes a recording; each line is flushed so a crash loses at most the line being written.
+pub struct Writer<W: Write> {
+    out: W,
+}
+
+impl<W: Write> Writer<W> {
+    pub fn new(mut out: W, header: &Header) -> std::io::Result<Self> {
+        write_line(&mut out, header)?;
+        Ok(Writer { out })
+    }
+
+    pub fn sample(&mut self, sample: &Sample) -> std::io::Result<()> {
+        write_line(&mut self.out, sample)
+    }
+}
+
+fn write_line(out: &mut impl Write, value: &impl Serialize) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine() -> MachineInfo {
+        MachineInfo {
+            host: "h".into(),
+            kernel: None,
+            driver_version: Some("580.159.04".into()),
+            nvml_version: None,
+            cuda_version: Some("13.0".into()),
+        }
+    }
+
+    fn read_all(text: &[u8]) -> Result<Vec<Sample>, RecordingError> {
+        let (_, mut r) = Reader::open("t.ndjson", text)?;
+        let mut out = Vec::new();
+        while let Some(s) = r.next_sample()? {
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
+        let s = Sample {
+            at_ms: 5,
+            gpus: vec![],
+            processes: vec![],
+            failures: vec![],
+        };
+        w.sample(&s).unwrap();
+        assert_eq!(read_all(&buf).unwrap(), vec![s]);
+    }
+
+    #[test]
+    fn bad_line_names_its_number() {
+        let mut buf = Vec::new();
+        Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
+        buf.extend_from_slice(
+            b"{\"at_ms\": 1, \"gpus\": [], \"processes\": []}\n{\"at_ms\": \"x\"}\n",
+        );
+        let err = read_all(&buf).unwrap_err().to_string();
+        assert!(err.starts_with("t.ndjson: line 3:"), "{err}");
+    }
+
+    #[test]
+    fn empty_and_foreign_files_are_refused() {
+        assert!(matches!(read_all(b""), Err(RecordingError::Empty { .. })));
+        let err = read_all(b"{\"schema\": \"gpumon.recording/9\"}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not supported"), "{err}");
+        let err = read_all(b"\xff\xfe\n").unwrap_err().to_string();
+        assert!(err.contains("line 1: not UTF-8"), "{err}");
+    }
+}

@@ -1,0 +1,87 @@
+//! The live source: joins what the GPU driver lists with what /proc says about each process.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::{
+    GpuReader, HostProcess, HostReader, MachineInfo, ProcessSample, Reading, Sample, SourceError,
+};
+use crate::logs::LogWatch;
+
+/// Why host fields are missing for a PID that NVML lists but /proc does not have.
+pub const NOT_IN_NAMESPACE: &str =
+    "not in this PID namespace (NVML reports host PIDs; run on the host or with --pid=host)";
+
+/// NVML + /proc, and the logs of the processes found, as one source.
+pub struct LiveSource<G, H> {
+    gpu: G,
+    host: H,
+    logs: LogWatch,
+}
+
+impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
+    pub fn new(gpu: G, host: H, logs: LogWatch) -> Self {
+        LiveSource { gpu, host, logs }
+    }
+}
+
+impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
+    fn machine(&mut self) -> Result<MachineInfo, SourceError> {
+        let mut info = self.gpu.versions()?;
+        let (host, kernel) = self.host.host();
+        info.host = host;
+        info.kernel = kernel;
+        Ok(info)
+    }
+
+    fn sample(&mut self) -> Result<Sample, SourceError> {
+        let readout = self.gpu.read()?;
+        let at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut pids: Vec<u32> = readout.processes.iter().map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let host = self.host.lookup(&pids);
+        let processes = readout
+            .processes
+            .into_iter()
+            .map(|p| {
+                let h = host.get(&p.pid).cloned();
+                join(p, h)
+            })
+            .collect();
+        let failures = self.logs.poll(at_ms, &pids);
+        Ok(Sample {
+            at_ms,
+            gpus: readout.gpus,
+            processes,
+            failures,
+        })
+    }
+}
+
+/// One row: the driver's view of a process plus /proc's, or n/a with the reason.
+pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
+    let host = host.unwrap_or_else(|| HostProcess {
+        start_time: Reading::na(NOT_IN_NAMESPACE),
+        user: Reading::na(NOT_IN_NAMESPACE),
+        command: Reading::na(NOT_IN_NAMESPACE),
+        vms: Reading::na(NOT_IN_NAMESPACE),
+        rss: Reading::na(NOT_IN_NAMESPACE),
+        framework: Reading::na(NOT_IN_NAMESPACE),
+        settings: Reading::na(NOT_IN_NAMESPACE),
+    });
+    ProcessSample {
+        pid: p.pid,
+        gpu_uuid: p.gpu_uuid,
+        kind: p.kind,
+        device_memory: p.device_memory,
+        start_time: host.start_time,
+        user: host.user,
+        command: host.command,
+        vms: host.vms,
+        rss: host.rss,
+        framework: host.framework,
+        settings: host.settings,
+    }
+}

@@ -1,0 +1,80 @@
+//! Where samples come from: the `Source` trait, its errors, and the readers behind the live source.
+//!
+//! Real sources (NVML, /proc) are built only by `main.rs`; tests use the scripted and replay sources.
+
+pub mod live;
+pub mod replay;
+pub mod sample;
+pub mod scripted;
+
+pub use sample::{
+    Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, Reading,
+    Sample,
+};
+
+/// Why a source could not start or could not give a sample.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// NVML could not start; the message says why in words a person understands.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A recording could not be read.
+    #[error(transparent)]
+    Recording(#[from] crate::recording::RecordingError),
+    /// A replay has no more samples.
+    #[error("end of recording")]
+    Ended,
+}
+
+/// Anything that can describe the machine and take samples of it.
+///
+/// `machine` is called once, off the async reactor (NVML start-up can take seconds);
+/// `sample` is then called once a tick, also off the reactor.
+pub trait Source: Send {
+    fn machine(&mut self) -> Result<MachineInfo, SourceError>;
+    fn sample(&mut self) -> Result<Sample, SourceError>;
+}
+
+/// A GPU process as the GPU driver lists it, before /proc is consulted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuProcess {
+    pub pid: u32,
+    pub gpu_uuid: String,
+    pub kind: ProcessKind,
+    pub device_memory: Reading<u64>,
+}
+
+/// What the GPU driver says in one tick.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GpuReadout {
+    pub gpus: Vec<GpuSample>,
+    pub processes: Vec<GpuProcess>,
+}
+
+/// The GPU side of the live source (NVML in production, a fake in tests).
+pub trait GpuReader: Send {
+    /// Driver, NVML and CUDA versions; fails when the driver cannot be reached at all.
+    fn versions(&mut self) -> Result<MachineInfo, SourceError>;
+    /// Every GPU and its processes; a GPU that fails is `GpuStatus::Lost`, not an error.
+    fn read(&mut self) -> Result<GpuReadout, SourceError>;
+}
+
+/// What /proc says about one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostProcess {
+    pub start_time: Reading<u64>,
+    pub user: Reading<String>,
+    pub command: Reading<String>,
+    pub vms: Reading<u64>,
+    pub rss: Reading<u64>,
+    pub framework: Reading<Framework>,
+    pub settings: Reading<std::collections::BTreeMap<String, String>>,
+}
+
+/// The host side of the live source (/proc through sysinfo in production, a fake in tests).
+pub trait HostReader: Send {
+    /// Host name and kernel.
+    fn host(&mut self) -> (String, Option<String>);
+    /// Looks up only these PIDs; a PID that /proc lacks is absent from the result.
+    fn lookup(&mut self, pids: &[u32]) -> std::collections::HashMap<u32, HostProcess>;
+}

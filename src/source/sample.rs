@@ -1,0 +1,375 @@
+//! One sample of the machine: GPUs, their processes and the host facts about each, with every
+//! reading that could not be taken kept as `Unavailable` plus its reason (absent is not zero).
+//!
+//! These types are also the wire format of recordings and snapshots: a `Reading` that is
+//! unavailable is written as `null`, and its reason goes into the object's `unavailable` map.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::failure::Failure;
+
+/// A value that was read, or the reason it could not be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading<T> {
+    Value(T),
+    Unavailable(String),
+}
+
+impl<T> Reading<T> {
+    pub fn na(reason: impl Into<String>) -> Self {
+        Reading::Unavailable(reason.into())
+    }
+
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Reading::Value(v) => Some(v),
+            Reading::Unavailable(_) => None,
+        }
+    }
+
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Reading::Value(_) => None,
+            Reading::Unavailable(r) => Some(r),
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Reading<U> {
+        match self {
+            Reading::Value(v) => Reading::Value(f(v)),
+            Reading::Unavailable(r) => Reading::Unavailable(r),
+        }
+    }
+
+    pub fn as_ref(&self) -> Reading<&T> {
+        match self {
+            Reading::Value(v) => Reading::Value(v),
+            Reading::Unavailable(r) => Reading::Unavailable(r.clone()),
+        }
+    }
+}
+
+impl<T: Copy> Reading<T> {
+    pub fn get(&self) -> Option<T> {
+        self.value().copied()
+    }
+}
+
+impl<T, E: std::fmt::Display> From<Result<T, E>> for Reading<T> {
+    fn from(r: Result<T, E>) -> Self {
+        match r {
+            Ok(v) => Reading::Value(v),
+            Err(e) => Reading::Unavailable(e.to_string()),
+        }
+    }
+}
+
+/// Writes a reading as `Option<T>` and records the reason of a missing one under `key`.
+pub(crate) fn split<T>(r: Reading<T>, key: &str, na: &mut BTreeMap<String, String>) -> Option<T> {
+    match r {
+        Reading::Value(v) => Some(v),
+        Reading::Unavailable(reason) => {
+            na.insert(key.to_string(), reason);
+            None
+        }
+    }
+}
+
+/// Reads back what [`split`] wrote; a `null` without a reason is "not recorded".
+pub(crate) fn join<T>(v: Option<T>, key: &str, na: &BTreeMap<String, String>) -> Reading<T> {
+    match v {
+        Some(v) => Reading::Value(v),
+        None => Reading::Unavailable(
+            na.get(key)
+                .cloned()
+                .unwrap_or_else(|| "not recorded".to_string()),
+        ),
+    }
+}
+
+/// Facts about the machine that do not change while gpumon runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    pub host: String,
+    pub kernel: Option<String>,
+    pub driver_version: Option<String>,
+    pub nvml_version: Option<String>,
+    /// CUDA driver API version, e.g. "13.0".
+    pub cuda_version: Option<String>,
+}
+
+/// Device memory as NVML reports it, in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    pub total: u64,
+    /// With NVML v2 this excludes `reserved`; with v1 (drivers before R510) it includes it.
+    pub used: u64,
+    pub free: u64,
+    /// Driver/firmware reserved memory (NVML v2 only).
+    pub reserved: Reading<u64>,
+}
+
+/// Whether a GPU answered this sample.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum GpuStatus {
+    Ok,
+    /// The GPU did not answer (fallen off the bus, NVML error); its readings are unavailable.
+    Lost {
+        reason: String,
+    },
+}
+
+/// One GPU at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "wire::GpuWire", from = "wire::GpuWire")]
+pub struct GpuSample {
+    /// The key: identical boards share a name, never a UUID.
+    pub uuid: String,
+    /// NVML index, for display only.
+    pub index: u32,
+    pub name: String,
+    pub pci_bus_id: Reading<String>,
+    pub status: GpuStatus,
+    pub memory: Reading<Memory>,
+    /// GPU utilization, percent.
+    pub utilization: Reading<u32>,
+    pub temperature_c: Reading<u32>,
+    pub power_mw: Reading<u32>,
+}
+
+/// How a process uses a GPU, as NVML lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    Compute,
+    Graphics,
+    ComputeGraphics,
+}
+
+/// The ML framework a process runs, from the libraries it has mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Framework {
+    Pytorch,
+    Tensorflow,
+    Jax,
+    Cupy,
+    Other,
+}
+
+impl Framework {
+    pub fn label(self) -> &'static str {
+        match self {
+            Framework::Pytorch => "torch",
+            Framework::Tensorflow => "tf",
+            Framework::Jax => "jax",
+            Framework::Cupy => "cupy",
+            Framework::Other => "other",
+        }
+    }
+}
+
+/// One process on one GPU at one moment: NVML's view plus what /proc says about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "wire::ProcessWire", from = "wire::ProcessWire")]
+pub struct ProcessSample {
+    pub pid: u32,
+    pub gpu_uuid: String,
+    pub kind: ProcessKind,
+    /// Device memory NVML attributes to the process (n/a under WDDM, some vGPU and MIG setups).
+    pub device_memory: Reading<u64>,
+    /// Process start, seconds since the epoch; with `pid` it identifies the process.
+    pub start_time: Reading<u64>,
+    pub user: Reading<String>,
+    pub command: Reading<String>,
+    /// Host virtual memory size (VmSize), bytes.
+    pub vms: Reading<u64>,
+    /// Host resident set size (VmRSS), bytes.
+    pub rss: Reading<u64>,
+    pub framework: Reading<Framework>,
+    /// Memory-related variables of the process's initial environment (name -> value).
+    pub settings: Reading<BTreeMap<String, String>>,
+}
+
+/// Everything gathered in one tick.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// When the sample was taken, milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    pub gpus: Vec<GpuSample>,
+    pub processes: Vec<ProcessSample>,
+    /// Allocation failures read from logs since the previous sample.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<Failure>,
+}
+
+mod wire {
+    //! The on-disk shape: `Option` fields plus an `unavailable` map of reasons.
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Serialize};
+
+    use super::{Framework, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, join, split};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct MemoryWire {
+        total: u64,
+        used: u64,
+        free: u64,
+        reserved: Option<u64>,
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct GpuWire {
+        uuid: String,
+        index: u32,
+        name: String,
+        pci_bus_id: Option<String>,
+        status: GpuStatus,
+        memory: Option<MemoryWire>,
+        utilization: Option<u32>,
+        temperature_c: Option<u32>,
+        power_mw: Option<u32>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        unavailable: BTreeMap<String, String>,
+    }
+
+    impl From<GpuSample> for GpuWire {
+        fn from(g: GpuSample) -> Self {
+            let mut na = BTreeMap::new();
+            let memory = split(g.memory, "memory", &mut na).map(|m| MemoryWire {
+                total: m.total,
+                used: m.used,
+                free: m.free,
+                reserved: split(m.reserved, "memory.reserved", &mut na),
+            });
+            GpuWire {
+                pci_bus_id: split(g.pci_bus_id, "pci_bus_id", &mut na),
+                memory,
+                utilization: split(g.utilization, "utilization", &mut na),
+                temperature_c: split(g.temperature_c, "temperature_c", &mut na),
+                power_mw: split(g.power_mw, "power_mw", &mut na),
+                uuid: g.uuid,
+                index: g.index,
+                name: g.name,
+                status: g.status,
+                unavailable: na,
+            }
+        }
+    }
+
+    impl From<GpuWire> for GpuSample {
+        fn from(w: GpuWire) -> Self {
+            let na = &w.unavailable;
+            GpuSample {
+                pci_bus_id: join(w.pci_bus_id, "pci_bus_id", na),
+                memory: join(w.memory, "memory", na).map(|m| Memory {
+                    total: m.total,
+                    used: m.used,
+                    free: m.free,
+                    reserved: join(m.reserved, "memory.reserved", na),
+                }),
+                utilization: join(w.utilization, "utilization", na),
+                temperature_c: join(w.temperature_c, "temperature_c", na),
+                power_mw: join(w.power_mw, "power_mw", na),
+                uuid: w.uuid,
+                index: w.index,
+                name: w.name,
+                status: w.status,
+            }
+        }
+    }
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ProcessWire {
+        pid: u32,
+        gpu_uuid: String,
+        kind: ProcessKind,
+        device_memory: Option<u64>,
+        start_time: Option<u64>,
+        user: Option<String>,
+        command: Option<String>,
+        vms: Option<u64>,
+        rss: Option<u64>,
+        framework: Option<Framework>,
+        settings: Option<BTreeMap<String, String>>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        unavailable: BTreeMap<String, String>,
+    }
+
+    impl From<ProcessSample> for ProcessWire {
+        fn from(p: ProcessSample) -> Self {
+            let mut na = BTreeMap::new();
+            ProcessWire {
+                device_memory: split(p.device_memory, "device_memory", &mut na),
+                start_time: split(p.start_time, "start_time", &mut na),
+                user: split(p.user, "user", &mut na),
+                command: split(p.command, "command", &mut na),
+                vms: split(p.vms, "vms", &mut na),
+                rss: split(p.rss, "rss", &mut na),
+                framework: split(p.framework, "framework", &mut na),
+                settings: split(p.settings, "settings", &mut na),
+                pid: p.pid,
+                gpu_uuid: p.gpu_uuid,
+                kind: p.kind,
+                unavailable: na,
+            }
+        }
+    }
+
+    impl From<ProcessWire> for ProcessSample {
+        fn from(w: ProcessWire) -> Self {
+            let na = &w.unavailable;
+            ProcessSample {
+                device_memory: join(w.device_memory, "device_memory", na),
+                start_time: join(w.start_time, "start_time", na),
+                user: join(w.user, "user", na),
+                command: join(w.command, "command", na),
+                vms: join(w.vms, "vms", na),
+                rss: join(w.rss, "rss", na),
+                framework: join(w.framework, "framework", na),
+                settings: join(w.settings, "settings", na),
+                pid: w.pid,
+                gpu_uuid: w.gpu_uuid,
+                kind: w.kind,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unavailable_fields_are_null_with_a_reason() {
+        let g = GpuSample {
+            uuid: "GPU-1".into(),
+            index: 0,
+            name: "H200".into(),
+            pci_bus_id: Reading::Value("00000000:19:00.0".into()),
+            status: GpuStatus::Ok,
+            memory: Reading::Value(Memory {
+                total: 100,
+                used: 10,
+                free: 90,
+                reserved: Reading::na("NVML v1 (driver before R510): used includes reserved"),
+            }),
+            utilization: Reading::Value(3),
+            temperature_c: Reading::na("NotSupported"),
+            power_mw: Reading::Value(120_489),
+        };
+        let json = serde_json::to_value(&g).unwrap();
+        assert_eq!(json["temperature_c"], serde_json::Value::Null);
+        assert_eq!(json["memory"]["reserved"], serde_json::Value::Null);
+        assert_eq!(json["unavailable"]["temperature_c"], "NotSupported");
+        let back: GpuSample = serde_json::from_value(json).unwrap();
+        assert_eq!(back, g);
+    }
+}
