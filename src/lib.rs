@@ -9,9 +9,15 @@
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
 
 pub mod analysis;
+pub mod app;
+pub mod cli;
 pub mod input;
 pub mod logs;
 pub mod model;
+pub mod record;
 pub mod recording;
+pub mod sampler;
+pub mod snapshot;
 pub mod source;
+pub mod terminal;
 pub mod view;

@@ -1,1 +1,185 @@
-fn main() {}
+//! gpumon's entry point: parses the command line, builds the real sources, runs the screen or a
+//! subcommand, and turns every failure into one line on stderr and an exit status
+//! (0 success, 1 runtime failure, 2 bad usage or no usable GPU/NVML).
+
+use std::io::{BufReader, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use crossterm::event::EventStream;
+use gpumon::app::{self, Exit};
+use gpumon::cli::{Cli, Command, Format, LiveArgs};
+use gpumon::logs::LogWatch;
+use gpumon::model::{Config, Filter, Msg, State};
+use gpumon::sampler::{self, Factory};
+use gpumon::source::live::LiveSource;
+use gpumon::source::nvml::NvmlReader;
+use gpumon::source::procfs::ProcReader;
+use gpumon::source::replay::ReplaySource;
+use gpumon::source::Source;
+use gpumon::{record, snapshot, terminal};
+
+const HINT: &str = "hint: `gpumon --demo` shows a real recording without a GPU";
+
+/// A failure and the status it exits with.
+struct Fail {
+    code: u8,
+    message: String,
+}
+
+impl Fail {
+    fn usage(message: impl Into<String>) -> Self {
+        Fail { code: 2, message: message.into() }
+    }
+    fn runtime(message: impl std::fmt::Display) -> Self {
+        Fail { code: 1, message: message.to_string() }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("gpumon: {}", f.message);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, Fail> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .map_err(Fail::runtime)?;
+    match cli.command {
+        None => runtime.block_on(live(cli.live)),
+        Some(Command::Record { file, duration, interval, logs }) => {
+            let n = runtime
+                .block_on(record::record(live_factory(logs), &file, interval, duration, shutdown_signal()))
+                .map_err(|e| match e {
+                    record::RecordError::Start(reason) => Fail::usage(format!("{reason}\n{HINT}")),
+                    other => Fail::runtime(other),
+                })?;
+            eprintln!("gpumon: {n} samples written to {}", file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Snapshot { output, format, replay }) => take_snapshot(output.as_deref(), format, replay.as_deref()),
+        Some(Command::Diff { a, b, format }) => diff(&a, &b, format),
+        Some(Command::Explain { logs, format }) => explain(&logs, format),
+    }
+}
+
+/// The live screen (or a replay of a recording in it).
+async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
+    let (factory, interval, speed, live_clock) = if args.demo {
+        let source = ReplaySource::demo().map_err(Fail::runtime)?;
+        let interval = Duration::from_millis(source.header().interval_ms);
+        (replay_factory(source), interval, Some(1.0), false)
+    } else if let Some(path) = &args.replay {
+        let source = open_replay(path)?;
+        let speed = args.speed.unwrap_or(1.0);
+        let interval = Duration::from_millis(source.header().interval_ms).div_f64(speed).max(Duration::from_millis(10));
+        (replay_factory(source), interval, Some(speed), false)
+    } else {
+        (live_factory(args.logs.clone()), args.interval, None, true)
+    };
+    if !std::io::stdout().is_terminal() {
+        return Err(Fail::usage("standard output is not a terminal; use `gpumon snapshot` or `gpumon record` for files"));
+    }
+    let record_interval = if speed.is_some() { interval.mul_f64(speed.unwrap_or(1.0)) } else { interval };
+    let config = Config {
+        interval_ms: u64::try_from(record_interval.as_millis()).unwrap_or(1000).max(1),
+        history_ms: u64::try_from(args.history.as_millis()).unwrap_or(u64::MAX),
+        ascii: args.ascii || !locale_is_utf8(),
+        color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        replay_speed: speed,
+    };
+    let mut state = State::new(config);
+    if let Some(text) = &args.filter {
+        state.filter = Filter::parse(text);
+    }
+
+    let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
+    let sampler = sampler::spawn(factory, interval, tx);
+    let mut guard = terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
+    let options = app::Options { snapshot_dir: args.snapshot_dir.clone(), live_clock };
+    let exit = app::run(&mut guard.terminal, &mut state, rx, EventStream::new(), shutdown_signal(), options).await;
+    sampler.abort();
+    drop(guard);
+    match exit.map_err(Fail::runtime)? {
+        Exit::Quit => Ok(ExitCode::SUCCESS),
+        Exit::Signal(n) => Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1))),
+        Exit::StartFailed(reason) => Err(Fail::usage(format!("{reason}\n{HINT}"))),
+    }
+}
+
+fn live_factory(logs: Vec<PathBuf>) -> Factory {
+    Arc::new(move || {
+        let gpu = NvmlReader::new()?;
+        let host = ProcReader::new();
+        Ok(Box::new(LiveSource::new(gpu, host, LogWatch::new(logs.clone()))) as Box<dyn Source>)
+    })
+}
+
+fn replay_factory(source: ReplaySource) -> Factory {
+    let cell = std::sync::Mutex::new(Some(source));
+    Arc::new(move || {
+        let taken = cell.lock().ok().and_then(|mut c| c.take());
+        taken
+            .map(|s| Box::new(s) as Box<dyn Source>)
+            .ok_or_else(|| gpumon::source::SourceError::Unavailable("the replay cannot restart".into()))
+    })
+}
+
+fn open_replay(path: &Path) -> Result<ReplaySource, Fail> {
+    let file = std::fs::File::open(path).map_err(|e| Fail::usage(format!("{}: {e}", path.display())))?;
+    ReplaySource::read(&path.display().to_string(), BufReader::new(file), false).map_err(|e| Fail::usage(e.to_string()))
+}
+
+/// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped) or SIGINT.
+async fn shutdown_signal() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => 15,
+        _ = hup.recv() => 1,
+        _ = int.recv() => 2,
+    }
+}
+
+fn locale_is_utf8() -> bool {
+    ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .is_some_and(|v| {
+            let v = v.to_lowercase();
+            v.contains("utf-8") || v.contains("utf8")
+        })
+}
+
+fn take_snapshot(output: Option<&Path>, format: Format, replay: Option<&Path>) -> Result<ExitCode, Fail> {
+    let _ = (output, format, replay, snapshot::Snapshot::from_state);
+    Err(Fail::runtime("snapshot: not built yet"))
+}
+
+fn diff(a: &Path, b: &Path, format: Format) -> Result<ExitCode, Fail> {
+    let _ = (a, b, format);
+    Err(Fail::runtime("diff: not built yet"))
+}
+
+fn explain(logs: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
+    let _ = (logs, format, std::io::stdout().flush());
+    Err(Fail::runtime("explain: not built yet"))
+}

@@ -1,0 +1,132 @@
+//! The app loop: one `tokio::select!` over samples, keys, a slow clock and shutdown signals;
+//! `State::update` for every message, a redraw only when something changed.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crossterm::event::Event;
+use futures_util::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use tokio::sync::mpsc;
+
+use crate::input;
+use crate::model::{Command, Msg, SourceState, State};
+use crate::view;
+
+/// How the screen ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// The user quit.
+    Quit,
+    /// A signal ended it (its number).
+    Signal(i32),
+    /// The source could not start (e.g. no NVML); the reason, for one line on stderr.
+    StartFailed(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("terminal: {0}")]
+pub struct TerminalError(String);
+
+/// What the loop needs besides the state.
+pub struct Options {
+    pub snapshot_dir: PathBuf,
+    /// Send the wall clock to the state when samples stop coming (live sources only: a
+    /// replay's samples carry recorded times).
+    pub live_clock: bool,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Runs until quit, a signal, or a source that cannot start.
+pub async fn run<B, E>(
+    terminal: &mut Terminal<B>,
+    state: &mut State,
+    mut samples: mpsc::Receiver<Msg>,
+    mut events: E,
+    shutdown: impl Future<Output = i32>,
+    options: Options,
+) -> Result<Exit, TerminalError>
+where
+    B: Backend,
+    E: Stream<Item = std::io::Result<Event>> + Unpin,
+{
+    let (status_tx, mut status_rx) = mpsc::channel::<String>(4);
+    let mut clock = tokio::time::interval(Duration::from_secs(1));
+    clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tokio::pin!(shutdown);
+    let mut dirty = true;
+    let mut samples_open = true;
+    loop {
+        if dirty {
+            terminal
+                .draw(|frame| view::render(frame, state))
+                .map_err(|e| TerminalError(e.to_string()))?;
+            dirty = false;
+        }
+        tokio::select! {
+            msg = samples.recv(), if samples_open => {
+                let Some(msg) = msg else {
+                    samples_open = false;
+                    continue;
+                };
+                if let (Msg::SourceFailed { reason, .. }, None) = (&msg, &state.machine) {
+                    return Ok(Exit::StartFailed(reason.clone()));
+                }
+                state.update(msg);
+                dirty = true;
+            }
+            event = events.next() => match event {
+                Some(Ok(Event::Key(key))) => {
+                    let Some(action) = input::map(key, state.prompt.is_some()) else { continue };
+                    match state.update(Msg::Action(action)) {
+                        Some(Command::Quit) => return Ok(Exit::Quit),
+                        Some(Command::WriteSnapshot) => {
+                            write_snapshot(state, &options.snapshot_dir, status_tx.clone());
+                        }
+                        None => {}
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(TerminalError(e.to_string())),
+                None => return Ok(Exit::Quit),
+            },
+            Some(text) = status_rx.recv() => {
+                state.update(Msg::Status(text));
+                dirty = true;
+            }
+            _ = clock.tick(), if options.live_clock => {
+                let now = now_ms();
+                let stale = state.last_sample_ms.is_some_and(|t| {
+                    now.saturating_sub(t) > 2 * state.config.interval_ms
+                });
+                if stale || matches!(state.source, SourceState::Failing { .. }) {
+                    state.update(Msg::Clock(now));
+                    dirty = true;
+                }
+            }
+            signal = &mut shutdown => return Ok(Exit::Signal(signal)),
+        }
+    }
+}
+
+/// Writes the snapshot off the reactor; the result comes back as a status line.
+fn write_snapshot(state: &State, dir: &std::path::Path, status: mpsc::Sender<String>) {
+    let snapshot = crate::snapshot::Snapshot::from_state(state, now_ms());
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let text = match crate::snapshot::write_to_dir(&snapshot, &dir) {
+            Ok(path) => format!("snapshot written: {}", path.display()),
+            Err(e) => format!("snapshot failed: {e}"),
+        };
+        let _ = status.blocking_send(text);
+    });
+}

@@ -1,0 +1,169 @@
+//! The command line (DESIGN.md §4): flags, subcommands and the checks on their values.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Shortest sampling interval accepted.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest history window accepted (a week).
+pub const MAX_HISTORY: Duration = Duration::from_secs(7 * 24 * 3600);
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gpumon",
+    version,
+    about = "Where a machine's GPU memory goes, and why an allocation failed",
+    after_help = "Without a GPU: `gpumon --demo` replays a real recording made on an H100."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub live: LiveArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options of the live screen.
+#[derive(Debug, Args)]
+pub struct LiveArgs {
+    /// Time between samples (e.g. 1s, 500ms; at least 100ms)
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// How much history the sparklines and snapshots keep (e.g. 10m, 1h)
+    #[arg(long, default_value = "10m", value_parser = parse_history)]
+    pub history: Duration,
+    /// Start with this filter: digits match a PID, other text matches command or user
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Where the `s` key writes snapshots
+    #[arg(long, default_value = ".")]
+    pub snapshot_dir: PathBuf,
+    /// Replay a recording instead of reading the GPUs
+    #[arg(long, conflicts_with = "demo")]
+    pub replay: Option<PathBuf>,
+    /// Replay speed (with --replay)
+    #[arg(long, requires = "replay", value_parser = parse_speed)]
+    pub speed: Option<f64>,
+    /// Replay the real recording built into gpumon (no GPU needed)
+    #[arg(long)]
+    pub demo: bool,
+    /// Follow this log for allocation failures (repeatable)
+    #[arg(long = "log", value_name = "FILE")]
+    pub logs: Vec<PathBuf>,
+    /// No colours (NO_COLOR is honoured too)
+    #[arg(long)]
+    pub no_color: bool,
+    /// Draw with ASCII only (automatic when the locale is not UTF-8)
+    #[arg(long)]
+    pub ascii: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write one snapshot (JSON or text) without the screen
+    Snapshot {
+        /// Output file; `-` or none for standard output
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+        /// Take the snapshot from the end of a recording instead of the GPUs
+        #[arg(long)]
+        replay: Option<PathBuf>,
+    },
+    /// Record samples to an NDJSON file without the screen
+    Record {
+        file: PathBuf,
+        /// Stop after this long (default: until interrupted)
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
+        #[arg(long, default_value = "1s", value_parser = parse_interval)]
+        interval: Duration,
+        /// Follow this log for allocation failures (repeatable)
+        #[arg(long = "log", value_name = "FILE")]
+        logs: Vec<PathBuf>,
+    },
+    /// Explain the memory differences between two snapshots
+    Diff {
+        a: PathBuf,
+        b: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Find and classify the allocation failures in logs
+    Explain {
+        #[arg(required = true)]
+        logs: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Json,
+    Text,
+}
+
+/// A duration like `1s`, `500ms`, `10m`; rejects zero, negatives and absurd values.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s.trim())
+        .map_err(|e| format!("{s:?} is not a duration ({e}); try 1s, 500ms or 10m"))?;
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be more than zero"));
+    }
+    if d > MAX_HISTORY {
+        return Err(format!("{s:?}: longer than a week"));
+    }
+    Ok(d)
+}
+
+fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < MIN_INTERVAL {
+        return Err(format!("{s:?}: the interval must be at least 100ms"));
+    }
+    if d > Duration::from_secs(3600) {
+        return Err(format!("{s:?}: the interval must be at most 1h"));
+    }
+    Ok(d)
+}
+
+fn parse_history(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.01..=1000.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "{s:?}: the speed must be a number from 0.01 to 1000"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nonsense_durations_are_refused() {
+        for bad in [
+            "0",
+            "0s",
+            "-5s",
+            "1e99h",
+            "abc",
+            "",
+            "99999999999999999999s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert!(parse_interval("50ms").is_err());
+        assert_eq!(parse_interval("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_history("10m"), Ok(Duration::from_secs(600)));
+        assert!(parse_speed("NaN").is_err());
+        assert!(parse_speed("0").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! The sampler task: owns the source, runs each blocking `sample()` on tokio's blocking pool on
+//! an interval (ticks missed while a sample is slow are skipped, not queued), and sends `Msg`s.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::mpsc;
+use tokio::time::MissedTickBehavior;
+
+use crate::model::Msg;
+use crate::source::{Source, SourceError};
+
+/// Builds the source; called off the reactor, again after repeated failures (driver reload).
+pub type Factory = Arc<dyn Fn() -> Result<Box<dyn Source>, SourceError> + Send + Sync>;
+
+/// Consecutive failed ticks after which the source is built anew.
+const REBUILD_AFTER: u32 = 3;
+/// Longest wait between retries while the source fails.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Starts the source, then samples it every `interval` until the receiver is dropped or a
+/// replay ends. A source that cannot start sends `SourceFailed` before any `Started`.
+pub fn spawn(
+    factory: Factory,
+    interval: Duration,
+    tx: mpsc::Sender<Msg>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let Some(mut source) = start(&factory, &tx).await else {
+            return;
+        };
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut failures: u32 = 0;
+        loop {
+            tick.tick().await;
+            let (back, result) = match tokio::task::spawn_blocking(move || {
+                let r = source.sample();
+                (source, r)
+            })
+            .await
+            {
+                Ok(pair) => pair,
+                Err(e) => {
+                    let reason = format!("sampler failed: {e}");
+                    let _ = tx
+                        .send(Msg::SourceFailed {
+                            at_ms: now_ms(),
+                            reason,
+                        })
+                        .await;
+                    return;
+                }
+            };
+            source = back;
+            let msg = match result {
+                Ok(sample) => {
+                    failures = 0;
+                    Msg::Sample(sample)
+                }
+                Err(SourceError::Ended) => {
+                    let _ = tx.send(Msg::SourceEnded).await;
+                    return;
+                }
+                Err(e) => {
+                    failures += 1;
+                    Msg::SourceFailed {
+                        at_ms: now_ms(),
+                        reason: e.to_string(),
+                    }
+                }
+            };
+            if tx.send(msg).await.is_err() {
+                return;
+            }
+            if failures > 0 {
+                let backoff = interval
+                    .saturating_mul(1 << failures.min(6))
+                    .min(MAX_BACKOFF);
+                tokio::time::sleep(backoff).await;
+                if failures % REBUILD_AFTER == 0 {
+                    let f = Arc::clone(&factory);
+                    if let Ok(Ok(fresh)) = tokio::task::spawn_blocking(move || f()).await {
+                        source = fresh;
+                    }
+                }
+                tick.reset();
+            }
+        }
+    })
+}
+
+async fn start(factory: &Factory, tx: &mpsc::Sender<Msg>) -> Option<Box<dyn Source>> {
+    let f = Arc::clone(factory);
+    let started = tokio::task::spawn_blocking(move || {
+        let mut source = f()?;
+        let machine = source.machine()?;
+        Ok::<_, SourceError>((source, machine))
+    })
+    .await;
+    let failed = |reason: String| Msg::SourceFailed {
+        at_ms: now_ms(),
+        reason,
+    };
+    match started {
+        Ok(Ok((source, machine))) => {
+            tx.send(Msg::Started(machine)).await.ok()?;
+            Some(source)
+        }
+        Ok(Err(e)) => {
+            let _ = tx.send(failed(e.to_string())).await;
+            None
+        }
+        Err(e) => {
+            let _ = tx
+                .send(failed(format!("could not start the source: {e}")))
+                .await;
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Sample;
+    use crate::source::scripted::{ScriptedSource, build};
+
+    fn sample(at_ms: u64) -> Sample {
+        Sample {
+            at_ms,
+            gpus: vec![build::gpu(0, 100, 10, 1)],
+            processes: vec![],
+            failures: vec![],
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn starts_samples_reports_failures_and_ends() {
+        let script = vec![
+            Ok(sample(1)),
+            Err("NVML: GPU is lost".to_string()),
+            Ok(sample(3)),
+        ];
+        let factory: Factory = Arc::new(move || {
+            Ok(Box::new(ScriptedSource::new(build::machine(), script.clone())) as Box<dyn Source>)
+        });
+        let (tx, mut rx) = mpsc::channel(16);
+        spawn(factory, Duration::from_secs(1), tx);
+        assert!(matches!(rx.recv().await, Some(Msg::Started(_))));
+        assert!(matches!(rx.recv().await, Some(Msg::Sample(s)) if s.at_ms == 1));
+        assert!(
+            matches!(rx.recv().await, Some(Msg::SourceFailed { reason, .. }) if reason.contains("lost"))
+        );
+        assert!(matches!(rx.recv().await, Some(Msg::Sample(s)) if s.at_ms == 3));
+        assert!(matches!(rx.recv().await, Some(Msg::SourceEnded)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_source_that_cannot_start_says_why() {
+        let factory: Factory =
+            Arc::new(|| Err(SourceError::Unavailable("NVML library not found".into())));
+        let (tx, mut rx) = mpsc::channel(4);
+        spawn(factory, Duration::from_secs(1), tx);
+        assert!(
+            matches!(rx.recv().await, Some(Msg::SourceFailed { reason, .. }) if reason.contains("not found"))
+        );
+        assert!(rx.recv().await.is_none());
+    }
+}

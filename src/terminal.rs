@@ -1,0 +1,65 @@
+//! The only code that changes the terminal: raw mode, the alternate screen, the cursor, and
+//! putting all of it back on quit, on error, on a panic in any thread, and on signals.
+
+use std::io::{self, Stdout, stdout};
+
+use crossterm::cursor::{Hide, Show};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+pub type Tui = Terminal<CrosstermBackend<Stdout>>;
+
+/// Owns the terminal while the screen runs; dropping it restores the terminal.
+pub struct Guard {
+    pub terminal: Tui,
+}
+
+/// Enters raw mode and the alternate screen, and makes any panic restore the terminal first.
+pub fn enter() -> io::Result<Guard> {
+    install_panic_hook();
+    enable_raw_mode()?;
+    let guard_on_error = RestoreOnDrop;
+    execute!(stdout(), EnterAlternateScreen, Hide)?;
+    let terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
+    std::mem::forget(guard_on_error);
+    Ok(Guard { terminal })
+}
+
+/// Cooked mode, main screen, cursor shown. Safe to call more than once; errors are ignored
+/// because the terminal may already be gone (a dropped SSH link).
+pub fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(stdout(), LeaveAlternateScreen, Show);
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+struct RestoreOnDrop;
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// A panic anywhere (the sampler task included) restores the terminal, prints the panic, and
+/// ends the program with status 101: a half-working screen in cooked mode would be worse.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            previous(info);
+            std::process::exit(101);
+        }));
+    });
+}

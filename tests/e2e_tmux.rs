@@ -1,0 +1,187 @@
+//! End to end in a real terminal: the gpumon binary in tmux, driven with keys and signals,
+//! checking the screen, the snapshot the `s` key writes, and that the terminal is restored.
+//! Needs tmux (`.ci/run` installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+struct Session {
+    name: String,
+    dir: tempfile::TempDir,
+}
+
+impl Session {
+    /// Starts `gpumon ARGS` in a detached tmux session of the given size. When gpumon ends,
+    /// the shell records its status and the terminal modes, then waits to be killed.
+    fn start(tag: &str, args: &str, size: (u16, u16)) -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("gpumon-e2e-{tag}-{}", std::process::id());
+        let bin = env!("CARGO_BIN_EXE_gpumon");
+        let d = dir.path().display();
+        let script = format!(
+            "cd {d}; stty sane; GPUMON_NVML_LIB=/nonexistent/libnvidia-ml.so.1 {bin} {args} 2>{d}/stderr; \
+             echo $? > {d}/status; stty -a > {d}/stty; \
+             tmux display -p '#{{alternate_on}} #{{cursor_flag}}' > {d}/screen; sleep 60"
+        );
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", &size.0.to_string(), "-y", &size.1.to_string()])
+            .args(["-e", "LANG=C.UTF-8", "-e", "TERM=xterm-256color", "sh", "-c", &script])
+            .status()
+            .expect("tmux must be installed (.ci/run installs it)");
+        assert!(ok.success());
+        Session { name, dir }
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        Command::new("tmux").args(["send-keys", "-t", &self.name]).args(keys).status().unwrap();
+    }
+
+    #[track_caller]
+    fn wait_for(&self, what: impl Fn(&str) -> bool, label: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if what(&s) {
+                return s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {label}; screen:\n{s}");
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    #[track_caller]
+    fn wait_file(&self, file: &str) -> String {
+        let start = Instant::now();
+        let p = self.path(file);
+        loop {
+            if let Ok(s) = std::fs::read_to_string(&p)
+                && !s.is_empty()
+            {
+                return s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "no {file}; screen:\n{}", self.screen());
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn gpumon_pid(&self) -> String {
+        let out = Command::new("pgrep").args(["-f", "-n", &format!("{} ", env!("CARGO_BIN_EXE_gpumon"))]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Exit status, and that the terminal is back in cooked mode on the main screen with a cursor.
+    #[track_caller]
+    fn assert_restored(&self, status: i32) {
+        let got: i32 = self.wait_file("status").trim().parse().unwrap();
+        let stderr = std::fs::read_to_string(self.path("stderr")).unwrap_or_default();
+        assert_eq!(got, status, "stderr: {stderr}");
+        let stty = self.wait_file("stty");
+        for mode in [" icanon", " echo", " icrnl", " isig"] {
+            assert!(stty.contains(mode), "terminal left without{mode}:\n{stty}");
+        }
+        assert_eq!(self.wait_file("screen").trim(), "0 1", "main screen, cursor shown");
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
+
+fn snapshot_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect()
+}
+
+#[test]
+fn filter_snapshot_resize_and_quit() {
+    let s = Session::start("keys", "--demo --snapshot-dir .", (120, 40));
+    let screen = s.wait_for(|t| t.contains("processes") && t.contains("GPU0"), "the demo");
+    // The demo's processes: pick the PID on the first row of the table.
+    let pids: Vec<u32> = demo_pids();
+    assert!(pids.len() >= 2, "the demo has several GPU processes");
+    let target = pids[0];
+    assert!(pids.iter().all(|p| screen.contains(&p.to_string())), "all PIDs listed:\n{screen}");
+
+    s.keys(&["/"]);
+    s.keys(&[&target.to_string()]);
+    s.keys(&["Enter"]);
+    let filtered = s.wait_for(|t| t.contains(&format!("pid {target}")), "filter applied");
+    for other in &pids[1..] {
+        let rows = filtered.lines().filter(|l| l.contains(&format!(" {other} "))).count();
+        assert_eq!(rows, 0, "pid {other} hidden by the filter:\n{filtered}");
+    }
+
+    s.keys(&["s"]);
+    s.wait_for(|t| t.contains("snapshot written"), "the snapshot status line");
+    let files = snapshot_files(s.dir.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "gpumon.snapshot/1");
+    let in_doc: Vec<u64> = doc["processes"].as_array().unwrap().iter().map(|p| p["pid"].as_u64().unwrap()).collect();
+    for p in &pids {
+        assert!(in_doc.contains(&u64::from(*p)), "filtered-out pid {p} is in the snapshot: {in_doc:?}");
+    }
+
+    s.keys(&["Escape"]);
+    s.wait_for(|t| !t.contains(&format!("filter: pid {target}")), "filter cleared");
+
+    Command::new("tmux").args(["resize-window", "-t", &s.name, "-x", "30", "-y", "8"]).status().unwrap();
+    s.wait_for(|t| t.contains("too small"), "the too-small notice");
+    Command::new("tmux").args(["resize-window", "-t", &s.name, "-x", "80", "-y", "24"]).status().unwrap();
+    s.wait_for(|t| t.contains("processes"), "the screen back at 80x24");
+
+    s.keys(&["q"]);
+    s.assert_restored(0);
+}
+
+#[test]
+fn signals_restore_the_terminal() {
+    for (sig, status) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
+        let s = Session::start(&format!("sig{sig}"), "--demo", (100, 30));
+        s.wait_for(|t| t.contains("processes"), "the demo");
+        let pid = s.gpumon_pid();
+        assert!(!pid.is_empty());
+        Command::new("kill").args([&format!("-{sig}"), &pid]).status().unwrap();
+        s.assert_restored(status);
+    }
+}
+
+#[test]
+fn no_gpu_exits_2_and_restores_the_terminal() {
+    let s = Session::start("nogpu", "", (100, 30));
+    s.assert_restored(2);
+    let err = std::fs::read_to_string(s.path("stderr")).unwrap();
+    assert!(err.contains("gpumon --demo"), "{err}");
+}
+
+/// PIDs in the demo recording's last sample.
+fn demo_pids() -> Vec<u32> {
+    let text = std::str::from_utf8(gpumon::source::replay::DEMO).unwrap();
+    let last = text.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap();
+    let mut pids: Vec<u32> = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| u32::try_from(p["pid"].as_u64().unwrap()).unwrap())
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
