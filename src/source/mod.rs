@@ -2,6 +2,8 @@
 //!
 //! Real sources (NVML, /proc) are built only by `main.rs`; tests use the scripted and replay sources.
 
+pub mod environ;
+pub mod framework;
 pub mod live;
 pub mod replay;
 pub mod sample;
