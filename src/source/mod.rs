@@ -5,6 +5,7 @@
 pub mod environ;
 pub mod framework;
 pub mod live;
+pub mod nvml;
 pub mod procfs;
 pub mod replay;
 pub mod sample;
