@@ -2,7 +2,11 @@
 //!
 //! Real sources (NVML, /proc) are built only by `main.rs`; tests use the scripted and replay sources.
 
+pub mod environ;
+pub mod framework;
 pub mod live;
+pub mod nvml;
+pub mod procfs;
 pub mod replay;
 pub mod sample;
 pub mod scripted;

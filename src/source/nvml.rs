@@ -1,0 +1,203 @@
+//! The GPU side of the live source, from NVML (nvml-wrapper): GPUs, their memory and processes.
+//!
+//! NVML is initialised once and kept; devices are looked up by index each tick. A GPU that stops
+//! answering is listed as `Lost` with what was known of it, and the others keep updating.
+
+mod convert;
+
+use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
+use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
+use nvml_wrapper::{Device, Nvml};
+
+use self::convert::{
+    Identity, NO_GPU, cuda_version, field, is_lost, lost_gpu, memory_v1, memory_v2,
+    merge_processes, process_list, reason, startup_message,
+};
+use super::{
+    GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, Reading, SourceError,
+};
+
+/// Reads GPUs through one NVML session.
+pub struct NvmlReader {
+    nvml: Nvml,
+    /// What each GPU (by index) answered last, to keep listing it if it is lost.
+    known: Vec<Option<Identity>>,
+    /// Early R535 driver: process lists are read only while short (see `process_list`).
+    stride_bug: bool,
+    /// Processes seen last tick, to size this tick's list in one allocation.
+    last_processes: usize,
+}
+
+impl NvmlReader {
+    /// Starts NVML; the error says in one line why it could not (no driver, no GPU, ...).
+    pub fn new() -> Result<Self, SourceError> {
+        let unavailable = |e: NvmlError| SourceError::Unavailable(startup_message(&e));
+        let nvml = Nvml::init().map_err(unavailable)?;
+        match nvml.device_count().map_err(unavailable)? {
+            0 => Err(SourceError::Unavailable(NO_GPU.to_string())),
+            n => Ok(NvmlReader {
+                stride_bug: has_stride_bug(&nvml),
+                nvml,
+                known: vec![None; n as usize],
+                last_processes: 0,
+            }),
+        }
+    }
+
+    fn device_count(&self) -> Result<u32, SourceError> {
+        self.nvml.device_count().map_err(|e| {
+            SourceError::Unavailable(format!("NVML stopped answering: {}", reason(&e)))
+        })
+    }
+}
+
+impl GpuReader for NvmlReader {
+    fn versions(&mut self) -> Result<MachineInfo, SourceError> {
+        self.device_count()?;
+        Ok(MachineInfo {
+            host: String::new(),
+            kernel: None,
+            driver_version: self.nvml.sys_driver_version().ok(),
+            nvml_version: self.nvml.sys_nvml_version().ok(),
+            cuda_version: self
+                .nvml
+                .sys_cuda_driver_version()
+                .ok()
+                .and_then(cuda_version),
+        })
+    }
+
+    fn read(&mut self) -> Result<GpuReadout, SourceError> {
+        let count = self.device_count()?;
+        if self.known.len() < count as usize {
+            self.known.resize(count as usize, None);
+        }
+        let mut out = GpuReadout {
+            gpus: Vec::with_capacity(count as usize),
+            processes: Vec::with_capacity(self.last_processes),
+        };
+        for (index, known) in (0..count).zip(self.known.iter_mut()) {
+            read_gpu(&self.nvml, index, known, self.stride_bug, &mut out);
+        }
+        self.last_processes = out.processes.len();
+        Ok(out)
+    }
+}
+
+/// Appends GPU `index` and its processes to `out`; a failing GPU is appended as `Lost`.
+fn read_gpu(
+    nvml: &Nvml,
+    index: u32,
+    known: &mut Option<Identity>,
+    stride_bug: bool,
+    out: &mut GpuReadout,
+) {
+    let dev = match nvml.device_by_index(index) {
+        Ok(dev) => dev,
+        Err(e) => return out.gpus.push(lost_gpu(index, known.as_ref(), reason(&e))),
+    };
+    let id: &Identity = match known {
+        Some(id) => id,
+        None => match identity(&dev) {
+            Ok(id) => known.insert(id),
+            Err(e) => return out.gpus.push(lost_gpu(index, None, reason(&e))),
+        },
+    };
+    let memory = match dev.memory_info() {
+        Ok(m) => Ok(memory_v2(&m)),
+        Err(NvmlError::FailedToLoadSymbol(_)) => memory_info_v1(&dev),
+        Err(e) => Err(e),
+    };
+    let memory = match memory {
+        Ok(m) => Reading::Value(m),
+        Err(e) if is_lost(&e) => return out.gpus.push(lost_gpu(index, Some(id), reason(&e))),
+        Err(e) => Reading::na(reason(&e)),
+    };
+    let compute = process_list(
+        stride_bug,
+        || dev.running_compute_processes_count(),
+        || dev.running_compute_processes(),
+        || dev.running_compute_processes_v2(),
+    );
+    let graphics = process_list(
+        stride_bug,
+        || dev.running_graphics_processes_count(),
+        || dev.running_graphics_processes(),
+        || dev.running_graphics_processes_v2(),
+    );
+    let total = memory.value().map(|m| m.total);
+    merge_processes(&id.uuid, total, &compute, &graphics, &mut out.processes);
+    out.gpus.push(GpuSample {
+        uuid: id.uuid.clone(),
+        index,
+        name: id.name.clone(),
+        pci_bus_id: id.pci_bus_id.clone(),
+        status: GpuStatus::Ok,
+        memory,
+        utilization: field(dev.utilization_rates().map(|u| u.gpu)),
+        temperature_c: field(dev.temperature(TemperatureSensor::Gpu)),
+        power_mw: field(dev.power_usage()),
+    });
+}
+
+/// Whether this driver has the early-R535 process-list stride bug, detected as nvitop does:
+/// `nvmlDeviceGetConfComputeMemSizeInfo` present and `nvmlDeviceGetRunningProcessDetailList` absent.
+fn has_stride_bug(nvml: &Nvml) -> bool {
+    let lib = nvml.lib();
+    lib.nvmlDeviceGetConfComputeMemSizeInfo.is_ok()
+        && lib.nvmlDeviceGetRunningProcessDetailList.is_err()
+}
+
+/// The facts about a GPU that do not change while NVML runs.
+fn identity(dev: &Device<'_>) -> Result<Identity, NvmlError> {
+    Ok(Identity {
+        uuid: dev.uuid()?,
+        name: dev.name()?,
+        pci_bus_id: field(dev.pci_info().map(|p| p.bus_id)),
+    })
+}
+
+/// `nvmlMemory_t` (v1): three `unsigned long long`, in this order.
+#[repr(C)]
+#[derive(Default)]
+struct MemoryV1 {
+    total: u64,
+    free: u64,
+    used: u64,
+}
+
+/// Memory info through the v1 symbol, for drivers before R510 that lack `..._v2`
+/// (nvml-wrapper only calls v2).
+#[allow(unsafe_code)]
+fn memory_info_v1(dev: &Device<'_>) -> Result<Memory, NvmlError> {
+    let sym = nvml_sym(dev.nvml().lib().nvmlDeviceGetMemoryInfo.as_ref())?;
+    let mut mem = MemoryV1::default();
+    // SAFETY: `sym` is `nvmlDeviceGetMemoryInfo` from the loaded library, called with the valid
+    // handle of a device of the same, still initialised, NVML session and a pointer to a live,
+    // writable struct laid out exactly like `nvmlMemory_t` (#[repr(C)], three u64).
+    let code = unsafe { sym(dev.handle(), (&raw mut mem).cast()) };
+    nvml_try(code)?;
+    Ok(memory_v1(mem.total, mem.free, mem.used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without a driver (CI, this development machine) start-up fails with one plain line;
+    /// on a GPU machine it starts and lists every GPU.
+    #[test]
+    fn starts_or_says_why_in_one_line() {
+        match NvmlReader::new() {
+            Ok(mut reader) => {
+                let readout = reader.read().unwrap();
+                assert_eq!(readout.gpus.len(), reader.known.len());
+                assert!(reader.versions().unwrap().driver_version.is_some());
+            }
+            Err(SourceError::Unavailable(why)) => {
+                assert!(!why.is_empty() && !why.contains('\n'), "{why}");
+            }
+            Err(other) => panic!("unexpected error: {other}"),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Tests of the /proc reader on the test process itself and on a process that has exited.
+
+use super::*;
+
+/// VmSize and VmRSS of this process from /proc/self/status, in bytes.
+fn status_vm() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb = |key: &str| -> u64 {
+        let line = status.lines().find(|l| l.starts_with(key)).unwrap();
+        let n: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        n * 1024
+    };
+    (kb("VmSize:"), kb("VmRSS:"))
+}
+
+#[test]
+fn own_process_matches_proc_status() {
+    let me = std::process::id();
+    let mut reader = ProcReader::new().unwrap();
+    // Other tests run on threads of this process and can map and unmap thread stacks between
+    // the reads: retry until VmSize is the same before, during and after.
+    let mut last = None;
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        let before = status_vm();
+        let host = reader.lookup(&[me])[&me].clone();
+        let after = status_vm();
+        let (vms, rss) = (host.vms.get().unwrap(), host.rss.get().unwrap());
+        if before.0 == after.0 && vms == before.0 {
+            let (lo, hi) = (before.1.min(after.1), before.1.max(after.1));
+            let slack = 4 << 20;
+            assert!(
+                rss + slack >= lo && rss <= hi + slack,
+                "RSS {rss}, VmRSS {lo}..{hi}"
+            );
+            last = Some(host);
+            break;
+        }
+        seen.push((before.0, vms, after.0));
+    }
+    let host = last.unwrap_or_else(|| panic!("VMS never matched VmSize: {seen:?}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let start = host.start_time.get().unwrap();
+    assert!(
+        start <= now + 1 && start + 24 * 3600 > now,
+        "start {start}, now {now}"
+    );
+    assert!(!host.command.value().unwrap().is_empty());
+    assert!(!host.user.value().unwrap().is_empty());
+    assert_eq!(host.framework, Reading::Value(Framework::Other));
+    assert!(host.settings.value().is_some());
+}
+
+#[test]
+fn exited_process_is_absent() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let gone = child.id();
+    child.wait().unwrap();
+    let me = std::process::id();
+    let mut reader = ProcReader::new().unwrap();
+    let found = reader.lookup(&[gone, me]);
+    assert!(!found.contains_key(&gone));
+    assert!(found.contains_key(&me));
+}
+
+#[test]
+fn lifetime_facts_are_cached_and_evicted() {
+    let me = std::process::id();
+    let mut reader = ProcReader::new().unwrap();
+    reader.lookup(&[me]);
+    assert_eq!(reader.lifetimes.len(), 1);
+    reader.lookup(&[me, me]);
+    assert_eq!(reader.lifetimes.len(), 1);
+    assert!(reader.lookup(&[]).is_empty());
+    assert!(reader.lifetimes.is_empty());
+    assert!(reader.sys.processes().is_empty());
+}
+
+#[test]
+fn host_names_this_machine() {
+    let (host, kernel) = ProcReader::new().unwrap().host();
+    assert!(!host.is_empty());
+    assert!(kernel.is_some_and(|k| !k.is_empty()));
+}
