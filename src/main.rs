@@ -122,7 +122,7 @@ async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
 fn live_factory(logs: Vec<PathBuf>) -> Factory {
     Arc::new(move || {
         let gpu = NvmlReader::new()?;
-        let host = ProcReader::new();
+        let host = ProcReader::new()?;
         Ok(Box::new(LiveSource::new(gpu, host, LogWatch::new(logs.clone()))) as Box<dyn Source>)
     })
 }

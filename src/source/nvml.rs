@@ -17,6 +17,9 @@ use super::{
     GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, Reading, SourceError,
 };
 
+/// The variable that names another libnvidia-ml to load.
+pub const LIB_ENV: &str = "GPUMON_NVML_LIB";
+
 /// Reads GPUs through one NVML session.
 pub struct NvmlReader {
     nvml: Nvml,
@@ -30,9 +33,14 @@ pub struct NvmlReader {
 
 impl NvmlReader {
     /// Starts NVML; the error says in one line why it could not (no driver, no GPU, ...).
+    /// `GPUMON_NVML_LIB` names another libnvidia-ml to load (non-standard driver installs).
     pub fn new() -> Result<Self, SourceError> {
         let unavailable = |e: NvmlError| SourceError::Unavailable(startup_message(&e));
-        let nvml = Nvml::init().map_err(unavailable)?;
+        let nvml = match std::env::var_os(LIB_ENV) {
+            Some(path) => Nvml::builder().lib_path(&path).init(),
+            None => Nvml::init(),
+        }
+        .map_err(unavailable)?;
         match nvml.device_count().map_err(unavailable)? {
             0 => Err(SourceError::Unavailable(NO_GPU.to_string())),
             n => Ok(NvmlReader {
