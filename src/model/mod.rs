@@ -101,6 +101,8 @@ pub struct GpuTrack {
     pub used: Ring,
     /// Since when the GPU has been lost, if it is.
     pub lost_since_ms: Option<u64>,
+    /// Total memory as last read; kept while the GPU is lost, so its history keeps its scale.
+    pub total: Option<u64>,
     /// Processes on it whose device memory NVML could not give.
     pub unattributed: usize,
     /// Alerts that name this GPU.
@@ -292,6 +294,7 @@ impl State {
                 segments: None,
                 used: Ring::new(cap),
                 lost_since_ms: None,
+                total: None,
                 unattributed: 0,
                 alerts: 0,
             });
@@ -302,6 +305,9 @@ impl State {
                 }
             }
             track.used.push(at, g.memory.value().map(|m| m.used));
+            if let Some(m) = g.memory.value() {
+                track.total = Some(m.total);
+            }
             track.sample = g;
         }
 
@@ -528,5 +534,43 @@ pub fn value_or_reason(r: &Reading<u64>) -> Result<u64, &str> {
     match r {
         Reading::Value(v) => Ok(*v),
         Reading::Unavailable(reason) => Err(reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::scripted::build::{GIB, gpu, machine};
+
+    #[test]
+    fn a_lost_gpu_keeps_its_last_known_total() {
+        let mut state = State::new(Config {
+            interval_ms: 1000,
+            history_ms: 60_000,
+            ascii: false,
+            color: false,
+            replay_speed: None,
+        });
+        state.update(Msg::Started(machine()));
+        let g = gpu(0, 80 * GIB, 4 * GIB, GIB);
+        let sample = |at_ms, g: GpuSample| Sample {
+            at_ms,
+            gpus: vec![g],
+            processes: Vec::new(),
+            failures: Vec::new(),
+        };
+        state.update(Msg::Sample(sample(1000, g.clone())));
+        let lost = GpuSample {
+            status: GpuStatus::Lost {
+                reason: "GPU has fallen off the bus".into(),
+            },
+            memory: Reading::na("GPU is lost"),
+            ..g.clone()
+        };
+        state.update(Msg::Sample(sample(2000, lost)));
+        let track = state.gpu(&g.uuid).unwrap();
+        assert_eq!(track.segments, None);
+        assert_eq!(track.total, Some(80 * GIB));
+        assert_eq!(track.lost_since_ms, Some(2000));
     }
 }

@@ -42,6 +42,43 @@ pub fn duration_ms(ms: u64) -> String {
     }
 }
 
+/// Kibibytes as /proc/PID/status writes them (bytes / 1024): "25270272 kB".
+pub fn kb(bytes: u64) -> String {
+    format!("{} kB", bytes / 1024)
+}
+
+/// A sampling interval: "1s", "500ms", "1m 30s".
+pub fn interval(ms: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
+}
+
+/// A speed factor without needless zeroes: "x2", "x0.5".
+pub fn speed(factor: f64) -> String {
+    let s = format!("{factor:.2}");
+    format!("x{}", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// Time of day in UTC from milliseconds since the epoch: "12:03:07".
+pub fn clock(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("{:02}:{:02}:{:02}", s / 3600 % 24, s / 60 % 60, s % 60)
+}
+
+/// Date and time in UTC from milliseconds since the epoch: "2025-11-22 08:26:40".
+pub fn date_time(ms: u64) -> String {
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let days = ms / 86_400_000 + 719_468;
+    let era = days / 146_097;
+    let doe = days % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {}", clock(ms))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,5 +94,17 @@ mod tests {
         assert_eq!(rate(-1.5 * 1024.0 * MIB as f64), "-1.5G/s");
         assert_eq!(rate(3.0), "+0/s");
         assert_eq!(duration_ms(600_000), "10m");
+        assert_eq!(kb(25_270_272 * 1024 + 1000), "25270272 kB");
+    }
+
+    #[test]
+    fn times_and_speeds() {
+        assert_eq!(interval(1000), "1s");
+        assert_eq!(interval(500), "500ms");
+        assert_eq!(speed(2.0), "x2");
+        assert_eq!(speed(0.5), "x0.5");
+        assert_eq!(clock(1_763_812_987_000), "12:03:07");
+        assert_eq!(date_time(1_763_812_987_000), "2025-11-22 12:03:07");
+        assert_eq!(date_time(951_782_400_000), "2000-02-29 00:00:00");
     }
 }

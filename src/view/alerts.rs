@@ -1,0 +1,143 @@
+//! The alerts panel: newest first; with the alerts pane active, the selected alert's evidence
+//! and remedy fill the space under the list.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
+
+use super::text::{fit, wrap};
+use super::theme::Theme;
+use crate::analysis::{Alert, Level};
+use crate::model::{Pane, State, units};
+
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+    let mut title = format!(" alerts ({})", state.alerts.len());
+    if state.alerts_dropped > 0 {
+        title = format!("{title}, {} older dropped", state.alerts_dropped);
+    }
+    if state.pane == Pane::Alerts {
+        title.push_str(&format!("{}a returns to processes", theme.g.sep));
+    } else if !state.alerts.is_empty() {
+        title.push_str(&format!("{}a for details", theme.g.sep));
+    }
+    let block = block
+        .title(Line::styled(format!("{title} "), theme.title))
+        .padding(Padding::horizontal(1));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if state.alerts.is_empty() {
+        frame.render_widget(Paragraph::new(Line::styled("no alerts", theme.na)), inner);
+        return;
+    }
+    let width = usize::from(inner.width);
+    let active = state.pane == Pane::Alerts;
+    let height = usize::from(inner.height);
+    if !active {
+        frame.render_widget(Paragraph::new(list(state, theme, width, height)), inner);
+        return;
+    }
+    // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.
+    let list_rows = (height / 3).max(1).min(state.alerts.len());
+    let first = state.alert_selected.saturating_sub(list_rows - 1);
+    let lines: Vec<Line<'static>> = state
+        .alerts
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(list_rows)
+        .map(|(i, a)| {
+            let selected = i == state.alert_selected;
+            let marker = if selected { "> " } else { "  " };
+            let style = if selected {
+                theme.selected
+            } else {
+                level_style(a, theme)
+            };
+            Line::styled(
+                fit(&format!("{marker}{}", summary(a)), width, theme.g.ellipsis),
+                style,
+            )
+        })
+        .collect();
+    let rows = u16::try_from(list_rows).unwrap_or(u16::MAX);
+    let top = Rect {
+        height: rows,
+        ..inner
+    };
+    let rest = Rect {
+        y: inner.y + rows,
+        height: inner.height.saturating_sub(rows),
+        ..inner
+    };
+    frame.render_widget(Paragraph::new(lines), top);
+    if let Some(a) = state.alerts.get(state.alert_selected) {
+        frame.render_widget(
+            Paragraph::new(evidence(a, theme)).wrap(Wrap { trim: false }),
+            rest,
+        );
+    }
+}
+
+/// Every alert, one per line, wrapped when they all fit that way.
+fn list(state: &State, theme: &Theme, width: usize, height: usize) -> Vec<Line<'static>> {
+    let wrapped: Vec<Vec<String>> = state
+        .alerts
+        .iter()
+        .map(|a| wrap(&summary(a), width))
+        .collect();
+    let all_fit = wrapped.iter().map(Vec::len).sum::<usize>() <= height;
+    state
+        .alerts
+        .iter()
+        .zip(wrapped)
+        .flat_map(|(a, lines)| {
+            let style = level_style(a, theme);
+            let lines = if all_fit {
+                lines
+            } else {
+                vec![fit(&summary(a), width, theme.g.ellipsis)]
+            };
+            lines.into_iter().map(move |l| Line::styled(l, style))
+        })
+        .collect()
+}
+
+fn level_style(a: &Alert, theme: &Theme) -> Style {
+    match a.level {
+        Level::Failure => theme.alert,
+        Level::Suspected => Style::new(),
+    }
+}
+
+/// "12:03:07 pid 4400 fragmentation: title".
+fn summary(a: &Alert) -> String {
+    let pid = a.pid.map(|p| format!(" pid {p}")).unwrap_or_default();
+    format!("{}{pid} {}: {}", units::clock(a.at_ms), a.class, a.title)
+}
+
+/// The selected alert's evidence and remedy.
+fn evidence(a: &Alert, theme: &Theme) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::raw(""),
+        Line::styled(summary(a), level_style(a, theme)),
+    ];
+    let confidence = a
+        .confidence
+        .as_ref()
+        .map(|c| format!(" ({c})"))
+        .unwrap_or_default();
+    lines.push(Line::from(vec![
+        Span::styled("evidence", theme.title),
+        Span::raw(confidence),
+    ]));
+    lines.extend(a.evidence.iter().map(|e| Line::raw(format!("  {e}"))));
+    if let Some(r) = &a.remedy {
+        lines.push(Line::from(vec![
+            Span::styled("remedy ", theme.title),
+            Span::raw(r.clone()),
+        ]));
+    }
+    lines
+}

@@ -1,0 +1,155 @@
+//! The selected process in detail: its device-memory sparkline, exact figures, start, framework
+//! and memory settings, why any field is n/a, and what its VMS means.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
+
+use super::spark::{self, Window};
+use super::text::fit;
+use super::theme::Theme;
+use crate::analysis::Level;
+use crate::model::{ProcessTrack, State, units};
+use crate::source::Reading;
+
+/// Why VMS is so much larger than device memory for CUDA processes.
+const VMS_CAPTION: &str =
+    "VMS counts address space the CUDA driver reserved (UVA), not memory in use.";
+
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+    let block = block.padding(Padding::horizontal(1));
+    let Some(t) = state.selected_process() else {
+        let block = block.title(Line::styled(" selected ", theme.title));
+        frame.render_widget(
+            Paragraph::new(Line::styled("no process selected", theme.na)).block(block),
+            area,
+        );
+        return;
+    };
+    let s = &t.sample;
+    let command = s.command.value().map_or("", String::as_str);
+    let title = fit(
+        format!(" selected: {} {command}", s.pid).trim_end(),
+        usize::from(area.width.saturating_sub(4)),
+        theme.g.ellipsis,
+    );
+    let block = block.title(Line::styled(format!("{title} "), theme.title));
+    let inner = block.inner(area);
+    frame.render_widget(
+        Paragraph::new(lines(t, state, theme, inner.width))
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}
+
+fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    let s = &t.sample;
+    let na = |text: &str| Span::styled(text.to_string(), theme.na);
+    let or_na = |v: Option<String>| v.map_or_else(|| na("n/a"), Span::raw);
+    let window_label = format!(" ({})", units::duration_ms(state.config.history_ms));
+    let room = usize::from(width).saturating_sub("device ".len() + window_label.len());
+    let marks: Vec<u64> = state
+        .alerts
+        .iter()
+        .filter(|a| {
+            a.level == Level::Failure
+                && a.pid == Some(s.pid)
+                && a.gpu_uuid.as_ref().is_none_or(|g| *g == s.gpu_uuid)
+        })
+        .map(|a| a.at_ms)
+        .collect();
+
+    let mut spark_line = vec![Span::raw("device ")];
+    spark_line.extend(spark::spans(
+        &t.history,
+        Window::of(state, room.min(60)),
+        None,
+        &marks,
+        theme,
+    ));
+    spark_line.push(Span::raw(window_label));
+
+    let kb = |r: &Reading<u64>| r.get().map(units::kb);
+    let settings = match s.settings.value() {
+        None => na("unknown"),
+        Some(m) if m.is_empty() => Span::raw("none set"),
+        Some(_) => Span::raw("from its environment:"),
+    };
+    let mut out = vec![
+        Line::from(spark_line),
+        Line::from(vec![
+            Span::raw("now "),
+            or_na(s.device_memory.get().map(units::mib)),
+            Span::raw("  peak "),
+            or_na(t.peak.map(units::mib)),
+        ]),
+        Line::from(vec![
+            Span::raw("VMS "),
+            or_na(kb(&s.vms)),
+            Span::raw("  RSS "),
+            or_na(kb(&s.rss)),
+        ]),
+    ];
+    // Why fields are n/a comes before the facts that are often n/a for the same reason.
+    for (fields, reason) in reasons(t) {
+        out.push(Line::styled(
+            format!("{} n/a: {reason}", fields.join(", ")),
+            theme.na,
+        ));
+    }
+    out.extend([
+        Line::from(vec![
+            Span::raw("started "),
+            or_na(
+                s.start_time
+                    .get()
+                    .map(|secs| units::date_time(secs.saturating_mul(1000)) + " UTC"),
+            ),
+        ]),
+        Line::from(vec![
+            Span::raw("framework "),
+            or_na(s.framework.value().map(|f| f.label().to_string())),
+        ]),
+        Line::from(vec![Span::raw("settings "), settings]),
+    ]);
+    // One setting a line; a long one breaks after its '=' rather than inside a word.
+    for (k, v) in s.settings.value().into_iter().flatten() {
+        if k.len() + 3 + v.len() <= usize::from(width) {
+            out.push(Line::raw(format!("  {k}={v}")));
+        } else {
+            out.push(Line::raw(format!("  {k}=")));
+            out.push(Line::raw(format!("    {v}")));
+        }
+    }
+    if t.vms_ratio().is_some_and(|r| r > 1.0) {
+        out.push(Line::styled(VMS_CAPTION, Style::new()));
+    }
+    out
+}
+
+/// The fields that are n/a, grouped by their reason (in field order).
+fn reasons(t: &ProcessTrack) -> Vec<(Vec<&'static str>, String)> {
+    let s = &t.sample;
+    let fields = [
+        ("device", s.device_memory.reason()),
+        ("start", s.start_time.reason()),
+        ("user", s.user.reason()),
+        ("command", s.command.reason()),
+        ("VMS", s.vms.reason()),
+        ("RSS", s.rss.reason()),
+        ("framework", s.framework.reason()),
+        ("settings", s.settings.reason()),
+    ];
+    let mut groups: Vec<(Vec<&'static str>, String)> = Vec::new();
+    for (field, reason) in fields {
+        let Some(reason) = reason else { continue };
+        match groups.iter_mut().find(|(_, r)| r == reason) {
+            Some((names, _)) => names.push(field),
+            None => groups.push((vec![field], reason.to_string())),
+        }
+    }
+    groups
+}

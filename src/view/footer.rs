@@ -1,0 +1,58 @@
+//! The footer: the main keys and the status message, or the filter prompt while it is open.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::text::fit;
+use super::theme::Theme;
+use crate::model::State;
+
+/// The keys the footer names, in order; the help overlay lists them all.
+const HINTS: [(&str, &str); 6] = [
+    ("q", "quit"),
+    ("/", "filter"),
+    ("s", "snapshot"),
+    ("p", "pause"),
+    ("o", "sort"),
+    ("?", "help"),
+];
+
+pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let width = usize::from(area.width);
+    if let Some(text) = &state.prompt {
+        let line = Line::from(vec![
+            Span::styled(" filter: ", theme.key),
+            Span::raw(text.clone()),
+            Span::raw(theme.g.cursor),
+            Span::styled(" (Enter apply, Esc cancel)", theme.na),
+        ]);
+        frame.render_widget(Paragraph::new(line), area);
+        return;
+    }
+    let status = state
+        .status
+        .as_ref()
+        .map(|s| fit(s, width.saturating_sub(2), theme.g.ellipsis));
+    let status_len = status.as_ref().map_or(0, |s| s.chars().count() + 2);
+    let mut spans = Vec::new();
+    let mut used = 0;
+    for (key, what) in HINTS {
+        let len = 1 + key.len() + 1 + what.len() + 1;
+        if used + len + status_len > width {
+            break;
+        }
+        used += len;
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(key, theme.key));
+        spans.push(Span::raw(format!(" {what} ")));
+    }
+    if let Some(s) = status {
+        let pad = width.saturating_sub(used + s.chars().count() + 1);
+        spans.push(Span::raw(" ".repeat(pad)));
+        spans.push(Span::styled(s, Style::new()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,103 @@
+//! The header (the top border's title): host, versions, interval, filter, pause, replay and
+//! sample age; and the banner line of a failing source.
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::text::fit;
+use super::theme::Theme;
+use crate::model::{SourceState, State, units};
+
+/// One part of the header; parts with the highest `drop` give way first on narrow screens.
+struct Part {
+    text: String,
+    style: Style,
+    drop: u8,
+}
+
+/// The header for a border `width` columns wide.
+pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
+    let mut parts = vec![Part {
+        text: "gpumon".into(),
+        style: theme.title,
+        drop: 0,
+    }];
+    let mut add = |text: String, style: Style, drop: u8| parts.push(Part { text, style, drop });
+    if let Some(m) = &state.machine {
+        add(format!("host {}", m.host), Style::new(), 5);
+        if let Some(d) = &m.driver_version {
+            add(format!("driver {d}"), Style::new(), 7);
+        }
+        if let Some(c) = &m.cuda_version {
+            add(format!("CUDA {c}"), Style::new(), 6);
+        }
+    }
+    add(
+        format!("every {}", units::interval(state.config.interval_ms)),
+        Style::new(),
+        4,
+    );
+    if let Some(f) = &state.filter {
+        add(format!("filter: {}", f.label()), theme.paused, 2);
+    }
+    if let Some(x) = state.config.replay_speed {
+        add(format!("replay {}", units::speed(x)), Style::new(), 3);
+    }
+    if state.paused {
+        add("PAUSED".into(), theme.paused, 0);
+    }
+    if state.source == SourceState::Ended {
+        add("replay ended".into(), theme.paused, 0);
+    }
+    if let Some(age) = stale_for(state) {
+        add(format!("stale {}", units::duration_ms(age)), theme.alert, 0);
+    }
+
+    let room = usize::from(width.saturating_sub(4));
+    let sep = theme.g.sep.chars().count();
+    let len = |parts: &[Part]| {
+        parts.iter().map(|p| p.text.chars().count()).sum::<usize>()
+            + sep * parts.len().saturating_sub(1)
+    };
+    while len(&parts) > room {
+        match parts.iter().map(|p| p.drop).max() {
+            Some(worst) if worst > 0 => {
+                if let Some(i) = parts.iter().rposition(|p| p.drop == worst) {
+                    parts.remove(i);
+                }
+            }
+            _ => break,
+        }
+    }
+    let mut spans = vec![Span::raw(" ")];
+    for (i, p) in parts.into_iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::raw(theme.g.sep));
+        }
+        spans.push(Span::styled(fit(&p.text, room, theme.g.ellipsis), p.style));
+    }
+    spans.push(Span::raw(" "));
+    Line::from(spans)
+}
+
+/// How old the last sample is, when more than two intervals old.
+fn stale_for(state: &State) -> Option<u64> {
+    let age = state.now_ms.checked_sub(state.last_sample_ms?)?;
+    (age > 2 * state.config.interval_ms).then_some(age)
+}
+
+/// The red line of a failing source: why, and since when.
+pub fn banner(state: &State, theme: &Theme, width: u16) -> Option<Line<'static>> {
+    let SourceState::Failing { since_ms, reason } = &state.source else {
+        return None;
+    };
+    let text = format!(
+        " {} source failing since {}: {reason} ",
+        theme.g.warn,
+        units::clock(*since_ms)
+    );
+    Some(Line::styled(
+        fit(&text, usize::from(width), theme.g.ellipsis),
+        theme.banner,
+    ))
+}

@@ -1,0 +1,41 @@
+//! The help overlay: a centred popup listing every entry of the keymap table.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph};
+
+use super::text::wrap;
+use super::theme::Theme;
+use crate::input::KEYMAP;
+
+pub fn render(frame: &mut Frame, area: Rect, theme: &Theme) {
+    let keys_width = KEYMAP.iter().map(|b| b.keys.len()).max().unwrap_or(0) + 2;
+    let width = area.width.saturating_sub(4).min(80);
+    let text_width = usize::from(width.saturating_sub(4)).saturating_sub(keys_width);
+    let mut lines = Vec::new();
+    for b in KEYMAP {
+        for (i, part) in wrap(b.help, text_width).into_iter().enumerate() {
+            let keys = if i == 0 { b.keys } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!(" {keys:<keys_width$}"), theme.key),
+                Span::raw(part),
+            ]));
+        }
+    }
+    let height = u16::try_from(lines.len() + 2)
+        .unwrap_or(u16::MAX)
+        .min(area.height);
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    let block = Block::bordered()
+        .border_set(theme.g.border)
+        .title(Line::styled(" keys ", theme.title))
+        .title_bottom(Line::styled(" Esc or ? closes ", theme.na).right_aligned());
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(block), popup);
+}

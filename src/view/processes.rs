@@ -1,0 +1,260 @@
+//! The process table, in `state.rows` order; the least important columns give way on narrow
+//! screens and COMMAND takes what is left.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
+
+use super::text::fit;
+use super::theme::Theme;
+use crate::model::{ProcessTrack, State, units};
+use crate::source::Reading;
+
+/// COMMAND keeps at least this many columns; other columns are dropped to make room.
+const MIN_COMMAND: u16 = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Gpu,
+    Pid,
+    User,
+    Fw,
+    Device,
+    Peak,
+    Vms,
+    Rss,
+    Ratio,
+    Growth,
+    Command,
+}
+
+const COLUMNS: [Col; 11] = [
+    Col::Gpu,
+    Col::Pid,
+    Col::User,
+    Col::Fw,
+    Col::Device,
+    Col::Peak,
+    Col::Vms,
+    Col::Rss,
+    Col::Ratio,
+    Col::Growth,
+    Col::Command,
+];
+
+impl Col {
+    fn title(self) -> &'static str {
+        match self {
+            Col::Gpu => "GPU",
+            Col::Pid => "PID",
+            Col::User => "USER",
+            Col::Fw => "FW",
+            Col::Device => "DEVICE",
+            Col::Peak => "PEAK",
+            Col::Vms => "VMS",
+            Col::Rss => "RSS",
+            Col::Ratio => "VMS/DEV",
+            Col::Growth => "GROWTH",
+            Col::Command => "COMMAND",
+        }
+    }
+
+    fn width(self) -> u16 {
+        match self {
+            Col::Gpu => 3,
+            Col::Fw => 5,
+            Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
+            Col::User => 7,
+            Col::Growth => 8,
+            Col::Command => MIN_COMMAND,
+        }
+    }
+
+    /// Order in which columns give way (1 first); 0 never does.
+    fn drop_rank(self) -> u8 {
+        match self {
+            Col::Rss => 1,
+            Col::Peak => 2,
+            Col::User => 3,
+            Col::Fw => 4,
+            Col::Ratio => 5,
+            Col::Growth => 6,
+            Col::Vms => 7,
+            Col::Gpu | Col::Pid | Col::Device | Col::Command => 0,
+        }
+    }
+
+    fn right_aligned(self) -> bool {
+        !matches!(self, Col::User | Col::Fw | Col::Command)
+    }
+
+    /// The cell of `t` in this column; COMMAND is cut to `command_width` with an ellipsis.
+    fn cell(
+        self,
+        t: &ProcessTrack,
+        state: &State,
+        theme: &Theme,
+        command_width: usize,
+    ) -> Cell<'static> {
+        let s = &t.sample;
+        let size = |r: &Reading<u64>| r.get().map(units::compact);
+        let text = match self {
+            Col::Gpu => state
+                .gpus
+                .get(&s.gpu_uuid)
+                .map(|g| g.sample.index.to_string()),
+            Col::Pid => Some(s.pid.to_string()),
+            Col::User => s.user.value().cloned(),
+            Col::Fw => s.framework.value().map(|f| f.label().to_string()),
+            Col::Device => size(&s.device_memory),
+            Col::Peak => t.peak.map(units::compact),
+            Col::Vms => size(&s.vms),
+            Col::Rss => size(&s.rss),
+            Col::Ratio => t.vms_ratio().map(|r| {
+                if r < 100.0 {
+                    format!("{r:.1}x")
+                } else {
+                    format!("{r:.0}x")
+                }
+            }),
+            Col::Growth => t.growth.map(units::rate),
+            Col::Command => s.command.value().cloned(),
+        };
+        let (text, style) = match text {
+            Some(v) => (v, Style::new()),
+            None => ("n/a".to_string(), theme.na),
+        };
+        let text = match self {
+            Col::User => fit(&text, usize::from(self.width()), theme.g.ellipsis),
+            Col::Command => fit(&text, command_width, theme.g.ellipsis),
+            _ => text,
+        };
+        align(Line::styled(text, style), self)
+    }
+}
+
+fn align(line: Line<'static>, col: Col) -> Cell<'static> {
+    Cell::from(if col.right_aligned() {
+        line.right_aligned()
+    } else {
+        line
+    })
+}
+
+/// Columns taken by `cols` at their fixed widths, with the selection marker and spacing.
+fn needed(cols: &[Col]) -> u16 {
+    cols.iter().map(|c| c.width()).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
+}
+
+/// The columns that fit in `width` (the selection marker included).
+fn visible(width: u16) -> Vec<Col> {
+    let mut cols = COLUMNS.to_vec();
+    while needed(&cols) > width {
+        let Some(worst) = cols
+            .iter()
+            .copied()
+            .filter(|c| c.drop_rank() > 0)
+            .min_by_key(|c| c.drop_rank())
+        else {
+            break;
+        };
+        cols.retain(|c| *c != worst);
+    }
+    cols
+}
+
+/// The block title: sort order, filter and focused GPU.
+fn title(state: &State, theme: &Theme) -> Line<'static> {
+    let mut parts = vec![format!("processes (sorted by {})", state.sort.label())];
+    if let Some(f) = &state.filter {
+        parts.push(format!("filter: {}", f.label()));
+    }
+    if let Some(g) = state.focus.as_ref().and_then(|u| state.gpus.get(u)) {
+        parts.push(format!("GPU{} only", g.sample.index));
+    }
+    Line::styled(format!(" {} ", parts.join(theme.g.sep)), theme.title)
+}
+
+/// Why the table is empty.
+fn empty_reason(state: &State, theme: &Theme) -> String {
+    let dash = theme.g.sep;
+    if let Some(f) = &state.filter {
+        format!("no process matches filter {}{dash}Esc clears", f.label())
+    } else if let Some(g) = state.focus.as_ref().and_then(|u| state.gpus.get(u)) {
+        format!("no process on GPU{}{dash}Tab shows all", g.sample.index)
+    } else {
+        "no GPU processes".to_string()
+    }
+}
+
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+    let block = block.title(title(state, theme)).padding(Padding::right(1));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let cols = visible(inner.width);
+    let command_width = usize::from(inner.width - needed(&cols) + MIN_COMMAND);
+    let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
+    if state.rows.is_empty() {
+        let [head, body] = inner.layout(&ratatui::layout::Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+        ]));
+        let widths = cols.iter().map(|c| width_of(*c));
+        frame.render_widget(
+            Table::new(Vec::<Row>::new(), widths)
+                .header(header)
+                .highlight_spacing(HighlightSpacing::Always)
+                .highlight_symbol("> "),
+            head,
+        );
+        frame.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::raw("  "),
+                Span::styled(empty_reason(state, theme), theme.na),
+            ])),
+            body,
+        );
+        return;
+    }
+    let rows = state
+        .rows
+        .iter()
+        .filter_map(|k| state.processes.get(k))
+        .map(|t| Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width))));
+    let table = Table::new(rows, cols.iter().map(|c| width_of(*c)))
+        .header(header)
+        .row_highlight_style(theme.selected)
+        .highlight_symbol("> ")
+        .highlight_spacing(HighlightSpacing::Always);
+    let mut table_state = TableState::new().with_selected(
+        state
+            .selected
+            .as_ref()
+            .and_then(|k| state.rows.iter().position(|r| r == k)),
+    );
+    frame.render_stateful_widget(table, inner, &mut table_state);
+}
+
+fn width_of(c: Col) -> Constraint {
+    if c == Col::Command {
+        Constraint::Fill(1)
+    } else {
+        Constraint::Length(c.width())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrow_screens_drop_rss_and_peak_first() {
+        let all = visible(200);
+        assert_eq!(all.len(), 11);
+        let at80 = visible(78);
+        assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
+        assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
+    }
+}

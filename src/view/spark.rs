@@ -1,0 +1,162 @@
+//! Sparklines over a history ring: one column per slice of time, gaps left blank (never drawn as
+//! zero), failures marked at the column where they happened.
+
+use ratatui::text::Span;
+
+use super::theme::Theme;
+use crate::model::{Ring, State};
+
+/// The time a sparkline covers, cut into `width` equal columns ending at `end_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub end_ms: u64,
+    pub span_ms: u64,
+    pub width: usize,
+}
+
+impl Window {
+    /// The history window of `state`, at most `avail` columns and never more columns than
+    /// samples fit in it (so a column is never empty between two samples). It ends at the last
+    /// sample, so a paused screen stands still.
+    pub fn of(state: &State, avail: usize) -> Self {
+        let c = &state.config;
+        let samples = usize::try_from(c.history_ms / c.interval_ms.max(1)).unwrap_or(usize::MAX);
+        Window {
+            end_ms: state.last_sample_ms.unwrap_or(state.now_ms),
+            span_ms: c.history_ms.max(1),
+            width: avail.min(samples).max(1),
+        }
+    }
+
+    /// The column of a moment, if it lies inside the window.
+    pub fn column(&self, at_ms: u64) -> Option<usize> {
+        let age = self.end_ms.checked_sub(at_ms)?;
+        let back = u128::from(age) * self.width as u128 / u128::from(self.span_ms);
+        let back = usize::try_from(back).ok().filter(|b| *b < self.width)?;
+        Some(self.width - 1 - back)
+    }
+
+    /// The highest reading in each column; `None` where there was none.
+    pub fn columns(&self, ring: &Ring) -> Vec<Option<u64>> {
+        let mut cols = vec![None; self.width];
+        for p in ring.iter() {
+            if let (Some(col), Some(v)) = (self.column(p.at_ms), p.value) {
+                let c: &mut Option<u64> = &mut cols[col];
+                *c = Some(c.map_or(v, |old| old.max(v)));
+            }
+        }
+        cols
+    }
+}
+
+/// The sparkline of `ring`, scaled from 0 to `top` (or to its highest reading), with `marks_ms`
+/// marked.
+pub fn spans(
+    ring: &Ring,
+    window: Window,
+    top: Option<u64>,
+    marks_ms: &[u64],
+    theme: &Theme,
+) -> Vec<Span<'static>> {
+    let cols = window.columns(ring);
+    let marks: Vec<usize> = marks_ms.iter().filter_map(|t| window.column(*t)).collect();
+    let ramp = theme.g.ramp;
+    let max = top.unwrap_or_else(|| cols.iter().flatten().max().copied().unwrap_or(0));
+    let mut out: Vec<Span<'static>> = Vec::new();
+    let mut run = String::new();
+    for (i, col) in cols.iter().enumerate() {
+        if marks.contains(&i) {
+            if !run.is_empty() {
+                out.push(Span::styled(std::mem::take(&mut run), theme.spark));
+            }
+            out.push(Span::styled(theme.g.mark.to_string(), theme.mark));
+            continue;
+        }
+        run.push(match col {
+            None => ' ',
+            Some(v) => ramp[level(*v, max, ramp.len())],
+        });
+    }
+    if !run.is_empty() {
+        out.push(Span::styled(run, theme.spark));
+    }
+    out
+}
+
+/// Index into a ramp of `levels` for `v` on a scale from 0 to `max`, rounded.
+fn level(v: u64, max: u64, levels: usize) -> usize {
+    if max == 0 {
+        return 0;
+    }
+    let top = levels as u128 - 1;
+    let l = (u128::from(v) * top + u128::from(max) / 2) / u128::from(max);
+    usize::try_from(l.min(top)).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Config;
+
+    fn theme() -> Theme {
+        Theme::new(&Config {
+            interval_ms: 1000,
+            history_ms: 10_000,
+            ascii: false,
+            color: false,
+            replay_speed: None,
+        })
+    }
+
+    fn text(spans: &[Span]) -> String {
+        spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn columns_are_slices_of_time_and_gaps_stay_blank() {
+        let mut ring = Ring::new(20);
+        for (t, v) in [
+            (5, Some(0)),
+            (6, Some(4)),
+            (7, None),
+            (8, Some(8)),
+            (9, Some(8)),
+        ] {
+            ring.push(t * 1000, v);
+        }
+        let w = Window {
+            end_ms: 9000,
+            span_ms: 10_000,
+            width: 10,
+        };
+        assert_eq!(w.column(9000), Some(9));
+        assert_eq!(w.column(0), Some(0));
+        assert_eq!(w.column(9001), None);
+        assert_eq!(text(&spans(&ring, w, None, &[], &theme())), "     ▁▅ ██");
+        assert_eq!(
+            text(&spans(&ring, w, None, &[6000], &theme())),
+            "     ▁! ██"
+        );
+        assert_eq!(
+            text(&spans(&ring, w, Some(16), &[], &theme())),
+            "     ▁▃ ▅▅"
+        );
+    }
+
+    #[test]
+    fn wide_columns_take_the_highest_reading() {
+        let mut ring = Ring::new(20);
+        for t in 0..10 {
+            ring.push(t * 1000, Some(t));
+        }
+        let w = Window {
+            end_ms: 9000,
+            span_ms: 10_000,
+            width: 5,
+        };
+        assert_eq!(
+            w.columns(&ring),
+            vec![Some(1), Some(3), Some(5), Some(7), Some(9)]
+        );
+    }
+}

@@ -1,0 +1,396 @@
+//! Screen tests: states built only through `State::update`, rendered into a `TestBackend` at
+//! 80x24 and 120x40, and compared with reviewed insta snapshots; plus buffer checks of colour.
+
+use std::collections::BTreeMap;
+
+use gpumon::analysis::failure::Failure;
+use gpumon::input::Action;
+use gpumon::model::{Config, Msg, State};
+use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
+use gpumon::source::{
+    Framework, GpuProcess, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, Reading,
+    Sample, live,
+};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+/// 2025-11-22 12:01:40 UTC.
+const T0: u64 = 1_763_812_900_000;
+/// Samples fed to each state: a minute of history at one per second.
+const TICKS: u64 = 40;
+
+fn config() -> Config {
+    Config {
+        interval_ms: 1000,
+        history_ms: 60_000,
+        ascii: false,
+        color: true,
+        replay_speed: None,
+    }
+}
+
+fn with(p: ProcessSample, user: &str) -> ProcessSample {
+    ProcessSample {
+        user: Reading::Value(user.into()),
+        ..p
+    }
+}
+
+/// Tick `k` of the main scenario: two H200s, five processes of mixed frameworks, one of them
+/// growing, and two allocation failures read from logs.
+fn main_sample(k: u64) -> Sample {
+    let total = 143_771 * MIB;
+    let g0 = gpu(0, total, 0, 0);
+    let g1 = gpu(1, total, 0, 0);
+    let mut finetune = with(
+        process(
+            4400,
+            &g1,
+            5 * GIB + k * 100 * MIB,
+            Framework::Pytorch,
+            "python finetune.py --lr 3e-4",
+        ),
+        "bo",
+    );
+    finetune.settings = Reading::Value(BTreeMap::from([(
+        "PYTORCH_CUDA_ALLOC_CONF".to_string(),
+        "expandable_segments:True".to_string(),
+    )]));
+    let processes = vec![
+        process(
+            4312,
+            &g0,
+            105 * GIB + 400 * MIB,
+            Framework::Jax,
+            "python train.py",
+        ),
+        finetune,
+        with(
+            process(
+                4521,
+                &g1,
+                3 * GIB,
+                Framework::Tensorflow,
+                "python serve.py --port 8500",
+            ),
+            "carla",
+        ),
+        process(
+            4610,
+            &g0,
+            1536 * MIB,
+            Framework::Cupy,
+            "python fft_bench.py",
+        ),
+        with(
+            process(
+                5002,
+                &g1,
+                512 * MIB,
+                Framework::Other,
+                "./nbody -benchmark -numbodies=65536",
+            ),
+            "dmitri",
+        ),
+    ];
+    let used = |g: &GpuSample| -> u64 {
+        processes
+            .iter()
+            .filter(|p| p.gpu_uuid == g.uuid)
+            .filter_map(|p| p.device_memory.get())
+            .sum::<u64>()
+            + 1229 * MIB
+    };
+    let (u0, u1) = (used(&g0), used(&g1));
+    let mut failures = Vec::new();
+    if k == 30 {
+        failures.push(Failure {
+            at_ms: T0 + k * 1000,
+            log: "/var/log/finetune.log".into(),
+            line: 1042,
+            pid: Some(4400),
+            message: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"
+                .into(),
+        });
+    }
+    if k == 35 {
+        failures.push(Failure {
+            at_ms: T0 + k * 1000,
+            log: "/var/log/serve.log".into(),
+            line: 77,
+            pid: Some(4521),
+            message: "ResourceExhaustedError: OOM when allocating tensor with shape[8192,8192]"
+                .into(),
+        });
+    }
+    Sample {
+        at_ms: T0 + k * 1000,
+        gpus: vec![gpu(0, total, u0, 615 * MIB), gpu(1, total, u1, 615 * MIB)],
+        processes,
+        failures,
+    }
+}
+
+fn started(config: Config) -> State {
+    let mut s = State::new(config);
+    s.update(Msg::Started(machine()));
+    s
+}
+
+fn main_state(config: Config) -> State {
+    let mut s = started(config);
+    for k in 0..TICKS {
+        s.update(Msg::Sample(main_sample(k)));
+    }
+    s
+}
+
+fn act(s: &mut State, actions: &[Action]) {
+    for a in actions {
+        s.update(Msg::Action(*a));
+    }
+}
+
+fn type_text(s: &mut State, text: &str) {
+    for c in text.chars() {
+        s.update(Msg::Action(Action::PromptChar(c)));
+    }
+}
+
+fn draw(state: &State, w: u16, h: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| gpumon::view::render(f, state)).unwrap();
+    terminal
+}
+
+/// Snapshots `state` at 80x24 and 120x40.
+#[track_caller]
+fn check(name: &str, state: &State) {
+    for (w, h) in [(80, 24), (120, 40)] {
+        let terminal = draw(state, w, h);
+        insta::assert_snapshot!(format!("{name}_{w}x{h}"), terminal.backend());
+    }
+}
+
+#[test]
+fn main_screen() {
+    check("main", &main_state(config()));
+}
+
+/// Tick `k` of the n/a scenario: an NVML v1 driver (reserved n/a), a GPU lost at tick 20, a PID
+/// from another namespace, and a process whose device memory NVML cannot give.
+fn na_sample(k: u64) -> Sample {
+    let total = 81_559 * MIB;
+    let mut g0 = gpu(0, total, 0, 0);
+    g0.name = "NVIDIA A100-SXM4-80GB".into();
+    g0.temperature_c = Reading::na("NotSupported");
+    let mut g1 = gpu(1, total, 0, 0);
+    g1.name = g0.name.clone();
+    let outside = live::join(
+        GpuProcess {
+            pid: 91_234,
+            gpu_uuid: g0.uuid.clone(),
+            kind: ProcessKind::Compute,
+            device_memory: Reading::Value(20 * GIB + k * 10 * MIB),
+        },
+        None,
+    );
+    let mut hidden = with(
+        process(6100, &g0, 0, Framework::Pytorch, "python eval.py"),
+        "eve",
+    );
+    hidden.device_memory = Reading::na("NVML gives no per-process memory under MIG");
+    let mine = process(6200, &g0, 2 * GIB, Framework::Jax, "python sweep.py");
+    let used = 20 * GIB + k * 10 * MIB + 2 * GIB + 6 * GIB;
+    g0.memory = Reading::Value(Memory {
+        total,
+        used,
+        free: total - used,
+        reserved: Reading::na("NVML v1 (driver before R510): used includes reserved"),
+    });
+    if k >= 20 {
+        g1.status = GpuStatus::Lost {
+            reason: "GPU has fallen off the bus".into(),
+        };
+        g1.memory = Reading::na("GPU is lost");
+        g1.utilization = Reading::na("GPU is lost");
+        g1.temperature_c = Reading::na("GPU is lost");
+        g1.power_mw = Reading::na("GPU is lost");
+    } else {
+        g1.memory = Reading::Value(Memory {
+            total,
+            used: 4 * GIB,
+            free: total - 4 * GIB,
+            reserved: Reading::na("NVML v1 (driver before R510): used includes reserved"),
+        });
+    }
+    Sample {
+        at_ms: T0 + k * 1000,
+        gpus: vec![g0, g1],
+        processes: vec![outside, hidden, mine],
+        failures: Vec::new(),
+    }
+}
+
+#[test]
+fn unavailable_readings_say_na_and_why() {
+    let mut s = started(config());
+    for k in 0..TICKS {
+        s.update(Msg::Sample(na_sample(k)));
+    }
+    check("na", &s);
+}
+
+#[test]
+fn device_memory_na_selected() {
+    let mut s = started(config());
+    for k in 0..TICKS {
+        s.update(Msg::Sample(na_sample(k)));
+    }
+    act(&mut s, &[Action::Down, Action::Down]);
+    let terminal = draw(&s, 120, 40);
+    insta::assert_snapshot!("na_device_selected_120x40", terminal.backend());
+}
+
+#[test]
+fn filter_prompt_open() {
+    let mut s = main_state(config());
+    act(&mut s, &[Action::FilterPrompt]);
+    type_text(&mut s, "43");
+    check("filter_prompt", &s);
+}
+
+#[test]
+fn filter_applied_shows_only_that_pid() {
+    let mut s = main_state(config());
+    act(&mut s, &[Action::FilterPrompt]);
+    type_text(&mut s, "4312");
+    act(&mut s, &[Action::PromptApply]);
+    assert_eq!(s.rows.len(), 1);
+    check("filter_applied", &s);
+}
+
+#[test]
+fn filter_without_match_says_how_to_clear() {
+    let mut s = main_state(config());
+    act(&mut s, &[Action::FilterPrompt]);
+    type_text(&mut s, "123");
+    act(&mut s, &[Action::PromptApply]);
+    let terminal = draw(&s, 80, 24);
+    insta::assert_snapshot!("filter_no_match_80x24", terminal.backend());
+}
+
+#[test]
+fn help_overlay_lists_the_keymap() {
+    let mut s = main_state(config());
+    act(&mut s, &[Action::ToggleHelp]);
+    check("help", &s);
+    let text = format!("{:?}", draw(&s, 120, 40).backend());
+    for b in gpumon::input::KEYMAP {
+        assert!(text.contains(b.keys), "help lacks {}", b.keys);
+    }
+}
+
+#[test]
+fn too_small() {
+    let terminal = draw(&main_state(config()), 40, 10);
+    insta::assert_snapshot!("too_small_40x10", terminal.backend());
+}
+
+#[test]
+fn ascii_without_colour() {
+    let config = Config {
+        ascii: true,
+        color: false,
+        ..config()
+    };
+    let s = main_state(config);
+    check("ascii", &s);
+    for (w, h) in [(80, 24), (120, 40)] {
+        let terminal = draw(&s, w, h);
+        for cell in terminal.backend().buffer().content() {
+            assert!(cell.symbol().is_ascii(), "non-ASCII {:?}", cell.symbol());
+        }
+    }
+}
+
+#[test]
+fn starting_before_nvml_is_up() {
+    check("starting", &State::new(config()));
+}
+
+#[test]
+fn failing_source_shows_a_banner() {
+    let mut s = main_state(config());
+    s.update(Msg::SourceFailed {
+        at_ms: T0 + TICKS * 1000,
+        reason: "NVML: Driver/library version mismatch".into(),
+    });
+    s.update(Msg::SourceFailed {
+        at_ms: T0 + (TICKS + 5) * 1000,
+        reason: "NVML: Driver/library version mismatch".into(),
+    });
+    check("failing", &s);
+}
+
+#[test]
+fn alerts_pane_shows_the_selected_alert() {
+    let mut s = main_state(config());
+    // Select 4400 (its failure is marked on its sparkline), then move to the alerts.
+    act(&mut s, &[Action::Down, Action::TogglePane, Action::Down]);
+    check("alerts_pane", &s);
+}
+
+#[test]
+fn header_shows_pause_replay_and_staleness() {
+    let mut s = main_state(Config {
+        replay_speed: Some(2.0),
+        ..config()
+    });
+    act(&mut s, &[Action::TogglePause, Action::FocusGpu(1)]);
+    s.update(Msg::Clock(T0 + (TICKS + 11) * 1000));
+    s.update(Msg::Status(
+        "snapshot written to /tmp/gpumon-snapshot.json".into(),
+    ));
+    check("paused_stale", &s);
+    s.update(Msg::SourceEnded);
+    let terminal = draw(&s, 120, 40);
+    insta::assert_snapshot!("replay_ended_120x40", terminal.backend());
+}
+
+#[test]
+fn reserved_segment_has_its_own_colour() {
+    let s = main_state(config());
+    let terminal = draw(&s, 120, 40);
+    let buf = terminal.backend().buffer();
+    let row = 1;
+    let cells: Vec<_> = (0..buf.area.width).map(|x| &buf[(x, row)]).collect();
+    let reserved: Vec<_> = cells.iter().filter(|c| c.symbol() == "▒").collect();
+    assert!(!reserved.is_empty(), "no reserved segment on GPU0's line");
+    assert!(reserved.iter().all(|c| c.fg == Color::Magenta));
+    let procs = cells.iter().find(|c| c.symbol() == "█").unwrap();
+    assert_eq!(procs.fg, Color::Green);
+}
+
+#[test]
+fn no_colour_means_no_colour_anywhere() {
+    let mut s = main_state(Config {
+        color: false,
+        ..config()
+    });
+    s.update(Msg::SourceFailed {
+        at_ms: T0 + TICKS * 1000,
+        reason: "NVML: Unknown Error".into(),
+    });
+    act(
+        &mut s,
+        &[Action::TogglePane, Action::TogglePause, Action::ToggleHelp],
+    );
+    for (w, h) in [(80, 24), (120, 40)] {
+        let terminal = draw(&s, w, h);
+        for cell in terminal.backend().buffer().content() {
+            assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset), "{cell:?}");
+        }
+    }
+}
