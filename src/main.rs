@@ -123,7 +123,7 @@ fn live_factory(logs: Vec<PathBuf>) -> Factory {
     Arc::new(move || {
         let gpu = NvmlReader::new()?;
         let host = ProcReader::new()?;
-        Ok(Box::new(LiveSource::new(gpu, host, LogWatch::new(logs.clone()))) as Box<dyn Source>)
+        Ok(Box::new(LiveSource::new(gpu, host, LogWatch::new(&logs))) as Box<dyn Source>)
     })
 }
 

@@ -1,6 +1,11 @@
-//! An allocation failure parsed from a log line (the OOM parsers produce these).
+//! An allocation failure parsed from a log (the OOM parsers produce these; recordings keep them).
+//!
+//! Fields added after the first recording format are optional in JSON, so older recordings
+//! still read and a failure without numbers serializes exactly as before.
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::analysis::oom::sizes::Size;
 
 /// One allocation failure as read from a log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,4 +20,177 @@ pub struct Failure {
     pub pid: Option<u32>,
     /// The failure's first line, capped in length.
     pub message: String,
+    /// Which framework's wording it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Dialect>,
+    /// The allocator that failed, when the wording says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<Allocator>,
+    /// The numbers the message printed.
+    #[serde(default, skip_serializing_if = "Numbers::is_empty")]
+    pub numbers: Numbers,
+}
+
+/// The framework whose message it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    Pytorch,
+    Tensorflow,
+    Jax,
+    Cupy,
+    /// A raw CUDA runtime/driver/library error.
+    Cuda,
+}
+
+impl Dialect {
+    pub fn label(self) -> &'static str {
+        match self {
+            Dialect::Pytorch => "PyTorch",
+            Dialect::Tensorflow => "TensorFlow",
+            Dialect::Jax => "JAX",
+            Dialect::Cupy => "CuPy",
+            Dialect::Cuda => "CUDA",
+        }
+    }
+}
+
+/// The allocator that refused, which decides how the numbers are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocator {
+    /// PyTorch's CUDA caching allocator.
+    Caching,
+    /// TensorFlow/XLA best-fit-with-coalescing pool.
+    Bfc,
+    /// CUDA's stream-ordered pool (`TF_GPU_ALLOCATOR=cuda_malloc_async`).
+    CudaAsync,
+    /// CuPy's memory pool.
+    CupyPool,
+    /// XLA's plain stream-executor allocator (no pool).
+    Platform,
+}
+
+/// Memory another process held, as a PyTorch message lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// `None` for "this process".
+    pub pid: Option<u32>,
+    pub used: Size,
+}
+
+/// What a failure message printed; every field is optional (messages differ and get truncated).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Numbers {
+    /// What the allocator asked for (PyTorch: the segment size; TF: the rounded request).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<Size>,
+    /// The device ordinal inside the process (after `CUDA_VISIBLE_DEVICES`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    /// Device total memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<Size>,
+    /// Device free memory at the failure (cudaMemGetInfo).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free: Option<Size>,
+    /// PyTorch: allocated by PyTorch (incl. private pools in the current wording).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<Size>,
+    /// PyTorch: allocated in private pools (CUDA Graphs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_pools: Option<Size>,
+    /// PyTorch: reserved by PyTorch but unallocated (cache slack).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached: Option<Size>,
+    /// PyTorch (older wordings): reserved in total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<Size>,
+    /// PyTorch: the per-process fraction in force.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<Size>,
+    /// PyTorch: processes on the GPU and their memory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub holders: Vec<Holder>,
+    /// Pool size (TF "Total bytes in pool"/"pool size"; CuPy "allocated so far").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool: Option<Size>,
+    /// Pool limit (TF `memory_limit_`/`Limit`; CuPy "limit set to").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_limit: Option<Size>,
+    /// Bytes in use in the pool (TF `InUse`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_use: Option<Size>,
+    /// Free bytes in the pool, when printed directly (XLA).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_free: Option<Size>,
+    /// The largest free chunk in the pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub largest_free: Option<Size>,
+    /// TF: "shape[…] type" of the tensor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
+    /// TF: the op that asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+}
+
+impl Numbers {
+    pub fn is_empty(&self) -> bool {
+        *self == Numbers::default()
+    }
+
+    /// Fills what `self` lacks from `o` (a later line of the same failure).
+    pub fn fill_from(&mut self, o: Numbers) {
+        fn fill<T>(a: &mut Option<T>, b: Option<T>) {
+            if a.is_none() {
+                *a = b;
+            }
+        }
+        fill(&mut self.request, o.request);
+        fill(&mut self.device, o.device);
+        fill(&mut self.total, o.total);
+        fill(&mut self.free, o.free);
+        fill(&mut self.allocated, o.allocated);
+        fill(&mut self.private_pools, o.private_pools);
+        fill(&mut self.cached, o.cached);
+        fill(&mut self.reserved, o.reserved);
+        fill(&mut self.allowed, o.allowed);
+        fill(&mut self.pool, o.pool);
+        fill(&mut self.pool_limit, o.pool_limit);
+        fill(&mut self.in_use, o.in_use);
+        fill(&mut self.pool_free, o.pool_free);
+        fill(&mut self.largest_free, o.largest_free);
+        fill(&mut self.tensor, o.tensor);
+        fill(&mut self.op, o.op);
+        if self.holders.is_empty() {
+            self.holders = o.holders;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_without_numbers_is_unchanged() {
+        let f = Failure {
+            at_ms: 1,
+            log: "a.log".into(),
+            line: 2,
+            pid: Some(3),
+            message: "m".into(),
+            source: None,
+            allocator: None,
+            numbers: Numbers::default(),
+        };
+        let json = serde_json::to_string(&f).unwrap();
+        assert_eq!(
+            json,
+            r#"{"at_ms":1,"log":"a.log","line":2,"pid":3,"message":"m"}"#
+        );
+        assert_eq!(serde_json::from_str::<Failure>(&json).unwrap(), f);
+    }
 }

@@ -1,6 +1,12 @@
 //! Pure functions from histories and parsed log failures to alerts.
 
+pub mod classify;
+pub mod context;
+pub mod explain;
 pub mod failure;
+pub mod oom;
+pub mod remedy;
+pub mod warnings;
 
 use serde::{Deserialize, Serialize};
 
@@ -33,24 +39,46 @@ pub struct Alert {
 }
 
 use crate::model::State;
+use context::Context;
 use failure::Failure;
 
 /// The alert for a failure read from a log, classified against the state at that moment.
-pub fn alert_for_failure(f: &Failure, _state: &State) -> Alert {
+pub fn alert_for_failure(f: &Failure, state: &State) -> Alert {
+    let ctx = Context::from_state(f, state);
+    let v = classify::classify(f, &ctx);
+    let remedy = remedy::remedy(f, &v, &ctx);
+    let who = f.pid.map_or_else(String::new, |p| format!("pid {p} "));
+    let dialect = f.source.map_or("GPU", failure::Dialect::label);
+    let likely = match v.confidence {
+        classify::Confidence::Certain => "",
+        classify::Confidence::Likely => " (likely)",
+    };
+    let mut evidence = v.evidence;
+    if let Some(p) = ctx.process_memory {
+        evidence.push(format!("the process held {}", oom::sizes::human(p)));
+    }
+    evidence.push(format!("{} line {}", f.log, f.line));
     Alert {
         at_ms: f.at_ms,
-        gpu_uuid: None,
+        gpu_uuid: ctx.gpu_uuid,
         pid: f.pid,
         level: Level::Failure,
-        class: "unknown".into(),
-        confidence: None,
-        title: f.message.clone(),
-        evidence: vec![format!("{} line {}", f.log, f.line)],
-        remedy: None,
+        class: v.class.as_str().into(),
+        confidence: Some(v.confidence.as_str().into()),
+        title: format!(
+            "{who}{dialect} OOM: {}{likely}, {}",
+            v.class.as_str(),
+            v.headline
+        ),
+        evidence,
+        remedy: Some(remedy),
     }
 }
 
 /// Risks seen in the memory history alone (each raised once).
-pub fn scan_history(_state: &State, _at_ms: u64) -> Vec<Alert> {
-    Vec::new()
+pub fn scan_history(state: &State, at_ms: u64) -> Vec<Alert> {
+    warnings::scan(state, at_ms)
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,169 @@
+//! What the state knew about a failing process when its failure was read: which GPU the message's
+//! device ordinal is (through the process's `CUDA_VISIBLE_DEVICES`), that GPU's memory, the
+//! process's settings and device memory, and the other processes holding the GPU.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::analysis::failure::Failure;
+use crate::model::{ProcessTrack, State};
+use crate::source::Framework;
+
+/// A GPU's memory at the failure, bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuAt {
+    pub index: u32,
+    pub total: u64,
+    pub used: u64,
+    pub free: u64,
+}
+
+/// Another process on the failing GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Other {
+    pub pid: u32,
+    pub command: String,
+    pub bytes: u64,
+}
+
+/// The evidence from outside the message; empty for `gpumon explain` (no state).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    pub gpu_uuid: Option<String>,
+    pub gpu: Option<GpuAt>,
+    /// The failing process's device memory (NVML) before the failure.
+    pub process_memory: Option<u64>,
+    /// Its initial environment's memory settings; `None` when unknown.
+    pub settings: Option<BTreeMap<String, String>>,
+    pub framework: Option<Framework>,
+    /// Largest first.
+    pub others: Vec<Other>,
+}
+
+impl Context {
+    pub fn from_state(f: &Failure, state: &State) -> Context {
+        let tracks: Vec<&ProcessTrack> = f.pid.map_or_else(Vec::new, |pid| {
+            state
+                .processes
+                .values()
+                .filter(|t| t.sample.pid == pid)
+                .collect()
+        });
+        let settings = tracks
+            .iter()
+            .find_map(|t| t.sample.settings.value().cloned());
+        let framework = tracks.iter().find_map(|t| t.sample.framework.get());
+        let mut ctx = Context {
+            settings,
+            framework,
+            ..Context::default()
+        };
+        let Some(uuid) = device_uuid(f, &tracks, ctx.settings.as_ref(), state) else {
+            return ctx;
+        };
+        let track = tracks.iter().find(|t| t.sample.gpu_uuid == uuid);
+        // An exited process's failure happened while it still held its memory.
+        let when = track.map_or(state.now_ms, |t| t.last_seen_ms);
+        ctx.process_memory = track.and_then(|t| {
+            t.history
+                .iter()
+                .rev()
+                .find_map(|p| p.value.filter(|_| p.at_ms <= when))
+        });
+        ctx.gpu = state.gpus.get(&uuid).and_then(|g| {
+            let m = g.sample.memory.value()?;
+            let used = g
+                .used
+                .iter()
+                .rev()
+                .find(|p| p.at_ms <= when)
+                .and_then(|p| p.value)
+                .unwrap_or(m.used);
+            let reserved = m.reserved.get().unwrap_or(0);
+            Some(GpuAt {
+                index: g.sample.index,
+                total: m.total,
+                used,
+                free: m.total.saturating_sub(used).saturating_sub(reserved),
+            })
+        });
+        ctx.others = state
+            .processes
+            .values()
+            .filter(|t| t.sample.gpu_uuid == uuid && Some(t.sample.pid) != f.pid)
+            .filter(|t| t.exited_ms.is_none_or(|e| e > when))
+            .filter_map(|t| {
+                Some(Other {
+                    pid: t.sample.pid,
+                    command: t.sample.command.value().cloned().unwrap_or_default(),
+                    bytes: t.sample.device_memory.get()?,
+                })
+            })
+            .collect();
+        ctx.others
+            .sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.pid.cmp(&b.pid)));
+        ctx.gpu_uuid = Some(uuid);
+        ctx
+    }
+}
+
+fn device_uuid(
+    f: &Failure,
+    tracks: &[&ProcessTrack],
+    settings: Option<&BTreeMap<String, String>>,
+    state: &State,
+) -> Option<String> {
+    if let (Some(ord), Some(s)) = (f.numbers.device, settings)
+        && let Some(u) = map_ordinal(
+            ord,
+            s.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+            state,
+        )
+    {
+        return Some(u);
+    }
+    let on: BTreeSet<&String> = tracks.iter().map(|t| &t.sample.gpu_uuid).collect();
+    if on.len() == 1 {
+        return on.into_iter().next().cloned();
+    }
+    if state.gpus.len() == 1 {
+        return state.gpus.keys().next().cloned();
+    }
+    None
+}
+
+/// The GPU a process-local CUDA ordinal names: `CUDA_VISIBLE_DEVICES` lists NVML indices or
+/// `GPU-<uuid>` prefixes and stops at the first entry it cannot read; unset means all, in order.
+pub fn map_ordinal(ordinal: u32, visible: Option<&str>, state: &State) -> Option<String> {
+    let by_index = |i: u32| {
+        state
+            .gpus
+            .values()
+            .find(|g| g.sample.index == i)
+            .map(|g| g.sample.uuid.clone())
+    };
+    let Some(visible) = visible else {
+        return by_index(ordinal);
+    };
+    let entry = visible
+        .split(',')
+        .map(str::trim)
+        .take_while(|e| {
+            !e.is_empty()
+                && (e.bytes().all(|b| b.is_ascii_digit())
+                    || e.starts_with("GPU-")
+                    || e.starts_with("MIG-"))
+        })
+        .nth(usize::try_from(ordinal).ok()?)?;
+    if let Ok(i) = entry.parse() {
+        return by_index(i);
+    }
+    let prefix = entry.strip_prefix("GPU-")?.to_ascii_lowercase();
+    let mut hits = state.gpus.keys().filter(|u| {
+        u.get(4..)
+            .is_some_and(|rest| rest.to_ascii_lowercase().starts_with(&prefix))
+    });
+    match (hits.next(), hits.next()) {
+        (Some(u), None) => Some(u.clone()),
+        _ => None,
+    }
+}

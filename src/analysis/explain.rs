@@ -1,0 +1,180 @@
+//! `gpumon explain LOG…`: every allocation failure in whole log files, classified from the
+//! message's own numbers (no state), as text for people (80 columns) or JSON.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::analysis::classify::{Class, Confidence, classify};
+use crate::analysis::context::Context;
+use crate::analysis::failure::{Allocator, Dialect, Failure, Numbers};
+use crate::analysis::oom::OomParser;
+use crate::analysis::remedy::remedy;
+use crate::logs::lines::LineSplitter;
+
+const WIDTH: usize = 80;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// One explained failure (the JSON shape).
+#[derive(Debug, Serialize)]
+struct Explained {
+    log: String,
+    line: u64,
+    source: Option<Dialect>,
+    allocator: Option<Allocator>,
+    class: Class,
+    confidence: Confidence,
+    numbers: Numbers,
+    evidence: Vec<String>,
+    remedy: String,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema: &'static str,
+    logs: Vec<String>,
+    failures: &'a [Explained],
+}
+
+/// Reads every file whole and explains each failure in it; an unreadable file is an error.
+pub fn explain(paths: &[PathBuf], format: Format) -> Result<String, ExplainError> {
+    let mut all = Vec::new();
+    for p in paths {
+        let name = p.display().to_string();
+        let failures = read(p).map_err(|source| ExplainError::Read {
+            path: name.clone(),
+            source,
+        })?;
+        all.extend(failures.into_iter().map(|f| {
+            let ctx = Context::default();
+            let v = classify(&f, &ctx);
+            Explained {
+                remedy: remedy(&f, &v, &ctx),
+                log: f.log,
+                line: f.line,
+                source: f.source,
+                allocator: f.allocator,
+                class: v.class,
+                confidence: v.confidence,
+                numbers: f.numbers,
+                evidence: v.evidence,
+                message: f.message,
+            }
+        }));
+    }
+    Ok(match format {
+        Format::Json => {
+            let report = Report {
+                schema: "gpumon.explain/1",
+                logs: paths.iter().map(|p| p.display().to_string()).collect(),
+                failures: &all,
+            };
+            serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
+        }
+        Format::Text => text(&all),
+    })
+}
+
+/// The failures of one file, in order.
+fn read(path: &Path) -> std::io::Result<Vec<Failure>> {
+    let mut file = File::open(path)?;
+    let log = path.display().to_string();
+    let mut lines = LineSplitter::default();
+    let mut parser = OomParser::new();
+    let mut found = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        lines.push(&buf[..n], |no, l| parser.feed(no, l, &mut found));
+    }
+    lines.finish(|no, l| parser.feed(no, l, &mut found));
+    parser.flush(&mut found);
+    Ok(found
+        .into_iter()
+        .map(|p| p.into_failure(0, &log, None))
+        .collect())
+}
+
+fn text(all: &[Explained]) -> String {
+    if all.is_empty() {
+        return "no allocation failures found\n".into();
+    }
+    let mut out = String::new();
+    for (i, e) in all.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let who = e.source.map_or("GPU", Dialect::label);
+        out.push_str(&wrap(
+            &format!(
+                "{}:{}: {who} {} ({})",
+                e.log,
+                e.line,
+                e.class.as_str(),
+                e.confidence.as_str()
+            ),
+            "",
+            "  ",
+        ));
+        out.push_str(&wrap(&e.message, "  > ", "    "));
+        for ev in &e.evidence {
+            out.push_str(&wrap(ev, "  - ", "    "));
+        }
+        out.push_str(&wrap(&e.remedy, "  remedy: ", "    "));
+    }
+    out.push_str(&format!("\n{} allocation failure(s)\n", all.len()));
+    out
+}
+
+/// Word-wraps `s` to [`WIDTH`] columns; a word longer than a line is cut.
+fn wrap(s: &str, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in s.split_whitespace() {
+        let len = line.chars().count();
+        if !empty && len + 1 + word.chars().count() > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        let room = WIDTH.saturating_sub(line.chars().count()).max(1);
+        let mut w: String = word.chars().take(room).collect();
+        if w.chars().count() < word.chars().count() {
+            w.pop();
+            w.push('…');
+        }
+        line.push_str(&w);
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,97 @@
+//! JAX/XLA (PJRT): "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes" and the
+//! stream-executor allocator's "Failed to allocate request for …".
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::sizes::parse_exact;
+use super::{Event, Family, Kind, re};
+use crate::analysis::failure::{Allocator, Dialect, Numbers};
+
+static OOM: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of (?P<host>host )?memory while trying to allocate (?P<n>\d+) bytes",
+    )
+});
+static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"Failed to allocate request for \S{1,40} \((?P<n>\d+)B\) on device ordinal (?P<dev>\d+)")
+});
+
+pub(super) fn parse(line: &str) -> Option<Event> {
+    if let Some(c) = OOM.captures(line) {
+        if c.name("host").is_some() {
+            return None;
+        }
+        return Some(Event {
+            kind: Kind::Final,
+            family: Family::Bfc,
+            dialect: Dialect::Jax,
+            allocator: Some(Allocator::Bfc),
+            numbers: Numbers {
+                request: parse_exact(&c["n"]),
+                ..Numbers::default()
+            },
+            start: c.get(0)?.start(),
+            key: None,
+        });
+    }
+    let c = REQUEST.captures(line)?;
+    Some(Event {
+        kind: Kind::Complete,
+        family: Family::Xla,
+        dialect: Dialect::Jax,
+        allocator: Some(Allocator::Platform),
+        numbers: Numbers {
+            request: parse_exact(&c["n"]),
+            device: c["dev"].parse().ok(),
+            ..Numbers::default()
+        },
+        start: c.get(0)?.start(),
+        key: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::sizes::Size;
+    use super::*;
+
+    #[test]
+    fn each_wording() {
+        for (l, n) in [
+            (
+                "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.",
+                7_406_166_528,
+            ),
+            (
+                "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.",
+                7_406_166_528,
+            ),
+            (
+                "RuntimeError: Resource exhausted: Out of memory while trying to allocate 5520758552 bytes.",
+                5_520_758_552,
+            ),
+            (
+                "E0528 12:00:00.000000 1 pjrt_stream_executor_client.cc:2826] Execution of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2110783616 bytes.",
+                2_110_783_616,
+            ),
+        ] {
+            let e = parse(l).unwrap();
+            assert_eq!(e.numbers.request, Some(Size::exact(n)));
+            assert_eq!(e.kind, Kind::Final);
+        }
+        let r = parse("RESOURCE_EXHAUSTED: Failed to allocate request for 154.06GiB (165425291480B) on device ordinal 0").unwrap();
+        assert_eq!(r.numbers.request, Some(Size::exact(165_425_291_480)));
+        assert_eq!(r.numbers.device, Some(0));
+        assert_eq!(r.allocator, Some(Allocator::Platform));
+    }
+
+    #[test]
+    fn host_memory_is_not_the_gpu() {
+        assert!(
+            parse("RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 1024 bytes.")
+                .is_none()
+        );
+    }
+}

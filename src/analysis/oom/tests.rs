@@ -1,0 +1,189 @@
+//! Whole-log tests of the streaming parser: one failure per event, noise ignored, bad bytes survived.
+
+use super::sizes::{Size, parse_human};
+use super::*;
+
+const TF_LOG: &str = "\
+2023-08-01 10:00:00.000000: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.07GiB (rounded to 3300000000)requested by op _EagerConst
+If the cause is memory fragmentation maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation. 
+Current allocation summary follows.
+Current allocation summary follows.
+2023-08-01 10:00:00.000001: I tensorflow/tsl/framework/bfc_allocator.cc:1039] BFCAllocator dump for GPU_0_bfc
+2023-08-01 10:00:00.000002: I tensorflow/tsl/framework/bfc_allocator.cc:1046] Bin (268435456): \tTotal Chunks: 9, Chunks in use: 6. 36.75GiB allocated for chunks. 29.19GiB in use in bin. 29.19GiB client-requested in use in bin.
+2023-08-01 10:00:00.000003: I tensorflow/tsl/framework/bfc_allocator.cc:1062] Bin for 3.07GiB was 256.00MiB, Chunk State: 
+2023-08-01 10:00:00.000004: I tensorflow/tsl/framework/bfc_allocator.cc:1068]   Size: 1.75GiB | Requested Size: 392.00MiB | in_use: 0 | bin_num: 20, prev:   Size: 786.78MiB | Requested Size: 786.78MiB | in_use: 1 | bin_num: -1, next:   Size: 256B | Requested Size: 8B | in_use: 1 | bin_num: -1
+2023-08-01 10:00:00.000005: I tensorflow/tsl/framework/bfc_allocator.cc:1068]   Size: 2.78GiB | Requested Size: 128B | in_use: 0 | bin_num: 20, prev: ...
+2023-08-01 10:00:00.000006: I tensorflow/tsl/framework/bfc_allocator.cc:1068]   Size: 3.03GiB | Requested Size: 488.28MiB | in_use: 0 | bin_num: 20, prev: ...
+2023-08-01 10:00:00.000007: I tensorflow/tsl/framework/bfc_allocator.cc:1075] Next region of size 40231108608
+2023-08-01 10:00:00.000008: I tensorflow/tsl/framework/bfc_allocator.cc:1095] InUse at 7f41b2000000 of size 256 next 1
+2023-08-01 10:00:00.000009: I tensorflow/tsl/framework/bfc_allocator.cc:1103] 1 Chunks of size 3300000000 totalling 3.07GiB
+2023-08-01 10:00:00.000010: I tensorflow/tsl/framework/bfc_allocator.cc:1107] Sum Total of in-use chunks: 29.60GiB
+2023-08-01 10:00:00.000011: I tensorflow/tsl/framework/bfc_allocator.cc:1109] Total bytes in pool: 40231108608 memory_limit_: 40231108608 available bytes: 0 curr_region_allocation_bytes_: 80462217216
+2023-08-01 10:00:00.000012: I tensorflow/tsl/framework/bfc_allocator.cc:1114] Stats: 
+Limit:                     40231108608
+InUse:                     31785630720
+MaxInUse:                  37595815424
+NumAllocs:                    21974606
+MaxAllocSize:              13200000000
+Reserved:                            0
+PeakReserved:                        0
+LargestFreeBlock:                    0
+
+2023-08-01 10:00:00.000013: W tensorflow/tsl/framework/bfc_allocator.cc:497] **_______***____*****______________________________________________________________________******
+2023-08-01 10:00:00.000014: W tensorflow/core/framework/op_kernel.cc:1828] OP_REQUIRES failed at constant_op.cc:81 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[825000000] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc
+Traceback (most recent call last):
+  File \"train.py\", line 10, in <module>
+tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[825000000] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc
+";
+
+#[test]
+fn tf_header_dump_and_error_are_one_failure() {
+    let out = parse_all(TF_LOG.as_bytes());
+    assert_eq!(out.len(), 1, "{out:#?}");
+    let f = &out[0];
+    assert_eq!(f.line, 1);
+    assert_eq!(f.dialect, Dialect::Tensorflow);
+    assert!(f.message.starts_with("Allocator (GPU_0_bfc) ran out"));
+    let n = &f.numbers;
+    assert_eq!(n.request, Some(Size::exact(3_300_000_000)));
+    assert_eq!(n.pool, Some(Size::exact(40_231_108_608)));
+    assert_eq!(n.in_use, Some(Size::exact(31_785_630_720)));
+    assert_eq!(n.largest_free, parse_human("3.03GiB"));
+    assert_eq!(n.tensor.as_deref(), Some("shape[825000000] float"));
+    assert_eq!(n.device, Some(0));
+}
+
+#[test]
+fn error_after_the_window_is_still_the_same_failure() {
+    let mut log = TF_LOG.replace("Traceback (most recent call last):\n", "");
+    let filler = "  File \"keras/engine.py\", line 1, in fit\n".repeat(150);
+    log = log.replace(
+        "tensorflow.python.framework.errors_impl",
+        &format!("{filler}tensorflow.python.framework.errors_impl"),
+    );
+    assert_eq!(parse_all(log.as_bytes()).len(), 1);
+}
+
+#[test]
+fn jax_dump_then_error_printed_twice() {
+    let log = "\
+W external/xla/xla/tsl/framework/bfc_allocator.cc:512] Allocator (GPU_0_bfc) ran out of memory trying to allocate 6.90GiB (rounded to 7406166528)requested by op 
+I external/xla/xla/tsl/framework/bfc_allocator.cc:1109] Total bytes in pool: 60129542144 memory_limit_: 60129542144 available bytes: 0 curr_region_allocation_bytes_: 120259084288
+I external/xla/xla/tsl/framework/bfc_allocator.cc:1114] Stats: 
+Limit:                     60129542144
+InUse:                     57000000000
+E0528 12:00:00.000000 1 pjrt_stream_executor_client.cc:2826] Execution of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.
+BufferAssignment OOM Debugging.
+BufferAssignment stats:
+  preallocated temp fragmentation:     2.0KiB (0.00%)
+              total fragmentation:    1.73GiB (4.37%)
+Traceback (most recent call last):
+jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.
+";
+    let out = parse_all(log.as_bytes());
+    assert_eq!(out.len(), 1, "{out:#?}");
+    assert_eq!(out[0].dialect, Dialect::Jax);
+    assert_eq!(out[0].numbers.in_use, Some(Size::exact(57_000_000_000)));
+    let bare = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 10 bytes.\nx\nXlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 10 bytes.\n";
+    assert_eq!(parse_all(bare.as_bytes()).len(), 1);
+}
+
+#[test]
+fn pytorch_repeated_is_one_and_two_different_are_two() {
+    let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.00 GiB is free.";
+    let log = format!("{m}\nduring handling\n[rank0]: {m}\n");
+    assert_eq!(parse_all(log.as_bytes()).len(), 1);
+    let other = m.replace("2.00 GiB.", "4.00 GiB.");
+    let log = format!("{m}\n{other}\n");
+    assert_eq!(parse_all(log.as_bytes()).len(), 2);
+}
+
+#[test]
+fn raw_error_joins_a_nearby_failure() {
+    let log = "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some other API call\nRuntimeError: CUDA error: out of memory\n";
+    let out = parse_all(log.as_bytes());
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].dialect, Dialect::Cuda);
+    assert_eq!(out[0].message, "RuntimeError: CUDA error: out of memory");
+}
+
+#[test]
+fn non_failures_are_ignored() {
+    let log = "\
+W bfc_allocator.cc:243] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.25GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be performance gains if more memory were available.
+W bfc_allocator.cc:100] Garbage collection: deallocate free memory regions (i.e., allocations) so that we can re-allocate a larger region to avoid OOM due to memory fragmentation. Set TF_ENABLE_GPU_GARBAGE_COLLECTION=false if you'd like to disable this feature.
+I tensorflow/stream_executor/cuda/cuda_driver.cc:775] failed to allocate 256.00M (268435456 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory
+I tensorflow/stream_executor/cuda/cuda_driver.cc:775] failed to allocate 230.40M (241591910 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory
+BufferAssignment OOM Debugging.
+              total fragmentation:    1.73GiB (4.37%)
+cudaMallocHost failed: cudaErrorMemoryAllocation: out of memory
+If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.
+";
+    assert_eq!(parse_all(log.as_bytes()), vec![]);
+}
+
+#[test]
+fn crlf_ansi_and_invalid_utf8() {
+    let mut log = b"\x1b[31mRuntimeError: CUDA out of memory. Tried to allocate 2.56 GiB (GPU 0; 15.90 GiB total capacity; 10.38 GiB already allocated; 1.83 GiB free; 2.99 GiB cached)\x1b[0m\r\n".to_vec();
+    log.extend_from_slice(b"\xff\xfe\x00garbage\r\n");
+    log.extend_from_slice(b"cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,024 bytes \xc3(allocated so far: 2,048 bytes).\r\n");
+    let out = parse_all(&log);
+    assert_eq!(out.len(), 2, "{out:#?}");
+    assert_eq!(out[0].numbers.cached, parse_human("2.99 GiB"));
+    assert!(out[0].message.ends_with("2.99 GiB cached)"));
+    assert_eq!(out[1].line, 3);
+    assert_eq!(out[1].numbers.request, Some(Size::exact(1024)));
+}
+
+#[test]
+fn huge_line_is_cut_and_survived() {
+    let mut log = vec![b'x'; 2 << 20];
+    log.extend_from_slice(b"\nRuntimeError: CUDA error: out of memory\n");
+    let out = parse_all(&log);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].line, 2);
+    let long = format!(
+        "CUDA out of memory. Tried to allocate 1.00 GiB.{}",
+        "z".repeat(3 << 20)
+    );
+    let out = parse_all(long.as_bytes());
+    assert_eq!(out[0].message.chars().count(), MAX_MESSAGE);
+}
+
+#[test]
+fn interleaved_processes_keep_their_own_failures() {
+    let log = "\
+[rank1] W bfc_allocator.cc:485] Allocator (GPU_1_bfc) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)requested by op x
+[rank0] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.10 GiB of which 0 bytes is free.
+[rank1] I bfc_allocator.cc:1109] Total bytes in pool: 8589934592 memory_limit_: 8589934592 available bytes: 0 curr_region_allocation_bytes_: 1
+[rank0] epoch 1 loss 0.3
+[rank1] ResourceExhaustedError: OOM when allocating tensor with shape[268435456] and type float on /device:GPU:1 by allocator GPU_1_bfc
+";
+    let out = parse_all(log.as_bytes());
+    assert_eq!(out.len(), 2, "{out:#?}");
+    assert_eq!(out[0].dialect, Dialect::Pytorch);
+    assert_eq!(out[1].numbers.pool, Some(Size::exact(8_589_934_592)));
+    assert_eq!(
+        out[1].numbers.tensor.as_deref(),
+        Some("shape[268435456] float")
+    );
+}
+
+#[test]
+fn window_closes_after_idle_lines_and_on_flush() {
+    let mut p = OomParser::new();
+    let mut out = Vec::new();
+    p.feed(1, b"Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.00GiB (rounded to 1073741824)", &mut out);
+    for i in 0..=u64::from(IDLE_LINES) {
+        p.feed(2 + i, b"unrelated", &mut out);
+    }
+    assert_eq!(out.len(), 1);
+    p.feed(
+        100,
+        b"cuMemAllocAsync failed to allocate 4096 bytes",
+        &mut out,
+    );
+    p.flush(&mut out);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[1].allocator, Some(Allocator::CudaAsync));
+}

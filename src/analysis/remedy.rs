@@ -1,0 +1,104 @@
+//! One sentence of what to do, per class and framework, taking the process's settings into account.
+
+use crate::analysis::classify::{Class, Verdict, preallocating};
+use crate::analysis::context::Context;
+use crate::analysis::failure::{Dialect, Failure};
+use crate::source::Framework;
+
+/// The framework whose knobs apply: the message's wording, else the process's libraries.
+fn framework(f: &Failure, ctx: &Context) -> Option<Dialect> {
+    match (f.source, ctx.framework) {
+        (Some(Dialect::Cuda) | None, Some(Framework::Pytorch)) => Some(Dialect::Pytorch),
+        (Some(Dialect::Cuda) | None, Some(Framework::Tensorflow)) => Some(Dialect::Tensorflow),
+        (Some(Dialect::Cuda) | None, Some(Framework::Jax)) => Some(Dialect::Jax),
+        (Some(Dialect::Cuda) | None, Some(Framework::Cupy)) => Some(Dialect::Cupy),
+        (Some(Dialect::Tensorflow), Some(Framework::Jax)) => Some(Dialect::Jax),
+        (d, _) => d,
+    }
+}
+
+fn setting<'a>(ctx: &'a Context, key: &str) -> Option<&'a str> {
+    ctx.settings.as_ref()?.get(key).map(String::as_str)
+}
+
+/// The PyTorch allocator variable in force and its value (the first one set wins).
+fn torch_conf(ctx: &Context) -> Option<(&'static str, &str)> {
+    ["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"]
+        .into_iter()
+        .find_map(|k| setting(ctx, k).map(|v| (k, v)))
+}
+
+pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
+    let fw = framework(f, ctx);
+    match v.class {
+        Class::Fragmentation | Class::Split => defragment(fw, ctx),
+        Class::PoolLimit => raise_limit(f, fw, ctx),
+        Class::DeviceFull if !v.holders.is_empty() => format!(
+            "Free or move the other processes on this GPU: {}.",
+            v.holders.join(", ")
+        ),
+        Class::DeviceFull => match (f.numbers.request, f.numbers.total) {
+            (Some(r), Some(t)) if r.bytes > t.bytes => {
+                "The request is larger than the whole GPU: shard the model or reduce the batch size.".into()
+            }
+            _ => "Reduce the batch or model size, or free the GPU of other work (see its process list)."
+                .into(),
+        },
+        Class::Driver => "The driver refused although enough memory was free: check for a MIG, vGPU or WDDM limit; restarting the process clears driver-level fragmentation.".into(),
+        Class::Unknown => match fw {
+            Some(Dialect::Jax | Dialect::Tensorflow) if preallocating(f, ctx) => {
+                "Keep the allocator's dump in the log (TF_CPP_MIN_LOG_LEVEL=0) or run with XLA_PYTHON_CLIENT_ALLOCATOR=platform / TF_FORCE_GPU_ALLOW_GROWTH=true so gpumon can compare the request with free memory.".into()
+            }
+            Some(Dialect::Pytorch) if f.numbers.request.is_none() => {
+                "Upgrade PyTorch: this version's message carries no numbers to diagnose.".into()
+            }
+            _ => "Compare the GPU's free memory and its other processes at the time of the failure.".into(),
+        },
+    }
+}
+
+fn defragment(fw: Option<Dialect>, ctx: &Context) -> String {
+    match fw {
+        Some(Dialect::Pytorch) => match torch_conf(ctx) {
+            Some((var, val)) if val.to_ascii_lowercase().contains("expandable_segments:true") => format!(
+                "{var} already has expandable_segments:True: add max_split_size_mb:<MB> so large blocks are not split, or garbage_collection_threshold:0.8 to release cached blocks sooner."
+            ),
+            _ => "Set PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF for torch < 2.9) so the cache grows in place instead of stranding memory in split blocks.".into(),
+        },
+        Some(Dialect::Tensorflow | Dialect::Jax) => {
+            if setting(ctx, "TF_GPU_ALLOCATOR") == Some("cuda_malloc_async") {
+                "TF_GPU_ALLOCATOR=cuda_malloc_async is already set: lower the peak (smaller batch) or restart the process to start from an unfragmented pool.".into()
+            } else {
+                "Set TF_GPU_ALLOCATOR=cuda_malloc_async so CUDA's stream-ordered pool replaces the fragmented BFC pool.".into()
+            }
+        }
+        _ => "Lower the peak (smaller batch) or restart the process to start from unfragmented memory.".into(),
+    }
+}
+
+fn raise_limit(f: &Failure, fw: Option<Dialect>, ctx: &Context) -> String {
+    let now = |k: &str| setting(ctx, k).map_or_else(String::new, |v| format!(" (now {v})"));
+    match fw {
+        Some(Dialect::Pytorch) => {
+            let allowed = f
+                .numbers
+                .allowed
+                .map_or_else(String::new, |a| format!(" (now {a} allowed)"));
+            format!("Raise the fraction given to torch.cuda.set_per_process_memory_fraction{allowed}.")
+        }
+        Some(Dialect::Jax) => {
+            let var = ["XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"]
+                .into_iter()
+                .find(|k| setting(ctx, k).is_some());
+            match var {
+                Some(k) => format!("Raise {k}{} or set XLA_PYTHON_CLIENT_PREALLOCATE=false so the pool can grow.", now(k)),
+                None => "Raise XLA_CLIENT_MEM_FRACTION (default .75 of the GPU) or set XLA_PYTHON_CLIENT_PREALLOCATE=false so the pool can grow.".into(),
+            }
+        }
+        Some(Dialect::Cupy) => format!(
+            "Raise CUPY_GPU_MEMORY_LIMIT{} or the limit given to cupy.get_default_memory_pool().set_limit.",
+            now("CUPY_GPU_MEMORY_LIMIT")
+        ),
+        _ => "Raise the memory_limit given to tf.config.set_logical_device_configuration, or lower the batch size to fit the pool.".into(),
+    }
+}

@@ -1,0 +1,272 @@
+//! Alerts through `State::update`: failures classified against the state, warnings from history.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::Level;
+use crate::analysis::failure::Failure;
+use crate::analysis::oom::parse_all;
+use crate::model::{Config, Msg, State};
+use crate::source::scripted::build::{GIB, gpu, machine, process};
+use crate::source::{Framework, GpuSample, ProcessSample, Reading, Sample};
+
+fn state() -> State {
+    let mut s = State::new(Config {
+        interval_ms: 1000,
+        history_ms: 600_000,
+        ascii: false,
+        color: false,
+        replay_speed: None,
+    });
+    s.update(Msg::Started(machine()));
+    s
+}
+
+fn sample(
+    at_ms: u64,
+    gpus: Vec<GpuSample>,
+    processes: Vec<ProcessSample>,
+    failures: Vec<Failure>,
+) -> Msg {
+    Msg::Sample(Sample {
+        at_ms,
+        gpus,
+        processes,
+        failures,
+    })
+}
+
+fn failure(pid: u32, line: &str) -> Failure {
+    parse_all(line.as_bytes())
+        .remove(0)
+        .into_failure(5_000, "job.out", Some(pid))
+}
+
+fn with(mut p: ProcessSample, env: &[(&str, &str)]) -> ProcessSample {
+    p.settings = Reading::Value(
+        env.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+    );
+    p
+}
+
+#[test]
+fn failure_maps_through_cuda_visible_devices_and_names_others() {
+    let mut s = state();
+    let (g0, g1) = (
+        gpu(0, 80 * GIB, 10 * GIB, GIB / 2),
+        gpu(1, 80 * GIB, 79 * GIB, GIB / 2),
+    );
+    let me = with(
+        process(100, &g1, 18 * GIB, Framework::Pytorch, "python train.py"),
+        &[("CUDA_VISIBLE_DEVICES", "1")],
+    );
+    let other = process(200, &g1, 60 * GIB, Framework::Pytorch, "python serve.py");
+    let oom = "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 500.00 MiB is free. Of the allocated memory 17.00 GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.";
+    s.update(sample(
+        5_000,
+        vec![g0, g1.clone()],
+        vec![me, other],
+        vec![failure(100, oom)],
+    ));
+    let a = &s.alerts[0];
+    assert_eq!(a.level, Level::Failure);
+    assert_eq!(a.class, "device-full");
+    assert_eq!(a.confidence.as_deref(), Some("certain"));
+    assert_eq!(a.gpu_uuid.as_deref(), Some(g1.uuid.as_str()));
+    assert!(
+        a.title.starts_with("pid 100 PyTorch OOM: device-full"),
+        "{}",
+        a.title
+    );
+    assert!(
+        a.evidence.iter().any(|e| e == "the process held 18.00 GiB"),
+        "{:?}",
+        a.evidence
+    );
+    assert_eq!(
+        a.remedy.as_deref(),
+        Some("Free or move the other processes on this GPU: pid 200 python serve.py (60.00 GiB).")
+    );
+    assert_eq!(s.gpu(&g1.uuid).unwrap().alerts, 1);
+}
+
+#[test]
+fn gpu_uuid_prefix_in_cuda_visible_devices() {
+    let mut s = state();
+    let gpus = vec![gpu(0, 80 * GIB, 0, 0), gpu(1, 80 * GIB, 0, 0)];
+    s.update(sample(1_000, gpus.clone(), vec![], vec![]));
+    assert_eq!(
+        crate::analysis::context::map_ordinal(1, Some("GPU-00000000,GPU-00000001"), &s),
+        Some(gpus[1].uuid.clone())
+    );
+    assert_eq!(
+        crate::analysis::context::map_ordinal(1, Some("0,bad,1"), &s),
+        None
+    );
+    assert_eq!(crate::analysis::context::map_ordinal(0, Some(""), &s), None);
+    assert_eq!(
+        crate::analysis::context::map_ordinal(1, None, &s),
+        Some(gpus[1].uuid.clone())
+    );
+}
+
+#[test]
+fn jax_failure_is_not_compared_with_nvml_free_under_preallocation() {
+    let oom = "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.";
+    let g = gpu(0, 80 * GIB, 60 * GIB, GIB / 2);
+    let mut s = state();
+    let p = with(
+        process(300, &g, 60 * GIB, Framework::Jax, "python jax.py"),
+        &[],
+    );
+    s.update(sample(
+        5_000,
+        vec![g.clone()],
+        vec![p.clone()],
+        vec![failure(300, oom)],
+    ));
+    let a = s.alerts.iter().find(|a| a.level == Level::Failure).unwrap();
+    assert_eq!(
+        a.class, "unknown",
+        "19.5 GiB free must not make it driver-level"
+    );
+    let mut s = state();
+    let p = with(p, &[("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")]);
+    s.update(sample(5_000, vec![g], vec![p], vec![failure(300, oom)]));
+    let a = s.alerts.iter().find(|a| a.level == Level::Failure).unwrap();
+    assert_eq!(
+        (a.class.as_str(), a.confidence.as_deref()),
+        ("driver", Some("likely"))
+    );
+}
+
+#[test]
+fn preallocation_is_raised_once_with_its_variable() {
+    let mut s = state();
+    let g = gpu(0, 80 * GIB, 61 * GIB, GIB / 2);
+    let p = with(
+        process(400, &g, 60 * GIB, Framework::Jax, "python jax.py"),
+        &[("XLA_CLIENT_MEM_FRACTION", ".75")],
+    );
+    for t in 1..=3 {
+        s.update(sample(t * 1000, vec![g.clone()], vec![p.clone()], vec![]));
+    }
+    let pre: Vec<_> = s
+        .alerts
+        .iter()
+        .filter(|a| a.class == "preallocation")
+        .collect();
+    assert_eq!(pre.len(), 1);
+    assert_eq!(pre[0].level, Level::Suspected);
+    assert!(
+        pre[0]
+            .evidence
+            .iter()
+            .any(|e| e == "set in its initial environment: XLA_CLIENT_MEM_FRACTION=.75"),
+        "{:?}",
+        pre[0].evidence
+    );
+    assert!(
+        pre[0]
+            .remedy
+            .as_deref()
+            .unwrap()
+            .contains("XLA_PYTHON_CLIENT_PREALLOCATE=false")
+    );
+}
+
+#[test]
+fn steady_processes_and_big_vms_raise_nothing() {
+    let mut s = state();
+    let g = gpu(0, 80 * GIB, 20 * GIB, GIB / 2);
+    let mut p = process(500, &g, 20 * GIB, Framework::Pytorch, "python x.py");
+    p.vms = Reading::Value(2000 * GIB);
+    for t in 1..=90 {
+        s.update(sample(t * 1000, vec![g.clone()], vec![p.clone()], vec![]));
+    }
+    assert!(s.alerts.is_empty(), "{:?}", s.alerts);
+}
+
+#[test]
+fn growth_step_larger_than_free() {
+    let mut s = state();
+    for (t, dev) in [(1, 10), (2, 10), (3, 70), (4, 70)] {
+        let g = gpu(0, 80 * GIB, (dev + 5) * GIB, GIB / 2);
+        let p = process(600, &g, dev * GIB, Framework::Pytorch, "python grow.py");
+        s.update(sample(t * 1000, vec![g], vec![p], vec![]));
+    }
+    let a: Vec<_> = s
+        .alerts
+        .iter()
+        .filter(|a| a.class == "growth-step")
+        .collect();
+    assert_eq!(a.len(), 1);
+    assert!(a[0].title.contains("steps of 60.00 GiB"), "{}", a[0].title);
+}
+
+#[test]
+fn time_to_full_needs_sustained_growth() {
+    let mut s = state();
+    for t in 0..=40u64 {
+        // +200 MiB/s with 40 GiB free at first: full in a few minutes.
+        let used = 20 * GIB + t * 200 * (1 << 20);
+        let g = gpu(0, 80 * GIB, used, GIB / 2);
+        let p = process(700, &g, used, Framework::Pytorch, "python leak.py");
+        s.update(sample(1_000 + t * 1000, vec![g], vec![p], vec![]));
+    }
+    let a: Vec<_> = s
+        .alerts
+        .iter()
+        .filter(|a| a.class == "time-to-full")
+        .collect();
+    assert_eq!(a.len(), 1, "{:?}", s.alerts);
+    assert!(
+        a[0].remedy
+            .as_deref()
+            .unwrap()
+            .starts_with("pid 700 grows fastest")
+    );
+}
+
+#[test]
+fn exit_while_growing_on_a_full_gpu_without_a_log() {
+    let mut s = state();
+    for (t, dev) in [(1, 70), (2, 74)] {
+        let g = gpu(0, 80 * GIB, (dev + 5) * GIB, GIB / 2);
+        let p = process(800, &g, dev * GIB, Framework::Pytorch, "python big.py");
+        s.update(sample(t * 1000, vec![g], vec![p], vec![]));
+    }
+    s.update(sample(
+        3_000,
+        vec![gpu(0, 80 * GIB, 5 * GIB, GIB / 2)],
+        vec![],
+        vec![],
+    ));
+    let a: Vec<_> = s
+        .alerts
+        .iter()
+        .filter(|a| a.class == "exit-no-log")
+        .collect();
+    assert_eq!(a.len(), 1, "{:?}", s.alerts);
+    assert!(
+        a[0].title
+            .contains("possible allocation failure, no log seen")
+    );
+
+    // With a failure in its log, or with room to grow, nothing is suspected.
+    let mut s = state();
+    let oom = "RuntimeError: CUDA error: out of memory";
+    for (t, dev, f) in [(1, 70, vec![]), (2, 74, vec![failure(800, oom)])] {
+        let g = gpu(0, 80 * GIB, (dev + 5) * GIB, GIB / 2);
+        let p = process(800, &g, dev * GIB, Framework::Pytorch, "python big.py");
+        s.update(sample(t * 1000, vec![g], vec![p], f));
+    }
+    s.update(sample(
+        3_000,
+        vec![gpu(0, 80 * GIB, 5 * GIB, GIB / 2)],
+        vec![],
+        vec![],
+    ));
+    assert!(s.alerts.iter().all(|a| a.class != "exit-no-log"));
+}

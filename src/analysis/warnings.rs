@@ -1,0 +1,310 @@
+//! Risks read from the memory history alone (`Level::Suspected`), each raised once per
+//! (class, pid or GPU): preallocation, a growth step larger than what is free, a GPU filling up,
+//! and a process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
+
+use crate::analysis::oom::sizes::human;
+use crate::analysis::{Alert, Level};
+use crate::model::units::{duration_ms, rate};
+use crate::model::{GpuTrack, ProcessTrack, Ring, State};
+use crate::source::Framework;
+
+/// A process that takes this share of a GPU (per mille) at start has preallocated.
+const PREALLOC_PERMILLE: u64 = 700;
+/// "At start": within this long of its first sample.
+const PREALLOC_WITHIN_MS: u64 = 10_000;
+/// Steps smaller than this are allocator noise.
+const MIN_STEP: u64 = 64 << 20;
+/// Warn when the GPU would be full sooner than this.
+const FULL_WITHIN_MS: u64 = 10 * 60_000;
+/// Growth must have lasted this long to count as sustained.
+const SUSTAINED_MS: u64 = 30_000;
+/// A growth step this close before an exit counts as "mid-growth".
+const EXIT_AFTER_STEP_MS: u64 = 60_000;
+
+pub fn scan(state: &State, at_ms: u64) -> Vec<Alert> {
+    let mut out: Vec<Alert> = Vec::new();
+    let raised = |out: &[Alert], class: &str, pid: Option<u32>, gpu: &str| {
+        state
+            .alerts
+            .iter()
+            .chain(out)
+            .any(|a| a.class == class && a.pid == pid && a.gpu_uuid.as_deref() == Some(gpu))
+    };
+    for t in state.processes.values() {
+        let Some(g) = state.gpus.get(&t.sample.gpu_uuid) else {
+            continue;
+        };
+        let pid = Some(t.sample.pid);
+        let gpu = g.sample.uuid.as_str();
+        let checks = [
+            ("preallocation", preallocation(t, g)),
+            ("growth-step", growth_step(t, g)),
+            ("exit-no-log", exit_no_log(state, t, g)),
+        ];
+        for (class, found) in checks {
+            if let Some((title, evidence, remedy)) = found
+                && !raised(&out, class, pid, gpu)
+            {
+                out.push(alert(at_ms, class, pid, gpu, title, evidence, remedy));
+            }
+        }
+    }
+    for g in state.gpus.values() {
+        let gpu = g.sample.uuid.as_str();
+        if let Some((title, evidence, remedy)) = time_to_full(state, g)
+            && !raised(&out, "time-to-full", None, gpu)
+        {
+            out.push(alert(
+                at_ms,
+                "time-to-full",
+                None,
+                gpu,
+                title,
+                evidence,
+                remedy,
+            ));
+        }
+    }
+    out
+}
+
+type Finding = (String, Vec<String>, Option<String>);
+
+fn alert(
+    at_ms: u64,
+    class: &str,
+    pid: Option<u32>,
+    gpu: &str,
+    title: String,
+    evidence: Vec<String>,
+    remedy: Option<String>,
+) -> Alert {
+    Alert {
+        at_ms,
+        gpu_uuid: Some(gpu.to_string()),
+        pid,
+        level: Level::Suspected,
+        class: class.into(),
+        confidence: None,
+        title,
+        evidence,
+        remedy,
+    }
+}
+
+fn total(g: &GpuTrack) -> Option<u64> {
+    g.sample.memory.value().map(|m| m.total).filter(|t| *t > 0)
+}
+
+/// Consecutive readings' increases, with the time of the later one.
+fn steps(h: &Ring) -> impl Iterator<Item = (u64, u64)> + '_ {
+    let vals: Vec<(u64, u64)> = h.iter().filter_map(|p| Some((p.at_ms, p.value?))).collect();
+    (1..vals.len()).filter_map(move |i| {
+        let d = vals[i].1.checked_sub(vals[i - 1].1)?;
+        (d > 0).then_some((vals[i].0, d))
+    })
+}
+
+fn preallocation(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
+    if t.exited_ms.is_some() {
+        return None;
+    }
+    let fw = t.sample.framework.get()?;
+    let (vars, default, remedy): (&[&str], &str, &str) = match fw {
+        Framework::Jax => (
+            &[
+                "XLA_PYTHON_CLIENT_PREALLOCATE",
+                "XLA_CLIENT_MEM_FRACTION",
+                "XLA_PYTHON_CLIENT_MEM_FRACTION",
+            ],
+            "JAX preallocates 75% of the GPU by default",
+            "Set XLA_PYTHON_CLIENT_PREALLOCATE=false to allocate on demand, or XLA_CLIENT_MEM_FRACTION to size the pool.",
+        ),
+        Framework::Tensorflow => (
+            &["TF_FORCE_GPU_ALLOW_GROWTH"],
+            "TensorFlow maps nearly all GPU memory by default",
+            "Set TF_FORCE_GPU_ALLOW_GROWTH=true to let the pool grow on demand instead.",
+        ),
+        _ => return None,
+    };
+    let total = total(g)?;
+    let threshold = total / 1000 * PREALLOC_PERMILLE;
+    let p = t
+        .history
+        .iter()
+        .find(|p| p.value.is_some_and(|v| v >= threshold))?;
+    let took = p.value?;
+    let after = p.at_ms.saturating_sub(t.first_seen_ms);
+    if after > PREALLOC_WITHIN_MS {
+        return None;
+    }
+    let share = took.saturating_mul(100) / total;
+    let mut evidence = vec![
+        format!(
+            "took {} of {} ({share}%) within {} of its first sample",
+            human(took),
+            human(total),
+            duration_ms(after)
+        ),
+        format!("{default} ({})", vars.join(", ")),
+    ];
+    evidence.push(match t.sample.settings.value() {
+        Some(s) => {
+            let set: Vec<String> = vars
+                .iter()
+                .filter_map(|k| s.get(*k).map(|v| format!("{k}={v}")))
+                .collect();
+            if set.is_empty() {
+                "none of them is set in its initial environment".into()
+            } else {
+                format!("set in its initial environment: {}", set.join(", "))
+            }
+        }
+        None => format!(
+            "its settings are unknown: {}",
+            t.sample.settings.reason().unwrap_or("not read")
+        ),
+    });
+    Some((
+        format!(
+            "pid {} {} preallocated {share}% of GPU{}",
+            t.sample.pid,
+            fw.label(),
+            g.sample.index
+        ),
+        evidence,
+        Some(remedy.into()),
+    ))
+}
+
+fn growth_step(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
+    if t.exited_ms.is_some() {
+        return None;
+    }
+    let free = g.sample.memory.value()?.free;
+    let (_, step) = steps(&t.history).max_by_key(|(_, d)| *d)?;
+    if step < MIN_STEP || step <= free {
+        return None;
+    }
+    Some((
+        format!(
+            "pid {} grows in steps of {}, more than GPU{}'s {} free",
+            t.sample.pid,
+            human(step),
+            g.sample.index,
+            human(free)
+        ),
+        vec![
+            format!("largest growth step in its history: {}", human(step)),
+            format!("GPU{} free now: {}", g.sample.index, human(free)),
+            "its next step of that size will fail unless memory is freed".into(),
+        ],
+        Some("Free memory on this GPU, or cap the process's pool so its next growth step is not attempted.".into()),
+    ))
+}
+
+fn exit_no_log(state: &State, t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
+    let exited = t.exited_ms?;
+    let logged = state
+        .alerts
+        .iter()
+        .any(|a| a.level == Level::Failure && a.pid == Some(t.sample.pid));
+    if logged {
+        return None;
+    }
+    let (step_at, step) = steps(&t.history).last()?;
+    if step < MIN_STEP || t.last_seen_ms.saturating_sub(step_at) > EXIT_AFTER_STEP_MS {
+        return None;
+    }
+    let m = g.sample.memory.value()?;
+    let used = g
+        .used
+        .iter()
+        .rev()
+        .find(|p| p.at_ms <= t.last_seen_ms)
+        .and_then(|p| p.value)?;
+    let free = m
+        .total
+        .saturating_sub(used)
+        .saturating_sub(m.reserved.get().unwrap_or(0));
+    if free >= step {
+        return None;
+    }
+    Some((
+        format!(
+            "pid {} exited while growing on a full GPU{}: possible allocation failure, no log seen",
+            t.sample.pid, g.sample.index
+        ),
+        vec![
+            format!(
+                "last growth step {} at {} before it exited",
+                human(step),
+                duration_ms(exited.saturating_sub(step_at))
+            ),
+            format!(
+                "GPU{} had {} free when last seen",
+                g.sample.index,
+                human(free)
+            ),
+        ],
+        Some(
+            "Follow its output with --log FILE (or redirect it to a file) to see the failure."
+                .into(),
+        ),
+    ))
+}
+
+fn time_to_full(state: &State, g: &GpuTrack) -> Option<Finding> {
+    let free = g.sample.memory.value()?.free;
+    let last = g.used.last()?.at_ms;
+    let oldest = g
+        .used
+        .iter()
+        .find(|p| last.saturating_sub(p.at_ms) <= 60_000 && p.value.is_some())?
+        .at_ms;
+    if last.saturating_sub(oldest) < SUSTAINED_MS {
+        return None;
+    }
+    let per_s = g.used.rate_per_s(60_000)?;
+    let recent = g.used.rate_per_s(SUSTAINED_MS / 2)?;
+    if per_s <= 0.0 || recent <= 0.0 {
+        return None;
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let eta_ms = (free as f64 / per_s * 1000.0) as u64;
+    if eta_ms >= FULL_WITHIN_MS {
+        return None;
+    }
+    let fastest = state
+        .processes
+        .values()
+        .filter(|t| t.sample.gpu_uuid == g.sample.uuid && t.exited_ms.is_none())
+        .filter_map(|t| Some((t, t.growth.filter(|r| *r > 0.0)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let remedy = fastest.map_or_else(
+        || "Find what is filling the GPU before it is full.".to_string(),
+        |(t, r)| {
+            format!(
+                "pid {} grows fastest ({}): check it before the GPU is full.",
+                t.sample.pid,
+                rate(r)
+            )
+        },
+    );
+    Some((
+        format!(
+            "GPU{} full in about {} at the current growth",
+            g.sample.index,
+            duration_ms(eta_ms)
+        ),
+        vec![
+            format!("used memory grew {} over the last minute", rate(per_s)),
+            format!("{} free", human(free)),
+        ],
+        Some(remedy),
+    ))
+}
