@@ -180,6 +180,15 @@ fn diff(a: &Path, b: &Path, format: Format) -> Result<ExitCode, Fail> {
 }
 
 fn explain(logs: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
-    let _ = (logs, format, std::io::stdout().flush());
-    Err(Fail::runtime("explain: not built yet"))
+    let text = gpumon::analysis::explain::explain(logs, format).map_err(Fail::runtime)?;
+    print_out(&text)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.
+fn print_out(text: &str) -> Result<ExitCode, Fail> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fail::runtime(e)),
+        _ => Ok(ExitCode::SUCCESS),
+    }
 }

@@ -14,13 +14,10 @@ use crate::analysis::oom::OomParser;
 use crate::analysis::remedy::remedy;
 use crate::logs::lines::LineSplitter;
 
+pub use crate::cli::Format;
+
 const WIDTH: usize = 80;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
