@@ -13,5 +13,6 @@ pub mod input;
 pub mod logs;
 pub mod model;
 pub mod recording;
+pub mod snapshot;
 pub mod source;
 pub mod view;
