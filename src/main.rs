@@ -15,11 +15,11 @@ use gpumon::cli::{Cli, Command, Format, LiveArgs};
 use gpumon::logs::LogWatch;
 use gpumon::model::{Config, Filter, Msg, State};
 use gpumon::sampler::{self, Factory};
+use gpumon::source::Source;
 use gpumon::source::live::LiveSource;
 use gpumon::source::nvml::NvmlReader;
 use gpumon::source::procfs::ProcReader;
 use gpumon::source::replay::ReplaySource;
-use gpumon::source::Source;
 use gpumon::{record, snapshot, terminal};
 
 const HINT: &str = "hint: `gpumon --demo` shows a real recording without a GPU";
@@ -32,10 +32,16 @@ struct Fail {
 
 impl Fail {
     fn usage(message: impl Into<String>) -> Self {
-        Fail { code: 2, message: message.into() }
+        Fail {
+            code: 2,
+            message: message.into(),
+        }
     }
     fn runtime(message: impl std::fmt::Display) -> Self {
-        Fail { code: 1, message: message.to_string() }
+        Fail {
+            code: 1,
+            message: message.to_string(),
+        }
     }
 }
 
@@ -59,9 +65,20 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
         .map_err(Fail::runtime)?;
     match cli.command {
         None => runtime.block_on(live(cli.live)),
-        Some(Command::Record { file, duration, interval, logs }) => {
+        Some(Command::Record {
+            file,
+            duration,
+            interval,
+            logs,
+        }) => {
             let n = runtime
-                .block_on(record::record(live_factory(logs), &file, interval, duration, shutdown_signal()))
+                .block_on(record::record(
+                    live_factory(logs),
+                    &file,
+                    interval,
+                    duration,
+                    shutdown_signal(),
+                ))
                 .map_err(|e| match e {
                     record::RecordError::Start(reason) => Fail::usage(format!("{reason}\n{HINT}")),
                     other => Fail::runtime(other),
@@ -69,7 +86,11 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
             eprintln!("gpumon: {n} samples written to {}", file.display());
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Snapshot { output, format, replay }) => take_snapshot(output.as_deref(), format, replay.as_deref()),
+        Some(Command::Snapshot {
+            output,
+            format,
+            replay,
+        }) => take_snapshot(output.as_deref(), format, replay.as_deref()),
         Some(Command::Diff { a, b, format }) => diff(&a, &b, format),
         Some(Command::Explain { logs, format }) => explain(&logs, format),
     }
@@ -84,17 +105,27 @@ async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     } else if let Some(path) = &args.replay {
         let source = open_replay(path)?;
         let speed = args.speed.unwrap_or(1.0);
-        let interval = Duration::from_millis(source.header().interval_ms).div_f64(speed).max(Duration::from_millis(10));
+        let interval = Duration::from_millis(source.header().interval_ms)
+            .div_f64(speed)
+            .max(Duration::from_millis(10));
         (replay_factory(source), interval, Some(speed), false)
     } else {
         (live_factory(args.logs.clone()), args.interval, None, true)
     };
     if !std::io::stdout().is_terminal() {
-        return Err(Fail::usage("standard output is not a terminal; use `gpumon snapshot` or `gpumon record` for files"));
+        return Err(Fail::usage(
+            "standard output is not a terminal; use `gpumon snapshot` or `gpumon record` for files",
+        ));
     }
-    let record_interval = if speed.is_some() { interval.mul_f64(speed.unwrap_or(1.0)) } else { interval };
+    let record_interval = if speed.is_some() {
+        interval.mul_f64(speed.unwrap_or(1.0))
+    } else {
+        interval
+    };
     let config = Config {
-        interval_ms: u64::try_from(record_interval.as_millis()).unwrap_or(1000).max(1),
+        interval_ms: u64::try_from(record_interval.as_millis())
+            .unwrap_or(1000)
+            .max(1),
         history_ms: u64::try_from(args.history.as_millis()).unwrap_or(u64::MAX),
         ascii: args.ascii || !locale_is_utf8(),
         color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
@@ -107,9 +138,21 @@ async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let sampler = sampler::spawn(factory, interval, tx);
-    let mut guard = terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
-    let options = app::Options { snapshot_dir: args.snapshot_dir.clone(), live_clock };
-    let exit = app::run(&mut guard.terminal, &mut state, rx, EventStream::new(), shutdown_signal(), options).await;
+    let mut guard =
+        terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
+    let options = app::Options {
+        snapshot_dir: args.snapshot_dir.clone(),
+        live_clock,
+    };
+    let exit = app::run(
+        &mut guard.terminal,
+        &mut state,
+        rx,
+        EventStream::new(),
+        shutdown_signal(),
+        options,
+    )
+    .await;
     sampler.abort();
     drop(guard);
     match exit.map_err(Fail::runtime)? {
@@ -133,13 +176,17 @@ fn replay_factory(source: ReplaySource) -> Factory {
         let taken = cell.lock().ok().and_then(|mut c| c.take());
         taken
             .map(|s| Box::new(s) as Box<dyn Source>)
-            .ok_or_else(|| gpumon::source::SourceError::Unavailable("the replay cannot restart".into()))
+            .ok_or_else(|| {
+                gpumon::source::SourceError::Unavailable("the replay cannot restart".into())
+            })
     })
 }
 
 fn open_replay(path: &Path) -> Result<ReplaySource, Fail> {
-    let file = std::fs::File::open(path).map_err(|e| Fail::usage(format!("{}: {e}", path.display())))?;
-    ReplaySource::read(&path.display().to_string(), BufReader::new(file), false).map_err(|e| Fail::usage(e.to_string()))
+    let file =
+        std::fs::File::open(path).map_err(|e| Fail::usage(format!("{}: {e}", path.display())))?;
+    ReplaySource::read(&path.display().to_string(), BufReader::new(file), false)
+        .map_err(|e| Fail::usage(e.to_string()))
 }
 
 /// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped) or SIGINT.
@@ -169,14 +216,67 @@ fn locale_is_utf8() -> bool {
         })
 }
 
-fn take_snapshot(output: Option<&Path>, format: Format, replay: Option<&Path>) -> Result<ExitCode, Fail> {
-    let _ = (output, format, replay, snapshot::Snapshot::from_state);
-    Err(Fail::runtime("snapshot: not built yet"))
+fn take_snapshot(
+    output: Option<&Path>,
+    format: Format,
+    replay: Option<&Path>,
+) -> Result<ExitCode, Fail> {
+    let config = |interval_ms| Config {
+        interval_ms,
+        history_ms: 600_000,
+        ascii: false,
+        color: false,
+        replay_speed: None,
+    };
+    let state = match replay {
+        Some(path) => {
+            let source = open_replay(path)?;
+            let mut state = State::new(config(source.header().interval_ms));
+            state.update(Msg::Started(source.header().machine.clone()));
+            for s in source.samples() {
+                state.update(Msg::Sample(s.clone()));
+            }
+            state
+        }
+        None => {
+            let start = |e: gpumon::source::SourceError| Fail::usage(format!("{e}\n{HINT}"));
+            let mut source = live_factory(Vec::new())().map_err(start)?;
+            let mut state = State::new(config(1000));
+            state.update(Msg::Started(source.machine().map_err(start)?));
+            state.update(Msg::Sample(source.sample().map_err(Fail::runtime)?));
+            state
+        }
+    };
+    let now = state.last_sample_ms.unwrap_or(state.now_ms);
+    let snap = snapshot::Snapshot::from_state(&state, now);
+    let bytes = match format {
+        Format::Json => snap.to_json(),
+        Format::Text => snapshot::text::render(&snap).into_bytes(),
+    };
+    match output {
+        None => print_out(&String::from_utf8_lossy(&bytes)),
+        Some(p) if p == Path::new("-") => print_out(&String::from_utf8_lossy(&bytes)),
+        Some(p) => {
+            snapshot::write_atomic(p, &bytes).map_err(Fail::runtime)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }
 
 fn diff(a: &Path, b: &Path, format: Format) -> Result<ExitCode, Fail> {
-    let _ = (a, b, format);
-    Err(Fail::runtime("diff: not built yet"))
+    let read = |p: &Path| snapshot::read(p).map_err(|e| Fail::usage(e.to_string()));
+    let (sa, sb) = (read(a)?, read(b)?);
+    let d = snapshot::diff::diff(&sa, &sb);
+    let text = match format {
+        Format::Text => format!(
+            "A: {}\nB: {}\n{}",
+            a.display(),
+            b.display(),
+            snapshot::diff::render_text(&d)
+        ),
+        Format::Json => snapshot::diff::render_json(&d),
+    };
+    print_out(&text)
 }
 
 fn explain(logs: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {

@@ -84,7 +84,7 @@ pub fn spawn(
                     .saturating_mul(1 << failures.min(6))
                     .min(MAX_BACKOFF);
                 tokio::time::sleep(backoff).await;
-                if failures % REBUILD_AFTER == 0 {
+                if failures.is_multiple_of(REBUILD_AFTER) {
                     let f = Arc::clone(&factory);
                     if let Ok(Ok(fresh)) = tokio::task::spawn_blocking(move || f()).await {
                         source = fresh;

@@ -14,7 +14,10 @@ fn gpumon() -> Command {
 /// Runs and returns (status, stderr).
 fn fails(args: &[&str]) -> (i32, String) {
     let out = gpumon().args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -74,12 +77,21 @@ fn a_bad_recording_names_its_line() {
     ];
     for (name, bytes, expect) in cases {
         let path = dir.path().join(format!("{name}.ndjson"));
-        std::fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
-        for args in [vec!["--replay", path.to_str().unwrap()], vec!["snapshot", "--replay", path.to_str().unwrap()]] {
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(&bytes)
+            .unwrap();
+        for args in [
+            vec!["--replay", path.to_str().unwrap()],
+            vec!["snapshot", "--replay", path.to_str().unwrap()],
+        ] {
             let (code, err) = fails(&args);
             assert_eq!(code, 2, "{name} {args:?}: {err}");
             assert!(err.contains(expect), "{name}: {err}");
-            assert!(err.contains(&format!("{name}.ndjson")), "{name}: the error names the file: {err}");
+            assert!(
+                err.contains(&format!("{name}.ndjson")),
+                "{name}: the error names the file: {err}"
+            );
             assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
         }
     }

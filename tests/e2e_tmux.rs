@@ -26,8 +26,25 @@ impl Session {
              tmux display -p '#{{alternate_on}} #{{cursor_flag}}' > {d}/screen; sleep 60"
         );
         let ok = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", &size.0.to_string(), "-y", &size.1.to_string()])
-            .args(["-e", "LANG=C.UTF-8", "-e", "TERM=xterm-256color", "sh", "-c", &script])
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                &size.0.to_string(),
+                "-y",
+                &size.1.to_string(),
+            ])
+            .args([
+                "-e",
+                "LANG=C.UTF-8",
+                "-e",
+                "TERM=xterm-256color",
+                "sh",
+                "-c",
+                &script,
+            ])
             .status()
             .expect("tmux must be installed (.ci/run installs it)");
         assert!(ok.success());
@@ -39,12 +56,19 @@ impl Session {
     }
 
     fn screen(&self) -> String {
-        let out = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.name]).output().unwrap();
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     fn keys(&self, keys: &[&str]) {
-        Command::new("tmux").args(["send-keys", "-t", &self.name]).args(keys).status().unwrap();
+        Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .unwrap();
     }
 
     #[track_caller]
@@ -55,7 +79,10 @@ impl Session {
             if what(&s) {
                 return s;
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "timed out waiting for {label}; screen:\n{s}");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {label}; screen:\n{s}"
+            );
             sleep(Duration::from_millis(100));
         }
     }
@@ -70,13 +97,20 @@ impl Session {
             {
                 return s;
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "no {file}; screen:\n{}", self.screen());
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no {file}; screen:\n{}",
+                self.screen()
+            );
             sleep(Duration::from_millis(100));
         }
     }
 
     fn gpumon_pid(&self) -> String {
-        let out = Command::new("pgrep").args(["-f", "-n", &format!("{} ", env!("CARGO_BIN_EXE_gpumon"))]).output().unwrap();
+        let out = Command::new("pgrep")
+            .args(["-f", "-n", &format!("{} ", env!("CARGO_BIN_EXE_gpumon"))])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -87,16 +121,26 @@ impl Session {
         let stderr = std::fs::read_to_string(self.path("stderr")).unwrap_or_default();
         assert_eq!(got, status, "stderr: {stderr}");
         let stty = self.wait_file("stty");
-        for mode in [" icanon", " echo", " icrnl", " isig"] {
-            assert!(stty.contains(mode), "terminal left without{mode}:\n{stty}");
+        let modes: Vec<&str> = stty.split_whitespace().collect();
+        for mode in ["icanon", "echo", "icrnl", "isig"] {
+            assert!(
+                modes.contains(&mode),
+                "terminal left without {mode}:\n{stty}"
+            );
         }
-        assert_eq!(self.wait_file("screen").trim(), "0 1", "main screen, cursor shown");
+        assert_eq!(
+            self.wait_file("screen").trim(),
+            "0 1",
+            "main screen, cursor shown"
+        );
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
     }
 }
 
@@ -110,40 +154,69 @@ fn snapshot_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn filter_snapshot_resize_and_quit() {
-    let s = Session::start("keys", "--demo --snapshot-dir .", (120, 40));
-    let screen = s.wait_for(|t| t.contains("processes") && t.contains("GPU0"), "the demo");
-    // The demo's processes: pick the PID on the first row of the table.
-    let pids: Vec<u32> = demo_pids();
-    assert!(pids.len() >= 2, "the demo has several GPU processes");
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
+    let s = Session::start(
+        "keys",
+        &format!("--replay {demo} --speed 4 --snapshot-dir ."),
+        (120, 40),
+    );
+    let screen = s.wait_for(|t| table_pids(t).len() >= 3, "three processes in the table");
+    let pids = table_pids(&screen);
     let target = pids[0];
-    assert!(pids.iter().all(|p| screen.contains(&p.to_string())), "all PIDs listed:\n{screen}");
 
     s.keys(&["/"]);
     s.keys(&[&target.to_string()]);
     s.keys(&["Enter"]);
-    let filtered = s.wait_for(|t| t.contains(&format!("pid {target}")), "filter applied");
+    let filtered = s.wait_for(
+        |t| t.contains(&format!("filter: pid {target}")),
+        "filter applied",
+    );
     for other in &pids[1..] {
-        let rows = filtered.lines().filter(|l| l.contains(&format!(" {other} "))).count();
+        let rows = filtered
+            .lines()
+            .filter(|l| l.contains(&format!(" {other} ")))
+            .count();
         assert_eq!(rows, 0, "pid {other} hidden by the filter:\n{filtered}");
     }
 
     s.keys(&["s"]);
-    s.wait_for(|t| t.contains("snapshot written"), "the snapshot status line");
+    s.wait_for(
+        |t| t.contains("snapshot written"),
+        "the snapshot status line",
+    );
     let files = snapshot_files(s.dir.path());
     assert_eq!(files.len(), 1, "{files:?}");
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
     assert_eq!(doc["schema"], "gpumon.snapshot/1");
-    let in_doc: Vec<u64> = doc["processes"].as_array().unwrap().iter().map(|p| p["pid"].as_u64().unwrap()).collect();
+    let in_doc: Vec<u64> = doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pid"].as_u64().unwrap())
+        .collect();
     for p in &pids {
-        assert!(in_doc.contains(&u64::from(*p)), "filtered-out pid {p} is in the snapshot: {in_doc:?}");
+        assert!(
+            in_doc.contains(&u64::from(*p)),
+            "filtered-out pid {p} is in the snapshot: {in_doc:?}"
+        );
     }
 
     s.keys(&["Escape"]);
-    s.wait_for(|t| !t.contains(&format!("filter: pid {target}")), "filter cleared");
+    s.wait_for(
+        |t| !t.contains(&format!("filter: pid {target}")),
+        "filter cleared",
+    );
 
-    Command::new("tmux").args(["resize-window", "-t", &s.name, "-x", "30", "-y", "8"]).status().unwrap();
+    Command::new("tmux")
+        .args(["resize-window", "-t", &s.name, "-x", "30", "-y", "8"])
+        .status()
+        .unwrap();
     s.wait_for(|t| t.contains("too small"), "the too-small notice");
-    Command::new("tmux").args(["resize-window", "-t", &s.name, "-x", "80", "-y", "24"]).status().unwrap();
+    Command::new("tmux")
+        .args(["resize-window", "-t", &s.name, "-x", "80", "-y", "24"])
+        .status()
+        .unwrap();
     s.wait_for(|t| t.contains("processes"), "the screen back at 80x24");
 
     s.keys(&["q"]);
@@ -157,7 +230,10 @@ fn signals_restore_the_terminal() {
         s.wait_for(|t| t.contains("processes"), "the demo");
         let pid = s.gpumon_pid();
         assert!(!pid.is_empty());
-        Command::new("kill").args([&format!("-{sig}"), &pid]).status().unwrap();
+        Command::new("kill")
+            .args([&format!("-{sig}"), &pid])
+            .status()
+            .unwrap();
         s.assert_restored(status);
     }
 }
@@ -170,18 +246,15 @@ fn no_gpu_exits_2_and_restores_the_terminal() {
     assert!(err.contains("gpumon --demo"), "{err}");
 }
 
-/// PIDs in the demo recording's last sample.
-fn demo_pids() -> Vec<u32> {
-    let text = std::str::from_utf8(gpumon::source::replay::DEMO).unwrap();
-    let last = text.lines().rfind(|l| !l.trim().is_empty()).unwrap();
-    let v: serde_json::Value = serde_json::from_str(last).unwrap();
-    let mut pids: Vec<u32> = v["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| u32::try_from(p["pid"].as_u64().unwrap()).unwrap())
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids
+/// The PIDs in the process table of a captured screen (rows start with the GPU index, then the PID).
+fn table_pids(screen: &str) -> Vec<u32> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let row = l.trim_start_matches(['│', '|', ' ', '>']);
+            let mut cols = row.split_whitespace();
+            cols.next()?.parse::<u32>().ok()?;
+            cols.next()?.parse::<u32>().ok()
+        })
+        .collect()
 }

@@ -105,24 +105,10 @@ fn main_sample(k: u64) -> Sample {
     let (u0, u1) = (used(&g0), used(&g1));
     let mut failures = Vec::new();
     if k == 30 {
-        failures.push(Failure {
-            at_ms: T0 + k * 1000,
-            log: "/var/log/finetune.log".into(),
-            line: 1042,
-            pid: Some(4400),
-            message: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"
-                .into(),
-        });
+        failures.push(failure(T0 + k * 1000, "/var/log/finetune.log", 1042, Some(4400), "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 1 has a total capacity of 139.81 GiB of which 812.00 MiB is free. Including non-PyTorch memory, this process has 7.50 GiB memory in use. Of the allocated memory 3.90 GiB is allocated by PyTorch, and 3.06 GiB is reserved by PyTorch but unallocated."));
     }
     if k == 35 {
-        failures.push(Failure {
-            at_ms: T0 + k * 1000,
-            log: "/var/log/serve.log".into(),
-            line: 77,
-            pid: Some(4521),
-            message: "ResourceExhaustedError: OOM when allocating tensor with shape[8192,8192]"
-                .into(),
-        });
+        failures.push(failure(T0 + k * 1000, "/var/log/serve.log", 77, Some(4521), "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8192,8192] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc"));
     }
     Sample {
         at_ms: T0 + k * 1000,
@@ -393,4 +379,13 @@ fn no_colour_means_no_colour_anywhere() {
             assert_eq!((cell.fg, cell.bg), (Color::Reset, Color::Reset), "{cell:?}");
         }
     }
+}
+
+/// A failure as the log parser makes it from a real message line.
+fn failure(at_ms: u64, log: &str, line: u64, pid: Option<u32>, message: &str) -> Failure {
+    let mut parsed = gpumon::analysis::oom::parse_all(message.as_bytes());
+    assert_eq!(parsed.len(), 1, "{message}");
+    let mut f = parsed.remove(0).into_failure(at_ms, log, pid);
+    f.line = line;
+    f
 }

@@ -18,7 +18,6 @@ pub use crate::cli::Format;
 
 const WIDTH: usize = 80;
 
-
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
     #[error("cannot read {path}: {source}")]

@@ -1,0 +1,197 @@
+//! `Snapshot::from_state`: the document built from `State` at a time the caller gives.
+
+use super::{
+    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, Process, SCHEMA, Snapshot,
+    SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
+};
+use crate::analysis::{Alert, Level};
+use crate::model::{Filter, GpuTrack, ProcessTrack, Ring, Sort, SourceState, State};
+use crate::source::sample::split;
+use crate::source::{GpuStatus, MachineInfo, Reading};
+
+/// Why machine facts are missing before the source has started.
+const NOT_STARTED: &str = "the source had not started";
+
+impl Snapshot {
+    /// Everything the screen shows and what the filter hides, at `now_ms` (the State reads no clock).
+    pub fn from_state(state: &State, now_ms: u64) -> Snapshot {
+        let mut processes: Vec<Process> = state
+            .rows
+            .iter()
+            .filter_map(|k| state.processes.get(k))
+            .map(|t| process(state, t, true))
+            .collect();
+        let mut hidden: Vec<&ProcessTrack> = state
+            .processes
+            .values()
+            .filter(|t| !state.rows.contains(&t.key))
+            .collect();
+        hidden.sort_by_key(|t| (t.exited_ms.is_some(), t.key.clone()));
+        processes.extend(hidden.into_iter().map(|t| process(state, t, false)));
+        Snapshot {
+            schema: SCHEMA.to_string(),
+            taken_at: time_ms(now_ms),
+            taken_at_ms: now_ms,
+            gpumon_version: env!("CARGO_PKG_VERSION").to_string(),
+            machine: machine(state.machine.as_ref()),
+            view: view(state),
+            gpus: state.gpus_in_order().into_iter().map(gpu).collect(),
+            processes,
+            alerts: state.alerts.iter().map(alert).collect(),
+            alerts_dropped: state.alerts_dropped,
+        }
+    }
+}
+
+fn machine(m: Option<&MachineInfo>) -> Machine {
+    let mut na = Unavailable::new();
+    let mut field = |v: Option<&Option<String>>, key: &str| {
+        let reading = match v {
+            None => Reading::na(NOT_STARTED),
+            Some(Some(s)) => Reading::Value(s.clone()),
+            Some(None) => Reading::na("not reported by the source"),
+        };
+        split(reading, key, &mut na)
+    };
+    let host = m.map(|m| Some(m.host.clone()));
+    Machine {
+        host: field(host.as_ref(), "host"),
+        kernel: field(m.map(|m| &m.kernel), "kernel"),
+        driver_version: field(m.map(|m| &m.driver_version), "driver_version"),
+        nvml_version: field(m.map(|m| &m.nvml_version), "nvml_version"),
+        cuda_version: field(m.map(|m| &m.cuda_version), "cuda_version"),
+        unavailable: na,
+    }
+}
+
+fn view(state: &State) -> View {
+    let mut na = Unavailable::new();
+    let last_sample = match state.last_sample_ms {
+        Some(ms) => Reading::Value(time_ms(ms)),
+        None => Reading::na("no sample yet"),
+    };
+    View {
+        interval_ms: state.config.interval_ms,
+        history_ms: state.config.history_ms,
+        source: match &state.source {
+            SourceState::Starting => SourceDoc::Starting,
+            SourceState::Running => SourceDoc::Running,
+            SourceState::Failing { since_ms, reason } => SourceDoc::Failing {
+                since: time_ms(*since_ms),
+                reason: reason.clone(),
+            },
+            SourceState::Ended => SourceDoc::Ended,
+        },
+        last_sample_at: split(last_sample, "last_sample_at", &mut na),
+        paused: state.paused,
+        filter: state.filter.as_ref().map(|f| match f {
+            Filter::Pid(p) => FilterDoc::Pid(*p),
+            Filter::Text(t) => FilterDoc::Text(t.clone()),
+        }),
+        sort: match state.sort {
+            Sort::DeviceMemory => SortDoc::DeviceMemory,
+            Sort::Growth => SortDoc::Growth,
+            Sort::Vms => SortDoc::Vms,
+            Sort::Pid => SortDoc::Pid,
+            Sort::Gpu => SortDoc::Gpu,
+        },
+        focus: state.focus.clone(),
+        unavailable: na,
+    }
+}
+
+fn points(ring: &Ring) -> Vec<super::Point> {
+    ring.iter().copied().collect()
+}
+
+fn gpu(t: &GpuTrack) -> Gpu {
+    let s = &t.sample;
+    let mut na = Unavailable::new();
+    let memory = split(s.memory.clone(), "memory", &mut na).map(|m| {
+        // `State::update` derives the segments from this same sample, so they are present here.
+        let seg = t.segments;
+        GpuMemory {
+            total: m.total,
+            used: m.used,
+            free: m.free,
+            reserved: split(m.reserved, "memory.reserved", &mut na),
+            processes: seg.map_or(0, |g| g.processes),
+            other: seg.map_or(m.used, |g| g.other),
+        }
+    });
+    let status = match &s.status {
+        GpuStatus::Ok => GpuState::Ok,
+        GpuStatus::Lost { reason } => GpuState::Lost {
+            since: time_ms(t.lost_since_ms.unwrap_or_default()),
+            reason: reason.clone(),
+        },
+    };
+    Gpu {
+        index: s.index,
+        uuid: s.uuid.clone(),
+        name: s.name.clone(),
+        pci_bus_id: split(s.pci_bus_id.clone(), "pci_bus_id", &mut na),
+        status,
+        memory,
+        utilization_percent: split(s.utilization.clone(), "utilization_percent", &mut na),
+        temperature_c: split(s.temperature_c.clone(), "temperature_c", &mut na),
+        power_mw: split(s.power_mw.clone(), "power_mw", &mut na),
+        processes_without_memory: u64::try_from(t.unattributed).unwrap_or(u64::MAX),
+        used_history: points(&t.used),
+        unavailable: na,
+    }
+}
+
+fn process(state: &State, t: &ProcessTrack, shown: bool) -> Process {
+    let s = &t.sample;
+    let mut na = Unavailable::new();
+    let peak = match (t.peak, s.device_memory.reason()) {
+        (Some(p), _) => Reading::Value(p),
+        (None, Some(reason)) => Reading::na(reason),
+        (None, None) => Reading::na("no reading since the last peak reset"),
+    };
+    #[allow(clippy::cast_possible_truncation)]
+    let growth = match (t.growth, s.device_memory.reason()) {
+        (Some(g), _) => Reading::Value(g.round() as i64),
+        (None, Some(reason)) => Reading::na(reason),
+        (None, None) => Reading::na("needs two device-memory readings at least a second apart"),
+    };
+    Process {
+        pid: s.pid,
+        gpu_uuid: s.gpu_uuid.clone(),
+        kind: s.kind,
+        started_at: split(s.start_time.clone().map(time_s), "started_at", &mut na),
+        user: split(s.user.clone(), "user", &mut na),
+        command: split(s.command.clone(), "command", &mut na),
+        framework: split(s.framework.clone(), "framework", &mut na),
+        device_memory: split(s.device_memory.clone(), "device_memory", &mut na),
+        peak: split(peak, "peak", &mut na),
+        vms: split(s.vms.clone(), "vms", &mut na),
+        rss: split(s.rss.clone(), "rss", &mut na),
+        growth_bytes_per_s: split(growth, "growth_bytes_per_s", &mut na),
+        settings: split(s.settings.clone(), "settings", &mut na),
+        shown,
+        selected: state.selected.as_ref() == Some(&t.key),
+        first_seen_at: time_ms(t.first_seen_ms),
+        exited_at: t.exited_ms.map(time_ms),
+        history: points(&t.history),
+        unavailable: na,
+    }
+}
+
+fn alert(a: &Alert) -> AlertDoc {
+    AlertDoc {
+        at: time_ms(a.at_ms),
+        level: match a.level {
+            Level::Failure => LevelDoc::Failure,
+            Level::Suspected => LevelDoc::Suspected,
+        },
+        class: a.class.clone(),
+        confidence: a.confidence.clone(),
+        gpu_uuid: a.gpu_uuid.clone(),
+        pid: a.pid,
+        title: a.title.clone(),
+        evidence: a.evidence.clone(),
+        remedy: a.remedy.clone(),
+    }
+}

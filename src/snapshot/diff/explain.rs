@@ -1,0 +1,207 @@
+//! The sentences of a diff: what reserved memory, framework settings, preallocated pools and
+//! per-process overhead do to the device memory NVML reports.
+
+use super::settings::{Env, jax, pct, pool, settings};
+use super::{Difference, Topic, label};
+use crate::snapshot::lines::size;
+use crate::snapshot::{Gpu, Process, Snapshot};
+use crate::source::Framework;
+
+/// Differences in device memory below this are noise.
+const NOISE: u64 = 1 << 20;
+
+const CONTEXT: &str = "the CUDA context, ~300-600 MiB bare and growing with SM count and driver, \
+plus cuBLAS/cuDNN workspaces and loaded kernels";
+
+/// The effect of a difference in reserved memory.
+pub(super) fn reserved(ga: &Gpu, gb: &Gpu, ra: Option<u64>, rb: Option<u64>) -> String {
+    match (ra, rb) {
+        (Some(ra), Some(rb)) => {
+            let (short, other) = if ra > rb { ("A", "B") } else { ("B", "A") };
+            format!(
+                "Driver and firmware take this before any process starts, so {short} has {} less \
+                 for processes than {other}.",
+                size(Some(ra.abs_diff(rb)))
+            )
+        }
+        _ => {
+            let (side, g) = if ra.is_none() { ("A", ga) } else { ("B", gb) };
+            let why = g
+                .unavailable
+                .get("memory.reserved")
+                .or_else(|| g.unavailable.get("memory"))
+                .map_or("not recorded", String::as_str);
+            format!(
+                "{side}'s reserved memory is n/a ({why}); with NVML v1 it is counted in used, so \
+                 the two sides' used figures are not comparable."
+            )
+        }
+    }
+}
+
+/// Compares two processes matched by framework and command line.
+pub(super) fn pair(
+    a: &Snapshot,
+    pa: &Process,
+    b: &Snapshot,
+    pb: &Process,
+    out: &mut Vec<Difference>,
+) {
+    let subject = label(pa);
+    let (ta, tb) = (total(a, pa), total(b, pb));
+    let before = out.len();
+    match (&pa.settings, &pb.settings) {
+        (Some(ea), Some(eb)) => settings(&subject, ea, eb, ta, tb, out),
+        _ => out.push(Difference::text(
+            Topic::Setting,
+            format!("{subject}: initial environment"),
+            env_state(pa),
+            env_state(pb),
+            "One side's environment could not be read, so a setting that changes memory cannot \
+             be ruled out."
+                .into(),
+        )),
+    }
+    let (da, db) = (pa.device_memory, pb.device_memory);
+    if let (Some(x), Some(y)) = (da, db)
+        && x.abs_diff(y) >= NOISE
+    {
+        let settled = out.len() == before;
+        let effect = device_effect(pa, pb, (ta, tb), x.abs_diff(y), settled);
+        out.push(Difference::bytes(
+            Topic::DeviceMemory,
+            format!("{subject}: device memory"),
+            da,
+            db,
+            effect,
+        ));
+    }
+    let (oa, ob) = (outside_pool(pa, ta), outside_pool(pb, tb));
+    if (oa.is_some() || ob.is_some()) && oa.zip(ob).is_none_or(|(x, y)| x.abs_diff(y) >= NOISE) {
+        let known = |o: Option<u64>, p: &Process| {
+            o.map_or_else(
+                || {
+                    format!(
+                        "unknown (NVML gives only the total, {})",
+                        size(p.device_memory)
+                    )
+                },
+                |o| format!("{} outside the JAX pool", size(Some(o))),
+            )
+        };
+        out.push(Difference {
+            a_bytes: oa,
+            b_bytes: ob,
+            ..Difference::text(
+                Topic::Overhead,
+                format!("{subject}: overhead outside the framework"),
+                known(oa, pa),
+                known(ob, pb),
+                format!(
+                    "Device memory minus the framework's pool is per-process overhead: {CONTEXT}; \
+                     gpumon can size it only where the pool is known (JAX preallocation)."
+                ),
+            )
+        });
+    }
+}
+
+fn total(s: &Snapshot, p: &Process) -> Option<u64> {
+    s.gpu(&p.gpu_uuid)?.memory.as_ref().map(|m| m.total)
+}
+
+fn env_state(p: &Process) -> String {
+    match &p.settings {
+        Some(_) => "read".into(),
+        None => format!(
+            "n/a ({})",
+            p.unavailable
+                .get("settings")
+                .map_or("not recorded", String::as_str)
+        ),
+    }
+}
+
+/// Device memory outside JAX's preallocated pool, where the pool's size is known.
+fn outside_pool(p: &Process, total: Option<u64>) -> Option<u64> {
+    if p.framework != Some(Framework::Jax) {
+        return None;
+    }
+    let (on, fraction) = jax(p.settings.as_ref()?);
+    let pool = pool(fraction, total?);
+    on.then(|| p.device_memory?.checked_sub(pool)).flatten()
+}
+
+/// Why two matched processes hold different device memory; `settled`: no setting differs.
+fn device_effect(
+    pa: &Process,
+    pb: &Process,
+    (ta, tb): (Option<u64>, Option<u64>),
+    delta: u64,
+    settled: bool,
+) -> String {
+    let overhead = format!(
+        "With the same command{}, the {} difference is likely per-process overhead outside \
+         the framework's allocator ({CONTEXT}) or different work; NVML alone cannot tell them \
+         apart.",
+        if settled {
+            " and settings"
+        } else {
+            " (the setting differences above may explain part of it)"
+        },
+        size(Some(delta))
+    );
+    let (Some(ea), Some(eb)) = (&pa.settings, &pb.settings) else {
+        return overhead;
+    };
+    match pa.framework {
+        Some(Framework::Jax) => {
+            let ((on_a, fa), (on_b, fb)) = (jax(ea), jax(eb));
+            let pool_of = |f, t: Option<u64>| {
+                t.map_or_else(
+                    || format!("{} of an unknown total", pct(f)),
+                    |t| {
+                        format!(
+                            "{} of {} = {}",
+                            pct(f),
+                            size(Some(t)),
+                            size(Some(pool(f, t)))
+                        )
+                    },
+                )
+            };
+            match (on_a, on_b) {
+                (true, true) => format!(
+                    "Both preallocate a pool (A {}, B {}), so device memory shows the pools, \
+                     which follow the GPUs' totals, not the work.",
+                    pool_of(fa, ta),
+                    pool_of(fb, tb)
+                ),
+                (true, false) | (false, true) => {
+                    let (on, off, f, t) = if on_a {
+                        ("A", "B", fa, ta)
+                    } else {
+                        ("B", "A", fb, tb)
+                    };
+                    format!(
+                        "{on}'s device memory is JAX's preallocated pool ({}) plus what lies \
+                         outside it; {off}'s, with preallocation off, is what it uses, so the two \
+                         do not compare as use.",
+                        pool_of(f, t)
+                    )
+                }
+                (false, false) => overhead,
+            }
+        }
+        Some(Framework::Tensorflow) if !growth(ea) || !growth(eb) => "Without allow growth \
+            TensorFlow maps nearly all GPU memory at start, so its device memory follows the \
+            GPU's free memory, not the work."
+            .into(),
+        _ => overhead,
+    }
+}
+
+fn growth(env: &Env) -> bool {
+    env.get("TF_FORCE_GPU_ALLOW_GROWTH")
+        .is_some_and(|v| v == "true")
+}

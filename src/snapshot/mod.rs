@@ -1,0 +1,274 @@
+//! Snapshots: one JSON document (`gpumon.snapshot/1`) of what the screen shows, what the filter
+//! hides and the history behind it; its text form, safe writing, reading back, and `gpumon diff`.
+//!
+//! The types here are the document (DTOs), separate from `State`: unavailable readings are
+//! `null` and their reason goes into the object's `unavailable` map; bytes are integers; times
+//! are RFC 3339 (UTC), except history points, which carry `at_ms` (ms since the Unix epoch).
+//! `assets/snapshot.schema.json` describes the same document.
+
+mod build;
+pub mod diff;
+mod lines;
+mod read;
+pub mod text;
+mod write;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::model::Point;
+pub use crate::source::{Framework, ProcessKind};
+pub use lines::WIDTH;
+pub use read::{MAX_BYTES, parse, read};
+pub use write::{file_name, write_atomic, write_to_dir};
+
+/// The schema this gpumon writes and reads.
+pub const SCHEMA: &str = "gpumon.snapshot/1";
+
+/// Reasons of unavailable fields, keyed by field name (`memory.reserved` for nested ones).
+pub type Unavailable = BTreeMap<String, String>;
+
+/// A whole snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    pub schema: String,
+    /// When it was taken, RFC 3339 UTC with milliseconds.
+    pub taken_at: String,
+    /// The same instant, milliseconds since the Unix epoch.
+    pub taken_at_ms: u64,
+    pub gpumon_version: String,
+    pub machine: Machine,
+    pub view: View,
+    /// In NVML index order.
+    pub gpus: Vec<Gpu>,
+    /// The table's rows in screen order, then those the filter or focus hides, then exited ones.
+    pub processes: Vec<Process>,
+    /// Newest first.
+    pub alerts: Vec<AlertDoc>,
+    /// Older alerts dropped to keep the list bounded.
+    pub alerts_dropped: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    pub host: Option<String>,
+    pub kernel: Option<String>,
+    pub driver_version: Option<String>,
+    pub nvml_version: Option<String>,
+    /// CUDA driver API version, e.g. "13.0".
+    pub cuda_version: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: Unavailable,
+}
+
+/// How the screen was set up when the snapshot was taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct View {
+    pub interval_ms: u64,
+    pub history_ms: u64,
+    pub source: SourceDoc,
+    pub last_sample_at: Option<String>,
+    pub paused: bool,
+    /// `null`: no filter.
+    pub filter: Option<FilterDoc>,
+    pub sort: SortDoc,
+    /// UUID of the GPU the table is narrowed to; `null`: all GPUs.
+    pub focus: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: Unavailable,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SourceDoc {
+    Starting,
+    Running,
+    Failing { since: String, reason: String },
+    Ended,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FilterDoc {
+    Pid(u32),
+    /// Lower-case text matched against command and user.
+    Text(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortDoc {
+    DeviceMemory,
+    Growth,
+    Vms,
+    Pid,
+    Gpu,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
+pub enum GpuState {
+    Ok,
+    Lost { since: String, reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpu {
+    pub index: u32,
+    pub uuid: String,
+    pub name: String,
+    pub pci_bus_id: Option<String>,
+    pub status: GpuState,
+    pub memory: Option<GpuMemory>,
+    pub utilization_percent: Option<u32>,
+    pub temperature_c: Option<u32>,
+    pub power_mw: Option<u32>,
+    /// Processes on this GPU whose device memory NVML could not give (not in `memory.processes`).
+    pub processes_without_memory: u64,
+    /// Used memory over the history window, oldest first.
+    pub used_history: Vec<Point>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: Unavailable,
+}
+
+/// Device memory in bytes; `reserved + used + free = total` with NVML v2.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuMemory {
+    pub total: u64,
+    /// NVML v2: excludes `reserved`; NVML v1 (reserved `null`): includes it.
+    pub used: u64,
+    pub free: u64,
+    /// Driver/firmware reserved memory.
+    pub reserved: Option<u64>,
+    /// Sum of the listed processes' device memory.
+    pub processes: u64,
+    /// `used - processes`, at least 0: memory not attributed to a listed process.
+    pub other: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    pub pid: u32,
+    pub gpu_uuid: String,
+    pub kind: ProcessKind,
+    pub started_at: Option<String>,
+    pub user: Option<String>,
+    pub command: Option<String>,
+    pub framework: Option<Framework>,
+    pub device_memory: Option<u64>,
+    /// Highest device memory seen (since first seen or the last reset).
+    pub peak: Option<u64>,
+    pub vms: Option<u64>,
+    pub rss: Option<u64>,
+    /// Device memory growth over the last minute, bytes per second.
+    pub growth_bytes_per_s: Option<i64>,
+    /// Memory-related variables of the initial environment (name -> value).
+    pub settings: Option<BTreeMap<String, String>>,
+    /// A row of the table (not hidden by the filter or focus, not exited).
+    pub shown: bool,
+    pub selected: bool,
+    pub first_seen_at: String,
+    /// `null`: still running.
+    pub exited_at: Option<String>,
+    /// Device memory over the history window, oldest first.
+    pub history: Vec<Point>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: Unavailable,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelDoc {
+    Failure,
+    Suspected,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertDoc {
+    pub at: String,
+    pub level: LevelDoc,
+    pub class: String,
+    pub confidence: Option<String>,
+    pub gpu_uuid: Option<String>,
+    pub pid: Option<u32>,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub remedy: Option<String>,
+}
+
+impl Snapshot {
+    /// Pretty JSON, newline-terminated.
+    pub fn to_json(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(self).unwrap_or_else(|e| {
+            unreachable!("a snapshot has string keys and no floats, so it serializes: {e}")
+        });
+        out.push(b'\n');
+        out
+    }
+
+    /// The GPU with this UUID.
+    pub fn gpu(&self, uuid: &str) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.uuid == uuid)
+    }
+}
+
+/// Why a snapshot could not be written or read; each message is one line naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {size} bytes; a snapshot is at most {max} MiB", path.display(), max = MAX_BYTES >> 20)]
+    TooLarge { path: PathBuf, size: u64 },
+    #[error("{}: empty file, not a gpumon snapshot", path.display())]
+    Empty { path: PathBuf },
+    #[error("{}: not JSON: {what}", path.display())]
+    NotJson { path: PathBuf, what: String },
+    #[error("{}: not a gpumon snapshot ({what})", path.display())]
+    NotSnapshot { path: PathBuf, what: String },
+    #[error("{}: schema {found:?} is newer than this gpumon reads ({SCHEMA}); use a newer gpumon", path.display())]
+    Newer { path: PathBuf, found: String },
+    #[error("{}: invalid {SCHEMA} document: {what}", path.display())]
+    Invalid { path: PathBuf, what: String },
+}
+
+/// Last second RFC 3339 can write with a four-digit year.
+const MAX_SECS: u64 = 253_402_300_799;
+
+/// RFC 3339 UTC with milliseconds, e.g. "2026-11-22T12:03:07.000Z".
+pub fn time_ms(ms: u64) -> String {
+    let d = Duration::from_millis(ms).min(Duration::from_secs(MAX_SECS));
+    humantime::format_rfc3339_millis(UNIX_EPOCH + d).to_string()
+}
+
+/// RFC 3339 UTC to the second, e.g. "2026-11-22T12:03:07Z".
+pub fn time_s(secs: u64) -> String {
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs.min(MAX_SECS)))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_and_never_panic() {
+        assert_eq!(time_ms(1_763_813_000_123), "2025-11-22T12:03:20.123Z");
+        assert_eq!(time_s(0), "1970-01-01T00:00:00Z");
+        assert_eq!(time_s(u64::MAX), "9999-12-31T23:59:59Z");
+        assert_eq!(time_ms(u64::MAX), "9999-12-31T23:59:59.000Z");
+    }
+}

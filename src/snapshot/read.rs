@@ -1,0 +1,124 @@
+//! Reading a snapshot back: bounded in size, and every fault is one line naming the file.
+
+use std::io::Read;
+use std::path::Path;
+
+use super::{SCHEMA, Snapshot, SnapshotError};
+
+/// Larger files are refused rather than read into memory.
+pub const MAX_BYTES: u64 = 256 << 20;
+
+const FAMILY: &str = "gpumon.snapshot/";
+
+/// Reads and checks a snapshot file.
+pub fn read(path: impl AsRef<Path>) -> Result<Snapshot, SnapshotError> {
+    let path = path.as_ref();
+    let io = |source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let too_large = |size| SnapshotError::TooLarge {
+        path: path.to_path_buf(),
+        size,
+    };
+    let len = file.metadata().map_err(io)?.len();
+    if len > MAX_BYTES {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if read > MAX_BYTES {
+        return Err(too_large(read));
+    }
+    parse(path, &bytes)
+}
+
+/// Checks and parses the bytes of a snapshot; `path` only names it in errors.
+pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
+    let path = path.to_path_buf();
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(SnapshotError::Empty { path });
+    }
+    let probe: serde_json::Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(SnapshotError::NotJson {
+                path,
+                what: one_line(&e),
+            });
+        }
+    };
+    let not_snapshot = |what: &str| SnapshotError::NotSnapshot {
+        path: path.clone(),
+        what: what.to_string(),
+    };
+    let Some(object) = probe.as_object() else {
+        return Err(not_snapshot("the JSON is not an object"));
+    };
+    let schema = match object.get("schema") {
+        None => return Err(not_snapshot("no \"schema\" field")),
+        Some(serde_json::Value::String(s)) => s.as_str(),
+        Some(_) => return Err(not_snapshot("\"schema\" is not a string")),
+    };
+    if schema != SCHEMA {
+        let newer = schema
+            .strip_prefix(FAMILY)
+            .and_then(|v| v.parse::<u32>().ok())
+            .is_some_and(|v| v > 1);
+        if newer {
+            return Err(SnapshotError::Newer {
+                path,
+                found: schema.to_string(),
+            });
+        }
+        return Err(not_snapshot(&format!(
+            "schema {schema:?}; this gpumon reads {SCHEMA}"
+        )));
+    }
+    // Parsed again from the bytes, so an error names its line and column.
+    serde_json::from_slice(bytes).map_err(|e| SnapshotError::Invalid {
+        path,
+        what: one_line(&e),
+    })
+}
+
+fn one_line(e: &impl std::fmt::Display) -> String {
+    e.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        let e = parse(Path::new("x.json"), text.as_bytes()).unwrap_err();
+        let s = e.to_string();
+        assert!(!s.contains('\n'), "{s}");
+        assert!(s.starts_with("x.json: "), "{s}");
+        s
+    }
+
+    #[test]
+    fn faults_are_one_line_naming_the_file() {
+        assert!(err("").contains("empty file"));
+        assert!(err(" \n").contains("empty file"));
+        assert!(err("{").contains("not JSON"));
+        assert!(err("[1]").contains("not an object"));
+        assert!(err("{\"a\": 1}").contains("no \"schema\""));
+        assert!(err("{\"schema\": 1}").contains("not a string"));
+        assert!(err("{\"schema\": \"gpumon.recording/1\"}").contains("not a gpumon snapshot"));
+        assert!(err("{\"schema\": \"gpumon.snapshot/2\"}").contains("newer"));
+        let s = err("{\"schema\": \"gpumon.snapshot/1\"}");
+        assert!(
+            s.contains("invalid gpumon.snapshot/1 document: missing field"),
+            "{s}"
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The text form of a snapshot (`--format text`): the same content for a person, in lines of at
+//! most 80 columns, fit for a terminal or an issue comment.
+
+use super::lines::{Out, fit, history, size};
+use super::{FilterDoc, GpuState, Process, Snapshot, SortDoc, SourceDoc, Unavailable};
+use crate::model::units;
+
+/// The whole snapshot as text.
+pub fn render(s: &Snapshot) -> String {
+    let mut o = Out::default();
+    header(&mut o, s);
+    gpus(&mut o, s);
+    process_table(&mut o, s);
+    process_details(&mut o, s);
+    alerts(&mut o, s);
+    o.0
+}
+
+fn or_na(v: Option<&str>) -> &str {
+    v.unwrap_or("n/a")
+}
+
+fn header(o: &mut Out, s: &Snapshot) {
+    let m = &s.machine;
+    o.para(
+        0,
+        &format!(
+            "gpumon snapshot of {} at {} (gpumon {})",
+            or_na(m.host.as_deref()),
+            s.taken_at,
+            s.gpumon_version
+        ),
+    );
+    o.para(
+        0,
+        &format!(
+            "kernel {}, driver {}, NVML {}, CUDA {}",
+            or_na(m.kernel.as_deref()),
+            or_na(m.driver_version.as_deref()),
+            or_na(m.nvml_version.as_deref()),
+            or_na(m.cuda_version.as_deref())
+        ),
+    );
+    reasons(o, 0, &m.unavailable);
+    let v = &s.view;
+    let source = match &v.source {
+        SourceDoc::Starting => "starting".to_string(),
+        SourceDoc::Running => "running".to_string(),
+        SourceDoc::Failing { since, reason } => format!("failing since {since}: {reason}"),
+        SourceDoc::Ended => "ended".to_string(),
+    };
+    o.para(
+        0,
+        &format!(
+            "every {}, history {}, source {source}{}, last sample {}",
+            units::duration_ms(v.interval_ms),
+            units::duration_ms(v.history_ms),
+            if v.paused { " (paused)" } else { "" },
+            or_na(v.last_sample_at.as_deref()),
+        ),
+    );
+    let filter = match &v.filter {
+        None => "none".to_string(),
+        Some(FilterDoc::Pid(p)) => format!("pid {p}"),
+        Some(FilterDoc::Text(t)) => format!("{t:?}"),
+    };
+    let focus = v.focus.as_deref().map_or_else(
+        || "all GPUs".to_string(),
+        |u| {
+            s.gpu(u)
+                .map_or(u.to_string(), |g| format!("GPU {}", g.index))
+        },
+    );
+    let sort = match v.sort {
+        SortDoc::DeviceMemory => "device memory",
+        SortDoc::Growth => "growth",
+        SortDoc::Vms => "VMS",
+        SortDoc::Pid => "PID",
+        SortDoc::Gpu => "GPU",
+    };
+    let shown = s.processes.iter().filter(|p| p.shown).count();
+    let exited = s.processes.iter().filter(|p| p.exited_at.is_some()).count();
+    let hidden = s.processes.len() - shown - exited;
+    o.para(
+        0,
+        &format!(
+            "filter {filter}, focus {focus}, sort by {sort}; processes: {shown} shown, \
+             {hidden} hidden by the filter or focus, {exited} exited"
+        ),
+    );
+    reasons(o, 0, &v.unavailable);
+}
+
+/// The reasons of unavailable fields, fields with the same reason on one line.
+fn reasons(o: &mut Out, indent: usize, na: &Unavailable) {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (key, why) in na {
+        match by_reason.iter_mut().find(|(w, _)| w == why) {
+            Some((_, keys)) => keys.push(key),
+            None => by_reason.push((why, vec![key])),
+        }
+    }
+    for (why, keys) in by_reason {
+        o.para(indent, &format!("n/a {}: {why}", keys.join(", ")));
+    }
+}
+
+fn gpus(o: &mut Out, s: &Snapshot) {
+    o.blank();
+    o.row("GPUs (sizes in MiB/GiB: M, G)");
+    if s.gpus.is_empty() {
+        o.row("  none");
+        return;
+    }
+    o.row(&format!(
+        "{:<3} {:<16} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4} {:>4} {:>5}",
+        "GPU", "NAME", "TOTAL", "PROCS", "OTHER", "RSVD", "FREE", "UTIL", "TEMP", "POWER"
+    ));
+    for g in &s.gpus {
+        let m = g.memory.as_ref();
+        o.row(&format!(
+            "{:<3} {:<16} {:>7} {:>7} {:>7} {:>7} {:>7} {:>4} {:>4} {:>5}",
+            g.index,
+            fit(&g.name, 16),
+            size(m.map(|m| m.total)),
+            size(m.map(|m| m.processes)),
+            size(m.map(|m| m.other)),
+            size(m.and_then(|m| m.reserved)),
+            size(m.map(|m| m.free)),
+            g.utilization_percent
+                .map_or("n/a".into(), |u| format!("{u}%")),
+            g.temperature_c.map_or("n/a".into(), |t| format!("{t}C")),
+            g.power_mw
+                .map_or("n/a".into(), |p| format!("{}W", p / 1000)),
+        ));
+        o.para(
+            4,
+            &format!("{}  PCI {}", g.uuid, or_na(g.pci_bus_id.as_deref())),
+        );
+        if let GpuState::Lost { since, reason } = &g.status {
+            o.para(4, &format!("LOST since {since}: {reason}"));
+        }
+        if let Some(m) = m {
+            o.para(4, &format!("used {}", size(Some(m.used))));
+        }
+        if g.processes_without_memory > 0 {
+            o.para(
+                4,
+                &format!(
+                    "{} process(es) without a device-memory reading (counted in OTHER)",
+                    g.processes_without_memory
+                ),
+            );
+        }
+        o.para(4, &format!("used over time {}", history(&g.used_history)));
+        reasons(o, 4, &g.unavailable);
+    }
+}
+
+fn gpu_label(s: &Snapshot, uuid: &str) -> String {
+    s.gpu(uuid).map_or("?".into(), |g| g.index.to_string())
+}
+
+fn process_table(o: &mut Out, s: &Snapshot) {
+    o.blank();
+    o.row("Processes (> selected, * hidden by the filter or focus, x exited)");
+    if s.processes.is_empty() {
+        o.row("  none");
+        return;
+    }
+    o.row(&format!(
+        "  {:<3} {:<7} {:<8} {:<5} {:>7} {:>7} {:>7} {:>7} {:>7} {}",
+        "GPU", "PID", "USER", "FW", "DEVICE", "PEAK", "VMS", "RSS", "GROWTH", "COMMAND"
+    ));
+    for p in &s.processes {
+        o.row(&format!(
+            "{} {:<3} {:<7} {:<8} {:<5} {:>7} {:>7} {:>7} {:>7} {:>7} {}",
+            mark(p),
+            gpu_label(s, &p.gpu_uuid),
+            p.pid,
+            fit(or_na(p.user.as_deref()), 8),
+            p.framework.map_or("n/a", |f| f.label()),
+            size(p.device_memory),
+            size(p.peak),
+            size(p.vms),
+            size(p.rss),
+            growth(p.growth_bytes_per_s),
+            fit(or_na(p.command.as_deref()), 11),
+        ));
+    }
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn growth(v: Option<i64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |g| units::rate(g as f64))
+}
+
+fn mark(p: &Process) -> char {
+    if p.exited_at.is_some() {
+        'x'
+    } else if p.selected {
+        '>'
+    } else if p.shown {
+        ' '
+    } else {
+        '*'
+    }
+}
+
+fn process_details(o: &mut Out, s: &Snapshot) {
+    for p in &s.processes {
+        o.blank();
+        let fw = p.framework.map_or("n/a", |f| f.label());
+        o.para(
+            0,
+            &format!(
+                "{} pid {} on GPU {} ({fw}, user {}), started {}, seen since {}{}",
+                mark(p),
+                p.pid,
+                gpu_label(s, &p.gpu_uuid),
+                or_na(p.user.as_deref()),
+                or_na(p.started_at.as_deref()),
+                p.first_seen_at,
+                p.exited_at
+                    .as_deref()
+                    .map_or(String::new(), |e| format!(", exited {e}")),
+            ),
+        );
+        o.para(2, &format!("command: {}", or_na(p.command.as_deref())));
+        let settings = match &p.settings {
+            None => "n/a".to_string(),
+            Some(m) if m.is_empty() => "none of the known memory settings".to_string(),
+            Some(m) => m
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
+        o.para(2, &format!("initial environment: {settings}"));
+        o.para(2, &format!("device over time {}", history(&p.history)));
+        reasons(o, 2, &p.unavailable);
+    }
+}
+
+fn alerts(o: &mut Out, s: &Snapshot) {
+    o.blank();
+    o.row(&format!(
+        "Alerts (newest first; {} older dropped)",
+        s.alerts_dropped
+    ));
+    if s.alerts.is_empty() {
+        o.row("  none");
+    }
+    for a in &s.alerts {
+        let level = match a.level {
+            super::LevelDoc::Failure => "failure",
+            super::LevelDoc::Suspected => "suspected",
+        };
+        let mut head = format!("{} {level} {}", a.at, a.class);
+        if let Some(c) = &a.confidence {
+            head += &format!(" ({c})");
+        }
+        if let Some(u) = &a.gpu_uuid {
+            head += &format!(" GPU {}", gpu_label(s, u));
+        }
+        if let Some(pid) = a.pid {
+            head += &format!(" pid {pid}");
+        }
+        o.para(0, &head);
+        o.para(2, &a.title);
+        for e in &a.evidence {
+            o.para(2, &format!("- {e}"));
+        }
+        if let Some(r) = &a.remedy {
+            o.para(2, &format!("remedy: {r}"));
+        }
+    }
+}
