@@ -30,9 +30,10 @@ pub struct LiveArgs {
     /// Time between samples (e.g. 1s, 500ms; at least 100ms)
     #[arg(long, default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// How much history the sparklines and snapshots keep (e.g. 10m, 1h)
-    #[arg(long, default_value = "10m", value_parser = parse_history)]
-    pub history: Duration,
+    /// How much history the sparklines and snapshots keep (e.g. 10m, 1h) [default: 10m, or the
+    /// whole recording with --replay/--demo]
+    #[arg(long, value_parser = parse_history)]
+    pub history: Option<Duration>,
     /// Start with this filter: digits match a PID, other text matches command or user
     #[arg(long)]
     pub filter: Option<String>,

@@ -98,35 +98,51 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
 
 /// The live screen (or a replay of a recording in it).
 async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
-    let (factory, interval, speed, live_clock) = if args.demo {
-        let source = ReplaySource::demo().map_err(Fail::runtime)?;
-        let interval = Duration::from_millis(source.header().interval_ms);
-        (replay_factory(source), interval, Some(1.0), false)
+    // A replay's samples keep their recorded spacing (`sample_ms`); the sampler hands them out
+    // `speed` times faster. By default its history covers the whole recording.
+    let replay = if args.demo {
+        Some((ReplaySource::demo().map_err(Fail::runtime)?, 1.0))
     } else if let Some(path) = &args.replay {
-        let source = open_replay(path)?;
-        let speed = args.speed.unwrap_or(1.0);
-        let interval = Duration::from_millis(source.header().interval_ms)
-            .div_f64(speed)
-            .max(Duration::from_millis(10));
-        (replay_factory(source), interval, Some(speed), false)
+        Some((open_replay(path)?, args.speed.unwrap_or(1.0)))
     } else {
-        (live_factory(args.logs.clone()), args.interval, None, true)
+        None
+    };
+    let (factory, sample_ms, tick, history, speed) = match replay {
+        Some((source, speed)) => {
+            let sample_ms = source.header().interval_ms.max(1);
+            let span = source.span_ms().div_ceil(60_000).max(1) * 60_000;
+            let tick = Duration::from_millis(sample_ms)
+                .div_f64(speed)
+                .max(Duration::from_millis(10));
+            let history = args.history.unwrap_or(Duration::from_millis(span));
+            (
+                replay_factory(source),
+                sample_ms,
+                tick,
+                history,
+                Some(speed),
+            )
+        }
+        None => {
+            let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
+            let history = args.history.unwrap_or(Duration::from_secs(600));
+            (
+                live_factory(args.logs.clone()),
+                ms,
+                args.interval,
+                history,
+                None,
+            )
+        }
     };
     if !std::io::stdout().is_terminal() {
         return Err(Fail::usage(
             "standard output is not a terminal; use `gpumon snapshot` or `gpumon record` for files",
         ));
     }
-    let record_interval = if speed.is_some() {
-        interval.mul_f64(speed.unwrap_or(1.0))
-    } else {
-        interval
-    };
     let config = Config {
-        interval_ms: u64::try_from(record_interval.as_millis())
-            .unwrap_or(1000)
-            .max(1),
-        history_ms: u64::try_from(args.history.as_millis()).unwrap_or(u64::MAX),
+        interval_ms: sample_ms,
+        history_ms: u64::try_from(history.as_millis()).unwrap_or(u64::MAX),
         ascii: args.ascii || !locale_is_utf8(),
         color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         replay_speed: speed,
@@ -137,12 +153,12 @@ async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     }
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
-    let sampler = sampler::spawn(factory, interval, tx);
+    let sampler = sampler::spawn(factory, tick, tx);
     let mut guard =
         terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
     let options = app::Options {
         snapshot_dir: args.snapshot_dir.clone(),
-        live_clock,
+        live_clock: speed.is_none(),
     };
     let exit = app::run(
         &mut guard.terminal,

@@ -47,6 +47,14 @@ impl ReplaySource {
         self.samples.last()
     }
 
+    /// Time from the first sample to the last.
+    pub fn span_ms(&self) -> u64 {
+        match (self.samples.first(), self.samples.last()) {
+            (Some(a), Some(b)) => b.at_ms.saturating_sub(a.at_ms),
+            _ => 0,
+        }
+    }
+
     /// Every sample, in order.
     pub fn samples(&self) -> &[Sample] {
         &self.samples
