@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compares gpumon's numbers with nvidia-smi and /proc, taken at the same moment.
 
-usage: verify_numbers.py RECORDING.ndjson   (reads the recording's last sample, then asks nvidia-smi
+usage: verify_numbers.py RECORDING.ndjson|SNAPSHOT.json   (reads the recording's last sample or the
+snapshot, then asks nvidia-smi
 and /proc right away; run it while the GPU processes hold steady memory). Prints one table row per
 figure with both values in MiB (kB for /proc) and whether they match.
 """
@@ -9,7 +10,12 @@ import json, subprocess, sys
 import xml.etree.ElementTree as ET
 
 MiB = 2**20
-last = json.loads([l for l in open(sys.argv[1]) if l.strip()][-1])
+text = open(sys.argv[1]).read()
+try:
+    last = json.loads(text)  # a snapshot
+    last["processes"] = [p for p in last["processes"] if not p.get("exited_at")]
+except json.JSONDecodeError:
+    last = json.loads([l for l in text.splitlines() if l.strip()][-1])  # a recording
 smi = ET.fromstring(subprocess.check_output(["nvidia-smi", "-q", "-x"]))
 apps = subprocess.check_output(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"], text=True)
 smi_apps = {int(p): int(m) for p, m in (l.split(",") for l in apps.strip().splitlines() if l.strip())}
