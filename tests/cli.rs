@@ -103,3 +103,96 @@ fn the_screen_needs_a_terminal() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a terminal"), "{err}");
 }
+
+#[test]
+fn diff_refuses_what_is_not_a_snapshot_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = "tests/fixtures/snapshots/h100-jax-prealloc.json";
+    for (name, bytes) in [
+        ("empty.json", &b""[..]),
+        ("text.json", b"hello"),
+        ("other.json", b"{\"schema\": \"something/1\"}"),
+        ("newer.json", b"{\"schema\": \"gpumon.snapshot/2\"}"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let (code, err) = fails(&["diff", real, path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(name), "{name}: names the file: {err}");
+    }
+    let (code, err) = fails(&[
+        "diff",
+        real,
+        "tests/fixtures/snapshots/h100-jax-noprealloc.json",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn explain_reads_real_logs_and_fails_on_unreadable_ones() {
+    let out = gpumon()
+        .args(["explain", "tests/fixtures/logs/torch-fill-frag.log"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("fragmentation (certain)"), "{text}");
+    assert!(text.contains("expandable_segments:True"), "{text}");
+    let (code, err) = fails(&["explain", "/nonexistent/train.log"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("/nonexistent/train.log"), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let clean = dir.path().join("ok.log");
+    std::fs::write(&clean, "epoch 1 loss 0.3\n").unwrap();
+    let out = gpumon()
+        .args(["explain", clean.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "no allocation failures found\n"
+    );
+}
+
+#[test]
+fn snapshot_of_a_recording_writes_a_private_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snap.json");
+    let out = gpumon()
+        .args([
+            "snapshot",
+            "--replay",
+            "assets/demo.ndjson",
+            "-o",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "gpumon.snapshot/1");
+    let classes: Vec<&str> = doc["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["class"].as_str())
+        .collect();
+    assert!(
+        classes.contains(&"fragmentation") && classes.contains(&"device-full"),
+        "{classes:?}"
+    );
+}

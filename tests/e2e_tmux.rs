@@ -224,6 +224,19 @@ fn filter_snapshot_resize_and_quit() {
 }
 
 #[test]
+fn unwritable_snapshot_dir_is_reported_and_the_screen_keeps_running() {
+    let s = Session::start("rodir", "--demo --snapshot-dir /nonexistent/snapshots", (100, 30));
+    s.wait_for(|t| t.contains("processes"), "the demo");
+    s.keys(&["s"]);
+    let screen = s.wait_for(|t| t.contains("snapshot failed"), "the error on the status line");
+    assert!(screen.contains("/nonexistent/snapshots"), "{screen}");
+    s.keys(&["p"]);
+    s.wait_for(|t| t.contains("PAUSED"), "still answering keys");
+    s.keys(&["q"]);
+    s.assert_restored(0);
+}
+
+#[test]
 fn signals_restore_the_terminal() {
     for (sig, status) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
         let s = Session::start(&format!("sig{sig}"), "--demo", (100, 30));
