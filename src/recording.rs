@@ -57,6 +57,8 @@ pub struct Reader<R> {
     input: R,
     line: usize,
     buf: Vec<u8>,
+    /// The line just read ended at the end of the input without a newline.
+    cut: bool,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -67,11 +69,13 @@ impl<R: BufRead> Reader<R> {
             input,
             line: 0,
             buf: Vec::new(),
+            cut: false,
         };
         let Some(text) = reader.next_line()? else {
             return Err(RecordingError::Empty { name: reader.name });
         };
-        let probe: serde_json::Value = serde_json::from_str(&text).map_err(|e| reader.bad(e))?;
+        let probe: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| reader.json_fault(&e))?;
         match probe.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA) => {}
             Some(other) => {
@@ -81,7 +85,7 @@ impl<R: BufRead> Reader<R> {
             }
             None => return Err(reader.bad("no \"schema\" field: not a gpumon recording")),
         }
-        let header: Header = serde_json::from_value(probe).map_err(|e| reader.bad(e))?;
+        let header: Header = serde_json::from_value(probe).map_err(|e| reader.json_fault(&e))?;
         Ok((header, reader))
     }
 
@@ -90,7 +94,7 @@ impl<R: BufRead> Reader<R> {
         let Some(text) = self.next_line()? else {
             return Ok(None);
         };
-        let sample: Sample = serde_json::from_str(&text).map_err(|e| self.bad(e))?;
+        let sample: Sample = serde_json::from_str(&text).map_err(|e| self.json_fault(&e))?;
         Ok(Some(sample))
     }
 
@@ -99,6 +103,22 @@ impl<R: BufRead> Reader<R> {
             name: self.name.clone(),
             line: self.line,
             what: what.to_string(),
+        }
+    }
+
+    /// A JSON fault of the current line: serde's "at line 1" is the line's own numbering, so
+    /// only the column is kept; a line cut off at the end of the file says so.
+    fn json_fault(&self, e: &serde_json::Error) -> RecordingError {
+        if e.is_eof() && self.cut {
+            return self.bad(
+                "cut off mid-line (was the recording interrupted?); delete this line to replay the rest",
+            );
+        }
+        let text = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        match text.strip_suffix(&suffix) {
+            Some(what) => self.bad(format!("{what} (column {})", e.column())),
+            None => self.bad(text),
         }
     }
 
@@ -116,6 +136,7 @@ impl<R: BufRead> Reader<R> {
             if n == 0 {
                 return Ok(None);
             }
+            self.cut = !self.buf.ends_with(b"\n");
             if self.buf.len() > MAX_LINE && !self.buf.ends_with(b"\n") {
                 return Err(self.bad(format!("line longer than {} MiB", MAX_LINE >> 20)));
             }
@@ -209,5 +230,25 @@ mod tests {
         assert!(err.contains("not supported"), "{err}");
         let err = read_all(b"\xff\xfe\n").unwrap_err().to_string();
         assert!(err.contains("line 1: not UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn json_faults_name_the_column_and_a_cut_off_line() {
+        let mut buf = Vec::new();
+        Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
+        let mut typed = buf.clone();
+        typed.extend_from_slice(b"{\"at_ms\": \"x\"}\n");
+        let err = read_all(&typed).unwrap_err().to_string();
+        assert!(err.starts_with("t.ndjson: line 2: invalid type"), "{err}");
+        assert!(
+            err.ends_with("(column 14)") && !err.contains("line 1"),
+            "{err}"
+        );
+        buf.extend_from_slice(b"{\"at_ms\": 1, \"gpus\": [");
+        let err = read_all(&buf).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.ndjson: line 2: cut off mid-line"),
+            "{err}"
+        );
     }
 }
