@@ -45,7 +45,7 @@ pub struct LiveArgs {
     #[arg(long, conflicts_with = "demo")]
     pub replay: Option<PathBuf>,
     /// Replay speed (with --replay)
-    #[arg(long, requires = "replay", value_parser = parse_speed)]
+    #[arg(long, requires = "replay", conflicts_with = "demo", value_parser = parse_speed, allow_hyphen_values = true)]
     pub speed: Option<f64>,
     /// Replay the real recording built into gpumon (no GPU needed)
     #[arg(long)]
@@ -154,8 +154,13 @@ pub fn one_line_error(e: &clap::Error) -> String {
         .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
         .filter(|l| !l.is_empty())
         .map(|l| l.trim_start_matches("error: "))
-        .collect::<Vec<_>>()
-        .join("; ")
+        .fold(String::new(), |mut out, l| {
+            if !out.is_empty() {
+                out.push_str(if out.ends_with(':') { " " } else { "; " });
+            }
+            out.push_str(l);
+            out
+        })
 }
 
 #[cfg(test)]
@@ -199,6 +204,8 @@ mod tests {
                 "{line}"
             );
         }
+        let e = Cli::try_parse_from(["gpumon", "--speed", "2"]).unwrap_err();
+        assert!(one_line_error(&e).ends_with("provided: --replay <REPLAY>"));
         let e = Cli::try_parse_from(["gpumon", "--intervl", "1s"]).unwrap_err();
         assert!(one_line_error(&e).contains("tip: a similar argument exists: '--interval'"));
     }
