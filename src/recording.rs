@@ -12,6 +12,9 @@ pub const SCHEMA: &str = "gpumon.recording/1";
 /// Lines longer than this are refused rather than read into memory.
 pub const MAX_LINE: usize = 16 << 20;
 
+/// The longest sampling interval a recording may declare (`--interval` allows at most 1h).
+pub const MAX_INTERVAL_MS: u64 = 3_600_000;
+
 /// The first line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -86,6 +89,12 @@ impl<R: BufRead> Reader<R> {
             None => return Err(reader.bad("no \"schema\" field: not a gpumon recording")),
         }
         let header: Header = serde_json::from_value(probe).map_err(|e| reader.json_fault(&e))?;
+        if !(1..=MAX_INTERVAL_MS).contains(&header.interval_ms) {
+            return Err(reader.bad(format!(
+                "interval_ms {} is out of range (1 to {MAX_INTERVAL_MS})",
+                header.interval_ms
+            )));
+        }
         Ok((header, reader))
     }
 
@@ -98,11 +107,21 @@ impl<R: BufRead> Reader<R> {
         Ok(Some(sample))
     }
 
+    /// A fault of the current line; control characters the file put in the message (a field
+    /// name with a newline or a terminal escape) are escaped, so it stays one harmless line.
     fn bad(&self, what: impl std::fmt::Display) -> RecordingError {
+        let mut text = String::new();
+        for c in what.to_string().chars() {
+            if c.is_control() {
+                text.extend(c.escape_default());
+            } else {
+                text.push(c);
+            }
+        }
         RecordingError::Line {
             name: self.name.clone(),
             line: self.line,
-            what: what.to_string(),
+            what: text,
         }
     }
 
@@ -233,6 +252,16 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_from_the_file_are_escaped() {
+        let mut buf = Vec::new();
+        Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
+        buf.extend_from_slice(b"{\"at_ms\": \"a\\nb\\u001b[2J\"}\n");
+        let err = read_all(&buf).unwrap_err().to_string();
+        assert!(err.contains("string \"a\\nb\\u{1b}[2J\""), "{err}");
+        assert!(!err.chars().any(char::is_control), "{err}");
+    }
+
+    #[test]
     fn json_faults_name_the_column_and_a_cut_off_line() {
         let mut buf = Vec::new();
         Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
@@ -241,7 +270,7 @@ mod tests {
         let err = read_all(&typed).unwrap_err().to_string();
         assert!(err.starts_with("t.ndjson: line 2: invalid type"), "{err}");
         assert!(
-            err.ends_with("(column 14)") && !err.contains("line 1"),
+            err.ends_with("(column 13)") && !err.contains("line 1"),
             "{err}"
         );
         buf.extend_from_slice(b"{\"at_ms\": 1, \"gpus\": [");

@@ -20,6 +20,14 @@ fn gpu_with_memory(total: &str) -> String {
     )
 }
 
+/// The demo's header declaring another interval.
+fn interval(ms: &str) -> Vec<u8> {
+    let h = String::from_utf8(header()).unwrap();
+    assert!(h.contains("\"interval_ms\":1000"));
+    h.replacen("\"interval_ms\":1000", &format!("\"interval_ms\":{ms}"), 1)
+        .into_bytes()
+}
+
 /// (file name, contents, what the one-line error says after "NAME: ").
 fn cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let h = header();
@@ -43,6 +51,16 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
             "line 1: no \"schema\"",
         ),
         (
+            "interval.ndjson",
+            interval(&u64::MAX.to_string()),
+            "line 1: interval_ms 18446744073709551615 is out of range",
+        ),
+        (
+            "zero_interval.ndjson",
+            interval("0"),
+            "line 1: interval_ms 0 is out of range",
+        ),
+        (
             "array.ndjson",
             b"[1, 2]\n".to_vec(),
             "line 1: no \"schema\"",
@@ -51,6 +69,11 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
             "types.ndjson",
             with(r#"{"at_ms": "soon", "gpus": [], "processes": []}"#),
             "line 2: invalid type: string \"soon\", expected u64 (column",
+        ),
+        (
+            "escape.ndjson",
+            with(r#"{"at_ms": "a\nb\u001b[2J"}"#),
+            r#"line 2: invalid type: string "a\nb\u{1b}[2J""#,
         ),
         (
             "header_types.ndjson",
@@ -184,11 +207,12 @@ fn absurd_numbers_replay_without_a_panic() {
             p2 = proc(2, max - 1),
         )
     };
+    // Time runs from 0 to u64::MAX, backwards in between.
     let lines = [
-        gpu(max, max, max),
         gpu(0, 0, max),
+        gpu(max, max, max),
         gpu(1000, 1, 0),
-        gpu(max - 1, max, 1),
+        gpu(max, max, 1),
     ];
     let dir = tempfile::tempdir().unwrap();
     let body = [header(), lines.join("\n").into_bytes(), b"\n".to_vec()].concat();
@@ -201,6 +225,9 @@ fn absurd_numbers_replay_without_a_panic() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{format}: {err}");
     }
+    // The screen sizes its history from the recording's span before it needs a terminal.
+    let err = super::fails_with(2, &["--replay", &path]);
+    assert!(err.contains("not a terminal"), "{err}");
 }
 
 fn proc(pid: u32, bytes: u64) -> String {

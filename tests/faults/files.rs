@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gpumon::model::{MAX_ALERTS, Msg};
@@ -77,38 +77,35 @@ fn a_full_disk_is_reported_for_snapshots_and_the_device_is_not_replaced() {
     assert_dev_full_intact();
 }
 
-/// Counts what reached the file: everything written must be flushed whole lines.
-#[derive(Default)]
-struct Disk {
-    pending: Vec<u8>,
-    flushed: Vec<u8>,
-}
+/// A file that tells what was written but not yet flushed, and what was flushed.
+#[derive(Clone, Default)]
+struct Disk(Arc<Mutex<(Vec<u8>, Vec<u8>)>>);
 
 impl Write for Disk {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.pending.extend_from_slice(buf);
+        self.0.lock().unwrap().0.extend_from_slice(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.flushed.append(&mut self.pending);
+        let mut d = self.0.lock().unwrap();
+        let pending = std::mem::take(&mut d.0);
+        d.1.extend_from_slice(&pending);
         Ok(())
     }
 }
 
 #[test]
 fn recordings_are_flushed_line_by_line() {
-    let mut disk = Disk::default();
-    let mut w = Writer::new(&mut disk, &Header::new(build::machine(), 1000)).unwrap();
+    let disk = Disk::default();
+    let mut w = Writer::new(disk.clone(), &Header::new(build::machine(), 1000)).unwrap();
     for i in 0..3 {
         w.sample(&sample(i)).unwrap();
+        let d = disk.0.lock().unwrap();
+        assert!(d.0.is_empty(), "nothing waits unflushed after a line");
+        assert!(d.1.ends_with(b"\n"));
+        assert_eq!(d.1.iter().filter(|b| **b == b'\n').count(), 2 + i as usize);
     }
-    drop(w);
-    assert!(
-        disk.pending.is_empty(),
-        "nothing left unflushed after a line"
-    );
-    assert_eq!(disk.flushed.iter().filter(|b| **b == b'\n').count(), 4);
 }
 
 #[tokio::test(start_paused = true)]

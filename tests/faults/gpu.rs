@@ -111,7 +111,8 @@ fn per_field_errors_make_that_field_na_and_change_nothing_else() {
     let good = run(base.clone());
     // The reasons the conversion layer gives for NotSupported, NoPermission, Timeout and
     // FailedToLoadSymbol (tested per `NvmlError` kind in src/source/nvml/convert/tests.rs).
-    let cases: [(&str, fn(&mut GpuSample, &str)); 5] = [
+    type Break = fn(&mut GpuSample, &str);
+    let cases: [(&str, Break); 5] = [
         ("temperature_c", |g, why| g.temperature_c = Reading::na(why)),
         ("power_mw", |g, why| g.power_mw = Reading::na(why)),
         ("utilization_percent", |g, why| {

@@ -244,7 +244,8 @@ fn mem() -> Memory {
 /// Each per-field error kind leaves only that field n/a, with a short one-line reason.
 #[test]
 fn per_field_errors_are_na_with_the_reason() {
-    let cases: [(fn() -> NvmlError, &str); 7] = [
+    type Make = fn() -> NvmlError;
+    let cases: [(Make, &str); 7] = [
         (|| NvmlError::NotSupported, "not supported on this GPU"),
         (|| NvmlError::NoPermission, "no permission"),
         (|| NvmlError::Timeout, "timed out"),
