@@ -15,7 +15,8 @@ pub const MAX_HISTORY: Duration = Duration::from_secs(7 * 24 * 3600);
     name = "gpumon",
     version,
     about = "Where a machine's GPU memory goes, and why an allocation failed",
-    after_help = "Without a GPU: `gpumon --demo` replays a real recording made on an H100."
+    after_help = "Without a GPU: `gpumon --demo` replays a real recording made on an H100.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -28,11 +29,11 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct LiveArgs {
     /// Time between samples (e.g. 1s, 500ms; at least 100ms)
-    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
     /// How much history the sparklines and snapshots keep (e.g. 10m, 1h) [default: 10m, or the
     /// whole recording with --replay/--demo]
-    #[arg(long, value_parser = parse_history)]
+    #[arg(long, value_parser = parse_history, allow_hyphen_values = true)]
     pub history: Option<Duration>,
     /// Start with this filter: digits match a PID, other text matches command or user
     #[arg(long)]
@@ -44,7 +45,7 @@ pub struct LiveArgs {
     #[arg(long, conflicts_with = "demo")]
     pub replay: Option<PathBuf>,
     /// Replay speed (with --replay)
-    #[arg(long, requires = "replay", value_parser = parse_speed)]
+    #[arg(long, requires = "replay", conflicts_with = "demo", value_parser = parse_speed, allow_hyphen_values = true)]
     pub speed: Option<f64>,
     /// Replay the real recording built into gpumon (no GPU needed)
     #[arg(long)]
@@ -77,9 +78,9 @@ pub enum Command {
     Record {
         file: PathBuf,
         /// Stop after this long (default: until interrupted)
-        #[arg(long, value_parser = parse_duration)]
+        #[arg(long, value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Option<Duration>,
-        #[arg(long, default_value = "1s", value_parser = parse_interval)]
+        #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
         interval: Duration,
         /// Follow this log for allocation failures (repeatable)
         #[arg(long = "log", value_name = "FILE")]
@@ -144,6 +145,24 @@ fn parse_speed(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A usage error as one line (DESIGN.md §4): clap's message and tips, without the usage block.
+pub fn one_line_error(e: &clap::Error) -> String {
+    e.render()
+        .to_string()
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches("error: "))
+        .fold(String::new(), |mut out, l| {
+            if !out.is_empty() {
+                out.push_str(if out.ends_with(':') { " " } else { "; " });
+            }
+            out.push_str(l);
+            out
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +185,28 @@ mod tests {
         assert_eq!(parse_history("10m"), Ok(Duration::from_secs(600)));
         assert!(parse_speed("NaN").is_err());
         assert!(parse_speed("0").is_err());
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_with_their_tips() {
+        use clap::Parser;
+        for args in [
+            &["gpumon", "--frobnicate"][..],
+            &["gpumon", "--interval", "-5s"],
+            &["gpumon", "--demo", "--replay", "x"],
+            &["gpumon", "--interval", "5s", "record", "x.ndjson"],
+        ] {
+            let e = Cli::try_parse_from(args).unwrap_err();
+            let line = one_line_error(&e);
+            assert!(!line.is_empty() && !line.contains('\n'), "{args:?}: {line}");
+            assert!(
+                !line.contains("Usage") && !line.starts_with("error"),
+                "{line}"
+            );
+        }
+        let e = Cli::try_parse_from(["gpumon", "--speed", "2"]).unwrap_err();
+        assert!(one_line_error(&e).ends_with("provided: --replay <REPLAY>"));
+        let e = Cli::try_parse_from(["gpumon", "--intervl", "1s"]).unwrap_err();
+        assert!(one_line_error(&e).contains("tip: a similar argument exists: '--interval'"));
     }
 }

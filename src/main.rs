@@ -46,7 +46,14 @@ impl Fail {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            eprintln!("gpumon: {}", gpumon::cli::one_line_error(&e));
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(code) => code,
         Err(f) => {
@@ -110,7 +117,9 @@ async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     let (factory, sample_ms, tick, history, speed) = match replay {
         Some((source, speed)) => {
             let sample_ms = source.header().interval_ms.max(1);
-            let span = source.span_ms().div_ceil(60_000).max(1) * 60_000;
+            // At most a week, as `--history` (a recording's times are not to be trusted).
+            let week = u64::try_from(gpumon::cli::MAX_HISTORY.as_millis()).unwrap_or(u64::MAX);
+            let span = source.span_ms().min(week).div_ceil(60_000).max(1) * 60_000;
             let tick = Duration::from_millis(sample_ms)
                 .div_f64(speed)
                 .max(Duration::from_millis(10));

@@ -19,6 +19,9 @@ pub enum RecordError {
     /// The source could not start (no NVML, …).
     #[error("{0}")]
     Start(String),
+    /// The sampler stopped (a panic in the source); the samples written so far are kept.
+    #[error("sampling stopped: {0}")]
+    Stopped(String),
     #[error("{path}: {source}")]
     Write {
         path: String,
@@ -52,6 +55,7 @@ pub async fn record(
     tokio::pin!(shutdown);
     let mut writer = None;
     let mut written = 0u64;
+    let mut last_failure = String::new();
     loop {
         tokio::select! {
             msg = rx.recv() => match msg {
@@ -63,6 +67,7 @@ pub async fn record(
                         .mode(0o600)
                         .open(path)
                         .map_err(io_err)?;
+                    owner_only(&file).map_err(io_err)?;
                     let header = Header::new(machine, u64::try_from(interval.as_millis()).unwrap_or(u64::MAX));
                     writer = Some(Writer::new(BufWriter::new(file), &header).map_err(io_err)?);
                 }
@@ -75,8 +80,10 @@ pub async fn record(
                 Some(Msg::SourceFailed { reason, .. }) if writer.is_none() => {
                     return Err(RecordError::Start(reason));
                 }
+                Some(Msg::SourceFailed { reason, .. }) => last_failure = reason,
+                Some(Msg::SourceEnded) => break,
                 Some(_) => {}
-                None => break,
+                None => return Err(RecordError::Stopped(last_failure)),
             },
             () = &mut deadline => break,
             _ = &mut shutdown => break,
@@ -84,4 +91,14 @@ pub async fn record(
     }
     sampler.abort();
     Ok(written)
+}
+
+/// A file that existed before keeps its mode on open; a regular one is made owner-only too
+/// (devices such as `/dev/full` are left alone).
+fn owner_only(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if file.metadata()?.is_file() {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
 }

@@ -12,6 +12,9 @@ pub const SCHEMA: &str = "gpumon.recording/1";
 /// Lines longer than this are refused rather than read into memory.
 pub const MAX_LINE: usize = 16 << 20;
 
+/// The longest sampling interval a recording may declare (`--interval` allows at most 1h).
+pub const MAX_INTERVAL_MS: u64 = 3_600_000;
+
 /// The first line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -57,6 +60,8 @@ pub struct Reader<R> {
     input: R,
     line: usize,
     buf: Vec<u8>,
+    /// The line just read ended at the end of the input without a newline.
+    cut: bool,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -67,11 +72,13 @@ impl<R: BufRead> Reader<R> {
             input,
             line: 0,
             buf: Vec::new(),
+            cut: false,
         };
         let Some(text) = reader.next_line()? else {
             return Err(RecordingError::Empty { name: reader.name });
         };
-        let probe: serde_json::Value = serde_json::from_str(&text).map_err(|e| reader.bad(e))?;
+        let probe: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| reader.json_fault(&e))?;
         match probe.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA) => {}
             Some(other) => {
@@ -81,7 +88,13 @@ impl<R: BufRead> Reader<R> {
             }
             None => return Err(reader.bad("no \"schema\" field: not a gpumon recording")),
         }
-        let header: Header = serde_json::from_value(probe).map_err(|e| reader.bad(e))?;
+        let header: Header = serde_json::from_value(probe).map_err(|e| reader.json_fault(&e))?;
+        if !(1..=MAX_INTERVAL_MS).contains(&header.interval_ms) {
+            return Err(reader.bad(format!(
+                "interval_ms {} is out of range (1 to {MAX_INTERVAL_MS})",
+                header.interval_ms
+            )));
+        }
         Ok((header, reader))
     }
 
@@ -90,15 +103,41 @@ impl<R: BufRead> Reader<R> {
         let Some(text) = self.next_line()? else {
             return Ok(None);
         };
-        let sample: Sample = serde_json::from_str(&text).map_err(|e| self.bad(e))?;
+        let sample: Sample = serde_json::from_str(&text).map_err(|e| self.json_fault(&e))?;
         Ok(Some(sample))
     }
 
+    /// A fault of the current line; control characters the file put in the message (a field
+    /// name with a newline or a terminal escape) are escaped, so it stays one harmless line.
     fn bad(&self, what: impl std::fmt::Display) -> RecordingError {
+        let mut text = String::new();
+        for c in what.to_string().chars() {
+            if c.is_control() {
+                text.extend(c.escape_default());
+            } else {
+                text.push(c);
+            }
+        }
         RecordingError::Line {
             name: self.name.clone(),
             line: self.line,
-            what: what.to_string(),
+            what: text,
+        }
+    }
+
+    /// A JSON fault of the current line: serde's "at line 1" is the line's own numbering, so
+    /// only the column is kept; a line cut off at the end of the file says so.
+    fn json_fault(&self, e: &serde_json::Error) -> RecordingError {
+        if e.is_eof() && self.cut {
+            return self.bad(
+                "cut off mid-line (was the recording interrupted?); delete this line to replay the rest",
+            );
+        }
+        let text = e.to_string();
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        match text.strip_suffix(&suffix) {
+            Some(what) => self.bad(format!("{what} (column {})", e.column())),
+            None => self.bad(text),
         }
     }
 
@@ -116,6 +155,7 @@ impl<R: BufRead> Reader<R> {
             if n == 0 {
                 return Ok(None);
             }
+            self.cut = !self.buf.ends_with(b"\n");
             if self.buf.len() > MAX_LINE && !self.buf.ends_with(b"\n") {
                 return Err(self.bad(format!("line longer than {} MiB", MAX_LINE >> 20)));
             }
@@ -209,5 +249,35 @@ mod tests {
         assert!(err.contains("not supported"), "{err}");
         let err = read_all(b"\xff\xfe\n").unwrap_err().to_string();
         assert!(err.contains("line 1: not UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn control_characters_from_the_file_are_escaped() {
+        let mut buf = Vec::new();
+        Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
+        buf.extend_from_slice(b"{\"at_ms\": \"a\\nb\\u001b[2J\"}\n");
+        let err = read_all(&buf).unwrap_err().to_string();
+        assert!(err.contains("string \"a\\nb\\u{1b}[2J\""), "{err}");
+        assert!(!err.chars().any(char::is_control), "{err}");
+    }
+
+    #[test]
+    fn json_faults_name_the_column_and_a_cut_off_line() {
+        let mut buf = Vec::new();
+        Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
+        let mut typed = buf.clone();
+        typed.extend_from_slice(b"{\"at_ms\": \"x\"}\n");
+        let err = read_all(&typed).unwrap_err().to_string();
+        assert!(err.starts_with("t.ndjson: line 2: invalid type"), "{err}");
+        assert!(
+            err.ends_with("(column 13)") && !err.contains("line 1"),
+            "{err}"
+        );
+        buf.extend_from_slice(b"{\"at_ms\": 1, \"gpus\": [");
+        let err = read_all(&buf).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.ndjson: line 2: cut off mid-line"),
+            "{err}"
+        );
     }
 }

@@ -32,7 +32,10 @@ fn nonsense_durations_are_usage_errors() {
     ] {
         let (code, err) = fails(args);
         assert_eq!(code, 2, "{args:?}: {err}");
-        assert!(err.contains("error"), "{args:?}: {err}");
+        assert!(
+            err.starts_with("gpumon: ") && err.lines().count() == 1,
+            "{args:?}: {err}"
+        );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }

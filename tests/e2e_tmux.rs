@@ -16,12 +16,20 @@ impl Session {
     /// Starts `gpumon ARGS` in a detached tmux session of the given size. When gpumon ends,
     /// the shell records its status and the terminal modes, then waits to be killed.
     fn start(tag: &str, args: &str, size: (u16, u16)) -> Session {
+        Session::run(
+            tag,
+            &format!("{} {args}", env!("CARGO_BIN_EXE_gpumon")),
+            size,
+        )
+    }
+
+    /// Like `start`, for any command line.
+    fn run(tag: &str, command: &str, size: (u16, u16)) -> Session {
         let dir = tempfile::tempdir().unwrap();
         let name = format!("gpumon-e2e-{tag}-{}", std::process::id());
-        let bin = env!("CARGO_BIN_EXE_gpumon");
         let d = dir.path().display();
         let script = format!(
-            "cd {d}; stty sane; GPUMON_NVML_LIB=/nonexistent/libnvidia-ml.so.1 {bin} {args} 2>{d}/stderr; \
+            "cd {d}; stty sane; GPUMON_NVML_LIB=/nonexistent/libnvidia-ml.so.1 {command} 2>{d}/stderr; \
              echo $? > {d}/status; stty -a > {d}/stty; \
              tmux display -p '#{{alternate_on}} #{{cursor_flag}}' > {d}/screen; sleep 60"
         );
@@ -249,6 +257,97 @@ fn signals_restore_the_terminal() {
             .unwrap();
         s.assert_restored(status);
     }
+}
+
+fn resize(s: &Session, (x, y): (u16, u16)) {
+    Command::new("tmux")
+        .args([
+            "resize-window",
+            "-t",
+            &s.name,
+            "-x",
+            &x.to_string(),
+            "-y",
+            &y.to_string(),
+        ])
+        .status()
+        .unwrap();
+}
+
+#[test]
+fn a_1x1_terminal_and_back_then_ctrl_c() {
+    let s = Session::start("tiny", "--demo", (100, 30));
+    s.wait_for(|t| t.contains("processes"), "the demo");
+    resize(&s, (1, 1));
+    s.wait_for(|t| !t.contains("processes"), "the 1x1 screen");
+    resize(&s, (100, 30));
+    s.wait_for(|t| t.contains("processes"), "the screen back at 100x30");
+    s.keys(&["C-c"]);
+    s.assert_restored(0);
+}
+
+#[test]
+fn a_signal_while_1x1_restores_the_terminal() {
+    let s = Session::start("tinyint", "--demo", (100, 30));
+    s.wait_for(|t| t.contains("processes"), "the demo");
+    resize(&s, (1, 1));
+    s.wait_for(|t| !t.contains("processes"), "the 1x1 screen");
+    Command::new("kill")
+        .args(["-INT", &s.gpumon_pid()])
+        .status()
+        .unwrap();
+    s.assert_restored(130);
+}
+
+/// A panic in an async task or on the blocking pool (where NVML is called): the panic hook
+/// restores the terminal and the status is 101. The panicking program is this test binary's
+/// `panic_helper`, which takes the terminal exactly as gpumon does; gpumon itself ships no way
+/// to make it panic.
+#[test]
+fn a_panic_in_a_task_restores_the_terminal_and_exits_101() {
+    let exe = std::env::current_exe().unwrap();
+    for kind in ["task", "blocking"] {
+        let command = format!(
+            "GPUMON_E2E_PANIC={kind} {} --exact panic_helper --ignored --nocapture",
+            exe.display()
+        );
+        let s = Session::run(&format!("panic{kind}"), &command, (100, 30));
+        s.assert_restored(101);
+        let err = std::fs::read_to_string(s.path("stderr")).unwrap();
+        assert!(
+            err.contains(&format!("injected panic in a {kind}")),
+            "{err}"
+        );
+    }
+}
+
+/// Run only by the test above, in tmux: enters the terminal as gpumon does, then panics in a
+/// task of the kind `GPUMON_E2E_PANIC` names. Reaching the end means the hook did not exit.
+#[test]
+#[ignore = "a helper for a_panic_in_a_task_restores_the_terminal_and_exits_101"]
+fn panic_helper() {
+    let Ok(kind) = std::env::var("GPUMON_E2E_PANIC") else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut guard = gpumon::terminal::enter().unwrap();
+        guard
+            .terminal
+            .draw(|f| f.render_widget(ratatui::widgets::Paragraph::new("helper"), f.area()))
+            .unwrap();
+        let _ = match kind.as_str() {
+            "blocking" => {
+                tokio::task::spawn_blocking(|| panic!("injected panic in a blocking")).await
+            }
+            _ => tokio::spawn(async { panic!("injected panic in a task") }).await,
+        };
+    });
+    std::process::exit(3);
 }
 
 #[test]

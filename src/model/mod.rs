@@ -336,7 +336,7 @@ impl State {
                 .filter(|t| t.exited_ms.is_none() && t.sample.gpu_uuid == track.sample.uuid)
                 .fold((0u64, 0usize), |(sum, n), t| {
                     match t.sample.device_memory.get() {
-                        Some(b) => (sum + b, n),
+                        Some(b) => (sum.saturating_add(b), n),
                         None => (sum, n + 1),
                     }
                 });

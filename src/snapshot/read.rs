@@ -86,11 +86,23 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
     })
 }
 
+/// One line, with any control character the file put in the message escaped.
 fn one_line(e: &impl std::fmt::Display) -> String {
-    e.to_string()
+    let mut text = String::new();
+    for c in e
+        .to_string()
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+        .chars()
+    {
+        if c.is_control() {
+            text.extend(c.escape_default());
+        } else {
+            text.push(c);
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -108,6 +120,11 @@ mod tests {
     #[test]
     fn faults_are_one_line_naming_the_file() {
         assert!(err("").contains("empty file"));
+        let s = err("{\"schema\": \"gpumon.snapshot/1\", \"a\\u001b[2J\\nb\": 1}");
+        assert!(
+            s.contains("`a\\u{1b}[2J b`") && !s.chars().any(char::is_control),
+            "{s}"
+        );
         assert!(err(" \n").contains("empty file"));
         assert!(err("{").contains("not JSON"));
         assert!(err("[1]").contains("not an object"));

@@ -12,8 +12,17 @@ use super::{Snapshot, SnapshotError};
 const MAX_SUFFIX: u32 = 99;
 
 /// Writes `bytes` to `path` atomically (replacing a file already there), readable by the owner only.
+/// A path that is not a regular file (`/dev/stdout`, a FIFO, `/dev/full`) is written in place:
+/// renaming over it would replace the device or pipe itself.
 pub fn write_atomic(path: impl AsRef<Path>, bytes: &[u8]) -> Result<(), SnapshotError> {
     let path = path.as_ref();
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes).and_then(|()| f.flush()))
+            .map_err(|e| io(path, e));
+    }
     let tmp = temp_with(path, bytes)?;
     tmp.persist(path).map_err(|e| io(path, e.error))?;
     sync_dir(path);

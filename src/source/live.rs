@@ -1,5 +1,6 @@
 //! The live source: joins what the GPU driver lists with what /proc says about each process.
 
+use std::collections::HashSet;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{
@@ -16,11 +17,18 @@ pub struct LiveSource<G, H> {
     gpu: G,
     host: H,
     logs: LogWatch,
+    /// The PIDs /proc had last tick: one of them missing now has exited since NVML listed it.
+    in_proc: HashSet<u32>,
 }
 
 impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
     pub fn new(gpu: G, host: H, logs: LogWatch) -> Self {
-        LiveSource { gpu, host, logs }
+        LiveSource {
+            gpu,
+            host,
+            logs,
+            in_proc: HashSet::new(),
+        }
     }
 }
 
@@ -45,11 +53,14 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
         let processes = readout
             .processes
             .into_iter()
-            .map(|p| {
-                let h = host.get(&p.pid).cloned();
-                join(p, h)
+            .filter_map(|p| match host.get(&p.pid) {
+                Some(h) => Some(join(p, Some(h.clone()))),
+                None if self.in_proc.contains(&p.pid) => None,
+                None => Some(join(p, None)),
             })
             .collect();
+        self.in_proc.clear();
+        self.in_proc.extend(host.keys());
         let failures = self.logs.poll(at_ms, &pids);
         Ok(Sample {
             at_ms,

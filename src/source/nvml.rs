@@ -10,12 +10,10 @@ use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, Nvml};
 
 use self::convert::{
-    Identity, NO_GPU, cuda_version, field, is_lost, lost_gpu, memory_v1, memory_v2,
+    Identity, NO_GPU, cuda_version, field, lost_gpu, memory_reading, memory_v1, memory_v2,
     merge_processes, process_list, reason, startup_message,
 };
-use super::{
-    GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, Reading, SourceError,
-};
+use super::{GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, SourceError};
 
 /// The variable that names another libnvidia-ml to load.
 pub const LIB_ENV: &str = "GPUMON_NVML_LIB";
@@ -116,10 +114,9 @@ fn read_gpu(
         Err(NvmlError::FailedToLoadSymbol(_)) => memory_info_v1(&dev),
         Err(e) => Err(e),
     };
-    let memory = match memory {
-        Ok(m) => Reading::Value(m),
-        Err(e) if is_lost(&e) => return out.gpus.push(lost_gpu(index, Some(id), reason(&e))),
-        Err(e) => Reading::na(reason(&e)),
+    let memory = match memory_reading(memory) {
+        Ok(m) => m,
+        Err(why) => return out.gpus.push(lost_gpu(index, Some(id), why)),
     };
     let compute = process_list(
         stride_bug,

@@ -77,6 +77,16 @@ pub fn is_lost(e: &NvmlError) -> bool {
     )
 }
 
+/// Memory as read; n/a with the reason after a per-field error; `Err(reason)` when the error
+/// means the GPU itself is lost (see [`is_lost`]).
+pub fn memory_reading(r: Result<Memory, NvmlError>) -> Result<Reading<Memory>, String> {
+    match r {
+        Ok(m) => Ok(Reading::Value(m)),
+        Err(e) if is_lost(&e) => Err(reason(&e)),
+        Err(e) => Ok(Reading::na(reason(&e))),
+    }
+}
+
 /// A field's reading, or the short reason it failed.
 pub fn field<T>(r: Result<T, NvmlError>) -> Reading<T> {
     r.map_or_else(|e| Reading::Unavailable(reason(&e)), Reading::Value)

@@ -230,3 +230,97 @@ fn lost_gpu_never_seen_gets_a_stable_placeholder() {
     assert_eq!(g.uuid, "unknown-uuid-gpu1");
     assert_eq!(g.pci_bus_id.reason(), Some("unknown driver error"));
 }
+
+fn mem() -> Memory {
+    memory_v2(&MemoryInfo {
+        free: GIB,
+        reserved: GIB / 2,
+        total: 80 * GIB,
+        used: 78 * GIB + GIB / 2,
+        version: 0,
+    })
+}
+
+/// Each per-field error kind leaves only that field n/a, with a short one-line reason.
+#[test]
+fn per_field_errors_are_na_with_the_reason() {
+    type Make = fn() -> NvmlError;
+    let cases: [(Make, &str); 7] = [
+        (|| NvmlError::NotSupported, "not supported on this GPU"),
+        (|| NvmlError::NoPermission, "no permission"),
+        (|| NvmlError::Timeout, "timed out"),
+        (
+            || NvmlError::FailedToLoadSymbol("nvmlDeviceGetMemoryInfo_v2".into()),
+            "not available in this driver version",
+        ),
+        (
+            || NvmlError::FunctionNotFound,
+            "not available in this driver version",
+        ),
+        (
+            || NvmlError::InsufficientPower,
+            "external power cables not attached",
+        ),
+        (|| NvmlError::NoData, "no data"),
+    ];
+    for (make, why) in cases {
+        assert!(!is_lost(&make()), "{:?}", make());
+        assert_eq!(memory_reading(Err(make())), Ok(Reading::na(why)));
+        assert_eq!(field::<u32>(Err(make())), Reading::na(why));
+    }
+    assert_eq!(memory_reading(Ok(mem())), Ok(Reading::Value(mem())));
+}
+
+/// Each error that means the device itself is gone makes the GPU lost, with the reason.
+#[test]
+fn device_errors_make_the_gpu_lost() {
+    for (e, why) in [
+        (NvmlError::GpuLost, "GPU fell off the bus"),
+        (NvmlError::Unknown, "unknown driver error"),
+        (NvmlError::ResetRequired, "GPU needs a reset"),
+        (NvmlError::Uninitialized, "NVML not initialised"),
+        (NvmlError::InvalidArg, "invalid device handle"),
+        (NvmlError::DriverNotLoaded, "NVIDIA driver not loaded"),
+        (
+            NvmlError::LibRmVersionMismatch,
+            "driver/library version mismatch",
+        ),
+    ] {
+        assert!(is_lost(&e), "{e:?}");
+        assert_eq!(memory_reading(Err(e)), Err(why.to_string()));
+    }
+    for e in [
+        NvmlError::IrqIssue,
+        NvmlError::OperatingSystem,
+        NvmlError::UnexpectedVariant(999),
+    ] {
+        let why = memory_reading(Err(e)).unwrap_err();
+        assert!(!why.is_empty() && !why.contains('\n'), "{why}");
+    }
+}
+
+/// A process list that fails is empty (that GPU's processes are absent, not the GPU); only a
+/// missing v3 symbol falls back to v2.
+#[test]
+fn process_list_errors_leave_the_list_empty() {
+    let listed = || Ok(vec![proc_info(7, Some(GIB))]);
+    for e in [
+        NvmlError::NotSupported,
+        NvmlError::NoPermission,
+        NvmlError::Timeout,
+        NvmlError::GpuLost,
+        NvmlError::Unknown,
+    ] {
+        let got = process_list(false, || Ok(1), || Err(e), listed);
+        assert!(got.is_empty());
+    }
+    let v2 = process_list(
+        false,
+        || Ok(1),
+        || Err(NvmlError::FailedToLoadSymbol("v3".into())),
+        listed,
+    );
+    assert_eq!(v2.len(), 1);
+    let unreadable_count = process_list(true, || Err(NvmlError::Timeout), listed, listed);
+    assert!(unreadable_count.is_empty());
+}
