@@ -114,12 +114,21 @@ impl Session {
         }
     }
 
+    /// This session's gpumon: the child of the pane's shell (other tests run their own at once).
     fn gpumon_pid(&self) -> String {
-        let out = Command::new("pgrep")
-            .args(["-f", "-n", &format!("{} ", env!("CARGO_BIN_EXE_gpumon"))])
+        let pane = Command::new("tmux")
+            .args(["display", "-p", "-t", &self.name, "#{pane_pid}"])
             .output()
             .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        let shell = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+        let out = Command::new("pgrep").args(["-P", &shell]).output().unwrap();
+        let pids = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert_eq!(
+            pids.lines().count(),
+            1,
+            "one child of the pane's shell: {pids:?}"
+        );
+        pids
     }
 
     /// Exit status, and that the terminal is back in cooked mode on the main screen with a cursor.
@@ -233,10 +242,17 @@ fn filter_snapshot_resize_and_quit() {
 
 #[test]
 fn unwritable_snapshot_dir_is_reported_and_the_screen_keeps_running() {
-    let s = Session::start("rodir", "--demo --snapshot-dir /nonexistent/snapshots", (100, 30));
+    let s = Session::start(
+        "rodir",
+        "--demo --snapshot-dir /nonexistent/snapshots",
+        (100, 30),
+    );
     s.wait_for(|t| t.contains("processes"), "the demo");
     s.keys(&["s"]);
-    let screen = s.wait_for(|t| t.contains("snapshot failed"), "the error on the status line");
+    let screen = s.wait_for(
+        |t| t.contains("snapshot failed"),
+        "the error on the status line",
+    );
     assert!(screen.contains("/nonexistent/snapshots"), "{screen}");
     s.keys(&["p"]);
     s.wait_for(|t| t.contains("PAUSED"), "still answering keys");

@@ -104,7 +104,11 @@ fn text_filter_matches_command_or_user_and_prompt_escape_keeps_the_filter() {
         "Esc in the prompt closes it and keeps the filter"
     );
     act(&mut s, &[Action::FilterPrompt]);
-    assert_eq!(s.prompt.as_deref(), Some("finetune"), "the prompt opens on the current filter");
+    assert_eq!(
+        s.prompt.as_deref(),
+        Some("finetune"),
+        "the prompt opens on the current filter"
+    );
     for _ in 0..8 {
         s.update(Msg::Action(Action::PromptBackspace));
     }
