@@ -1,5 +1,5 @@
-//! The selected process in detail: its device-memory sparkline, exact figures, start, framework
-//! and memory settings, why any field is n/a, and what its VMS means.
+//! The selected process in detail: its device-memory sparkline, exact figures, start, framework,
+//! the log gpumon follows for it, memory settings, why any field is n/a, and what its VMS means.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -113,6 +113,13 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             Span::raw("framework "),
             or_na(s.framework.value().map(|f| f.label().to_string())),
         ]),
+        match s.log.value() {
+            Some(files) => Line::raw(format!("log: {} (followed)", files.join(", "))),
+            None => Line::styled(
+                format!("log: {}", s.log.reason().unwrap_or("n/a")),
+                theme.na,
+            ),
+        },
         Line::from(vec![Span::raw("settings "), settings]),
     ]);
     // One setting a line; a long one breaks after its '=' rather than inside a word.
