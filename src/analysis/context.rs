@@ -53,10 +53,20 @@ pub fn short_command(command: &str) -> String {
     ]
     .iter()
     .any(|i| program.starts_with(i));
-    let script = words.find(|w| !w.starts_with('-')).filter(|_| interpreter);
-    let out = match script {
-        Some(s) => format!("{program} {}", base(s)),
-        None => program,
+    let mut flag = None;
+    let script = words
+        .find(|w| {
+            let option = w.starts_with('-');
+            if option {
+                flag = matches!(*w, "-c" | "-m").then_some(*w);
+            }
+            !option
+        })
+        .filter(|_| interpreter);
+    let out = match (script, flag) {
+        (Some(s), Some(f)) => format!("{program} {f} {s}"),
+        (Some(s), None) => format!("{program} {}", base(s)),
+        (None, _) => program,
     };
     if out.chars().count() > MAX {
         out.chars().take(MAX - 1).chain(['…']).collect()

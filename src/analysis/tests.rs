@@ -283,6 +283,11 @@ fn other_processes_are_named_by_their_program_and_script() {
         "python train.py"
     );
     assert_eq!(short_command("./nbody -benchmark"), "nbody");
+    assert_eq!(
+        short_command("python -m torch.distributed.run --nproc 8 train.py"),
+        "python -m torch.distributed.run"
+    );
+    assert_eq!(short_command("sh -c cat x; exit 3"), "sh -c cat");
     assert_eq!(short_command(""), "");
     assert_eq!(short_command(&"x".repeat(100)).chars().count(), 32);
 }
