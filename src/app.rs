@@ -36,6 +36,8 @@ pub struct Options {
     /// Send the wall clock to the state when samples stop coming (live sources only: a
     /// replay's samples carry recorded times).
     pub live_clock: bool,
+    /// Where `Command::StopRun` goes (`gpumon run`'s command).
+    pub stop_run: Option<mpsc::Sender<()>>,
 }
 
 fn now_ms() -> u64 {
@@ -79,16 +81,28 @@ where
                 if let (Msg::SourceFailed { reason, .. }, None) = (&msg, &state.machine) {
                     return Ok(Exit::StartFailed(reason.clone()));
                 }
-                state.update(msg);
+                if state.update(msg) == Some(Command::Quit) {
+                    return Ok(Exit::Quit);
+                }
                 dirty = true;
             }
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) => {
-                    let Some(action) = input::map(key, state.prompt.is_some()) else { continue };
+                    let action = if state.asking() {
+                        input::map_answer(key)
+                    } else {
+                        input::map(key, state.prompt.is_some())
+                    };
+                    let Some(action) = action else { continue };
                     match state.update(Msg::Action(action)) {
                         Some(Command::Quit) => return Ok(Exit::Quit),
                         Some(Command::WriteSnapshot) => {
                             write_snapshot(state, &options.snapshot_dir, status_tx.clone());
+                        }
+                        Some(Command::StopRun) => {
+                            if let Some(stop) = &options.stop_run {
+                                let _ = stop.try_send(());
+                            }
                         }
                         None => {}
                     }

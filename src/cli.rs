@@ -1,5 +1,6 @@
 //! The command line (DESIGN.md §4): flags, subcommands and the checks on their values.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -99,6 +100,26 @@ pub enum Command {
         logs: Vec<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+    /// Run a command with its output in a new log, and watch it: the screen shows it and its
+    /// children, and its log is followed for allocation failures
+    #[command(
+        after_help = "Quitting while the command runs asks whether to stop it (k) or leave it \
+running (l). Once it has ended, gpumon exits with its status. Without NVML the command still runs \
+and its log is still followed."
+    )]
+    Run {
+        /// Where the log `gpumon-run-<cmd>-<UTC>.log` is created
+        #[arg(long, default_value = ".")]
+        log_dir: PathBuf,
+        /// The command and its arguments, after `--`
+        #[arg(
+            required = true,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "CMD"
+        )]
+        command: Vec<OsString>,
     },
 }
 

@@ -7,6 +7,7 @@
 //! - `view`: render `&State` into a frame; `input`: keys to actions
 //! - `recording`, `snapshot`: the versioned file formats
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
+//! - `run`: `gpumon run`, a command under the screen with its output in a followed log
 
 pub mod analysis;
 pub mod app;
@@ -16,6 +17,7 @@ pub mod logs;
 pub mod model;
 pub mod record;
 pub mod recording;
+pub mod run;
 pub mod sampler;
 pub mod snapshot;
 pub mod source;

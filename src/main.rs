@@ -2,18 +2,22 @@
 //! subcommand, and turns every failure into one line on stderr and an exit status
 //! (0 success, 1 runtime failure, 2 bad usage or no usable GPU/NVML).
 
+use std::ffi::OsString;
 use std::io::{BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use crossterm::event::EventStream;
+use gpumon::analysis::context::short_command;
 use gpumon::app::{self, Exit};
 use gpumon::cli::{Cli, Command, Format, LiveArgs};
 use gpumon::logs::LogWatch;
 use gpumon::model::{Config, Filter, Msg, State};
+use gpumon::run::no_gpu::NoGpu;
+use gpumon::run::{self, RunEnd, RunInfo};
 use gpumon::sampler::{self, Factory};
 use gpumon::source::Source;
 use gpumon::source::live::LiveSource;
@@ -100,6 +104,9 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
         }) => take_snapshot(output.as_deref(), format, replay.as_deref()),
         Some(Command::Diff { a, b, format }) => diff(&a, &b, format),
         Some(Command::Explain { logs, format }) => explain(&logs, format),
+        Some(Command::Run { log_dir, command }) => {
+            runtime.block_on(run_command(cli.live, &log_dir, &command))
+        }
     }
 }
 
@@ -144,47 +151,161 @@ async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
             )
         }
     };
-    if !std::io::stdout().is_terminal() {
-        return Err(Fail::usage(
-            "standard output is not a terminal; use `gpumon snapshot` or `gpumon record` for files",
-        ));
-    }
-    let config = Config {
-        interval_ms: sample_ms,
-        history_ms: u64::try_from(history.as_millis()).unwrap_or(u64::MAX),
-        ascii: args.ascii || !locale_is_utf8(),
-        color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        replay_speed: speed,
-    };
-    let mut state = State::new(config);
+    require_terminal()?;
+    let mut state = State::new(config(&args, sample_ms, history, speed));
     if let Some(text) = &args.filter {
         state.filter = Filter::parse(text);
     }
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let sampler = sampler::spawn(factory, tick, tx);
-    let mut guard =
-        terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
     let options = app::Options {
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: speed.is_none(),
+        stop_run: None,
     };
+    let exit = screen(&mut state, rx, options).await;
+    sampler.abort();
+    match exit? {
+        Exit::Quit => Ok(ExitCode::SUCCESS),
+        Exit::Signal(n) => Ok(signal_code(n)),
+        Exit::StartFailed(reason) => Err(Fail::usage(format!("{reason}\n{HINT}"))),
+    }
+}
+
+/// `gpumon run`: the command started with its output in a new log, then the screen filtered to
+/// it, until the user quits (see `gpumon::run` for what happens to the command then).
+async fn run_command(args: LiveArgs, dir: &Path, argv: &[OsString]) -> Result<ExitCode, Fail> {
+    if args.demo || args.replay.is_some() {
+        return Err(Fail::usage(
+            "`gpumon run` watches a live command: it cannot be combined with --replay or --demo",
+        ));
+    }
+    require_terminal()?;
+    let program = argv
+        .first()
+        .ok_or_else(|| Fail::usage("no command to run"))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let log = run::log_file::create(dir, program, now)
+        .map_err(|e| Fail::usage(format!("cannot create a log in {}: {e}", dir.display())))?;
+    // Made before the command can write, so the log is followed from its first line.
+    let mut logs = vec![log.absolute.clone()];
+    logs.extend(args.logs.iter().cloned());
+    let watch = LogWatch::new(&logs);
+    let child = run::child::spawn(argv, &log.file).map_err(|e| {
+        let _ = std::fs::remove_file(&log.absolute);
+        Fail::usage(format!("cannot start {}: {e}", program.to_string_lossy()))
+    })?;
+    let line: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let command = short_command(&line.join(" "));
+    let pid = child.id();
+    eprintln!("gpumon: {command} (pid {pid}) writes to {}", log.shown);
+
+    let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
+    let history = args.history.unwrap_or(Duration::from_secs(600));
+    let mut state = State::new(config(&args, ms, history, None));
+    state.filter = Some(Filter::Run {
+        pid,
+        log: log.absolute.display().to_string(),
+    });
+    state.run = Some(RunInfo::new(pid, command.clone(), log.shown.clone()));
+    let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
+    let mut handle = run::child::watch(child, tx.clone());
+    let sampler = sampler::spawn(run_factory(watch, logs), args.interval, tx);
+    let options = app::Options {
+        snapshot_dir: args.snapshot_dir.clone(),
+        live_clock: true,
+        stop_run: Some(handle.stopper()),
+    };
+    let exit = screen(&mut state, rx, options).await;
+    sampler.abort();
+    let left = || {
+        eprintln!(
+            "gpumon: {command} (pid {pid}) is still running; its output goes to {}",
+            log.shown
+        );
+    };
+    let ended = |end: RunEnd| {
+        eprintln!("gpumon: {command} {}", end.describe());
+        ExitCode::from(end.code())
+    };
+    match exit {
+        Ok(Exit::Quit) => Ok(handle.ended().map_or_else(
+            || {
+                left();
+                ExitCode::SUCCESS
+            },
+            ended,
+        )),
+        // The terminal is gone (SSH dropped): the command goes on, writing to its log.
+        Ok(Exit::Signal(1)) => {
+            left();
+            Ok(signal_code(1))
+        }
+        Ok(Exit::Signal(n)) => {
+            ended(handle.stop().await);
+            Ok(signal_code(n))
+        }
+        Ok(Exit::StartFailed(reason)) => {
+            ended(handle.stop().await);
+            Err(Fail::runtime(reason))
+        }
+        Err(f) => {
+            left();
+            Err(f)
+        }
+    }
+}
+
+/// Fails (exit 2) before anything starts when there is no terminal to draw on.
+fn require_terminal() -> Result<(), Fail> {
+    if std::io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        Err(Fail::usage(
+            "standard output is not a terminal; use `gpumon snapshot` or `gpumon record` for files",
+        ))
+    }
+}
+
+fn config(args: &LiveArgs, interval_ms: u64, history: Duration, speed: Option<f64>) -> Config {
+    Config {
+        interval_ms,
+        history_ms: u64::try_from(history.as_millis()).unwrap_or(u64::MAX),
+        ascii: args.ascii || !locale_is_utf8(),
+        color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        replay_speed: speed,
+    }
+}
+
+/// The terminal set up, the app loop until it ends, the terminal restored.
+async fn screen(
+    state: &mut State,
+    rx: tokio::sync::mpsc::Receiver<Msg>,
+    options: app::Options,
+) -> Result<Exit, Fail> {
+    let mut guard =
+        terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
     let exit = app::run(
         &mut guard.terminal,
-        &mut state,
+        state,
         rx,
         EventStream::new(),
         shutdown_signal(),
         options,
     )
     .await;
-    sampler.abort();
     drop(guard);
-    match exit.map_err(Fail::runtime)? {
-        Exit::Quit => Ok(ExitCode::SUCCESS),
-        Exit::Signal(n) => Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1))),
-        Exit::StartFailed(reason) => Err(Fail::usage(format!("{reason}\n{HINT}"))),
-    }
+    exit.map_err(Fail::runtime)
+}
+
+fn signal_code(n: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(128 + n).unwrap_or(1))
 }
 
 fn live_factory(logs: Vec<PathBuf>) -> Factory {
@@ -192,6 +313,25 @@ fn live_factory(logs: Vec<PathBuf>) -> Factory {
         let gpu = NvmlReader::new()?;
         let host = ProcReader::new()?;
         Ok(Box::new(LiveSource::new(gpu, host, LogWatch::new(&logs))) as Box<dyn Source>)
+    })
+}
+
+/// `gpumon run`'s source: NVML and /proc, or without NVML no GPU (and why), so the command's log
+/// is still followed. The first source takes `first`, made before the command started; one
+/// rebuilt after failures follows the logs from their end.
+fn run_factory(first: LogWatch, logs: Vec<PathBuf>) -> Factory {
+    let first = std::sync::Mutex::new(Some(first));
+    Arc::new(move || {
+        let host = ProcReader::new()?;
+        let watch = first
+            .lock()
+            .ok()
+            .and_then(|mut w| w.take())
+            .unwrap_or_else(|| LogWatch::new(&logs));
+        Ok(match NvmlReader::new() {
+            Ok(gpu) => Box::new(LiveSource::new(gpu, host, watch)) as Box<dyn Source>,
+            Err(e) => Box::new(LiveSource::new(NoGpu::new(e.to_string()), host, watch)),
+        })
     })
 }
 

@@ -203,6 +203,7 @@ mod tests {
             driver_version: Some("580.159.04".into()),
             nvml_version: None,
             cuda_version: Some("13.0".into()),
+            no_gpu: None,
         }
     }
 

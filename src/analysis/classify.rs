@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::context::Context;
+use crate::analysis::context::{Context, Other};
 use crate::analysis::failure::{Allocator, Dialect, Failure, Size};
 use crate::analysis::oom::sizes::human;
 use crate::source::Framework;
+
+mod pool;
 
 /// The kind of failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,8 +65,8 @@ pub struct Verdict {
     /// A few words for a one-line title.
     pub headline: String,
     pub evidence: Vec<String>,
-    /// Who else held the GPU, for device-full ("pid 7 python serve.py (30.00 GiB)").
-    pub holders: Vec<String>,
+    /// Who else held the GPU, for device-full, largest first.
+    pub holders: Vec<Other>,
 }
 
 /// Evidence gathered while the rules run.
@@ -94,7 +96,8 @@ impl Rules<'_> {
         };
         let mut evidence = self.evidence;
         if !holders.is_empty() {
-            evidence.push(format!("also on the GPU: {}", holders.join(", ")));
+            let named: Vec<String> = holders.iter().map(Other::describe).collect();
+            evidence.push(format!("also on the GPU: {}", named.join(", ")));
         }
         Verdict {
             class,
@@ -128,7 +131,7 @@ pub fn classify(f: &Failure, ctx: &Context) -> Verdict {
         Some(Allocator::Bfc) => bfc(r, req),
         Some(Allocator::CudaAsync) => cuda_async(r, req),
         Some(Allocator::CupyPool) => cupy(r, req),
-        Some(Allocator::Platform) => no_dump(r, req),
+        Some(Allocator::Platform) => pool::no_dump(r, req),
         None => device_rule(r, req),
     }
 }
@@ -149,6 +152,9 @@ fn caching(mut r: Rules, req: Size) -> Verdict {
     if let Some(c) = cached {
         r.note(format!("{c} reserved by PyTorch but unallocated"));
         if r.ge(c, req) {
+            if let Some(free) = free {
+                r.note(format!("the GPU itself had {free} free"));
+            }
             return r.done(
                 Class::Fragmentation,
                 format!("asked {req}, {c} stranded in the cache"),
@@ -198,7 +204,7 @@ fn bfc(mut r: Rules, req: Size) -> Verdict {
         }
     }
     let (Some(limit), Some(in_use)) = (limit, in_use) else {
-        return no_dump(r, req);
+        return pool::no_dump(r, req);
     };
     let headroom = limit.minus(in_use);
     if r.ge(headroom, req) {
@@ -237,29 +243,6 @@ pub fn preallocating(f: &Failure, ctx: &Context) -> bool {
     f.source == Some(Dialect::Tensorflow)
         && get("TF_FORCE_GPU_ALLOW_GROWTH") != Some("true")
         && get("TF_GPU_ALLOCATOR") != Some("cuda_malloc_async")
-}
-
-/// A pool allocator's failure without its dump.
-fn no_dump(mut r: Rules, req: Size) -> Verdict {
-    if !preallocating(r.f, r.ctx) {
-        return device_rule(r, req);
-    }
-    r.note("the pool was preallocated: the GPU's free memory is not what the allocator had".into());
-    if let Some(pm) = r.ctx.process_memory
-        && req.bytes > pm
-    {
-        r.certain = false;
-        r.note(format!(
-            "larger than the process's whole pool ({})",
-            human(pm)
-        ));
-        return r.done(Class::PoolLimit, format!("asked {req}, more than the pool"));
-    }
-    r.note("no allocator dump in the log to tell fragmentation from a full pool".into());
-    r.done(
-        Class::Unknown,
-        format!("asked {req} from a preallocated pool"),
-    )
 }
 
 fn cuda_async(mut r: Rules, req: Size) -> Verdict {
@@ -315,30 +298,27 @@ fn device_rule(mut r: Rules, req: Size) -> Verdict {
 }
 
 /// Other processes on the GPU: from the state, else from the message's own list.
-fn holders(f: &Failure, ctx: &Context) -> Vec<String> {
+fn holders(f: &Failure, ctx: &Context) -> Vec<Other> {
     const SHOWN: usize = 5;
     if !ctx.others.is_empty() {
-        return ctx
-            .others
-            .iter()
-            .take(SHOWN)
-            .map(|o| {
-                let cmd: String = o.command.chars().take(40).collect();
-                if cmd.is_empty() {
-                    format!("pid {} ({})", o.pid, human(o.bytes))
-                } else {
-                    format!("pid {} {} ({})", o.pid, cmd, human(o.bytes))
-                }
-            })
-            .collect();
+        return ctx.others.iter().take(SHOWN).cloned().collect();
     }
-    f.numbers
+    let mut listed: Vec<Other> = f
+        .numbers
         .holders
         .iter()
         .filter(|h| h.pid != f.pid)
-        .filter_map(|h| Some(format!("pid {} ({})", h.pid?, h.used)))
-        .take(SHOWN)
-        .collect()
+        .filter_map(|h| {
+            Some(Other {
+                pid: h.pid?,
+                command: String::new(),
+                bytes: h.used.bytes,
+            })
+        })
+        .collect();
+    listed.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.pid.cmp(&b.pid)));
+    listed.truncate(SHOWN);
+    listed
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::analysis::failure::Failure;
+use crate::analysis::oom::sizes::human;
 use crate::model::{ProcessTrack, State};
 use crate::source::Framework;
 
@@ -23,6 +24,55 @@ pub struct Other {
     pub pid: u32,
     pub command: String,
     pub bytes: u64,
+}
+
+impl Other {
+    /// "pid 414 python3 train.py (59.99 GiB)": the pid, a short command, the memory.
+    pub fn describe(&self) -> String {
+        let cmd = short_command(&self.command);
+        let size = human(self.bytes);
+        if cmd.is_empty() {
+            format!("pid {} ({size})", self.pid)
+        } else {
+            format!("pid {} {cmd} ({size})", self.pid)
+        }
+    }
+}
+
+/// A command line cut to what tells processes apart: the program's name, and for an interpreter
+/// the script's name ("python3 /srv/x/train.py --lr 1" -> "python3 train.py").
+pub fn short_command(command: &str) -> String {
+    const MAX: usize = 32;
+    let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
+    let mut words = command.split_whitespace();
+    let Some(program) = words.next().map(base) else {
+        return String::new();
+    };
+    let interpreter = [
+        "python", "bash", "sh", "node", "ruby", "perl", "julia", "Rscript",
+    ]
+    .iter()
+    .any(|i| program.starts_with(i));
+    let mut flag = None;
+    let script = words
+        .find(|w| {
+            let option = w.starts_with('-');
+            if option {
+                flag = matches!(*w, "-c" | "-m").then_some(*w);
+            }
+            !option
+        })
+        .filter(|_| interpreter);
+    let out = match (script, flag) {
+        (Some(s), Some(f)) => format!("{program} {f} {s}"),
+        (Some(s), None) => format!("{program} {}", base(s)),
+        (None, _) => program,
+    };
+    if out.chars().count() > MAX {
+        out.chars().take(MAX - 1).chain(['…']).collect()
+    } else {
+        out
+    }
 }
 
 /// The evidence from outside the message; empty for `gpumon explain` (no state).

@@ -132,7 +132,7 @@ fn text(all: &[Explained]) -> String {
             "",
             "  ",
         ));
-        out.push_str(&wrap(&e.message, "  > ", "    "));
+        out.push_str(&wrap(quote(&e.message), "  > ", "    "));
         for ev in &e.evidence {
             out.push_str(&wrap(ev, "  - ", "    "));
         }
@@ -140,6 +140,23 @@ fn text(all: &[Explained]) -> String {
     }
     out.push_str(&format!("\n{} allocation failure(s)\n", all.len()));
     out
+}
+
+/// Advice frameworks append to their messages; the quote stops before it (the remedy says
+/// what applies to this failure).
+const ADVICE: [&str; 3] = [
+    "If reserved but unallocated memory is large",
+    "If reserved memory is >> allocated memory",
+    "See documentation for Memory Management",
+];
+
+/// The message without the framework's generic advice.
+fn quote(message: &str) -> &str {
+    ADVICE
+        .iter()
+        .filter_map(|a| message.find(a))
+        .min()
+        .map_or(message, |i| message[..i].trim_end())
 }
 
 /// Word-wraps `s` to [`WIDTH`] columns; a word longer than a line is cut.

@@ -131,9 +131,43 @@ pub struct Numbers {
     /// TF: "shape[…] type" of the tensor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tensor: Option<String>,
-    /// TF: the op that asked.
+    /// TF: the op that asked; XLA: the executable that ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
+    /// BFC: the pool's occupancy map (the `*___` line), when printed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occupancy: Option<Occupancy>,
+}
+
+/// What a BFC occupancy line shows: each character is a slice of the pool's regions,
+/// `*` (or `x`, padding) in use, `_` free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Occupancy {
+    /// Percent of the map in use.
+    pub used_pct: u8,
+    /// Percent of the map free.
+    pub free_pct: u8,
+    /// Separate free stretches: 1 means the free memory is one block.
+    pub free_runs: u32,
+}
+
+impl Occupancy {
+    /// Reads a map like `****__` (at least 20 characters of `*`, `x` and `_`).
+    pub fn read(map: &str) -> Option<Occupancy> {
+        let map = map.trim();
+        let len = map.chars().count();
+        if len < 20 || !map.chars().all(|c| matches!(c, '*' | 'x' | '_')) {
+            return None;
+        }
+        let free = map.chars().filter(|c| *c == '_').count();
+        let free_runs = map.split(['*', 'x']).filter(|run| !run.is_empty()).count();
+        let used_pct = u8::try_from(((len - free) * 100 + len / 2) / len).unwrap_or(100);
+        Some(Occupancy {
+            used_pct,
+            free_pct: 100 - used_pct,
+            free_runs: u32::try_from(free_runs).unwrap_or(u32::MAX),
+        })
+    }
 }
 
 impl Numbers {
@@ -164,6 +198,7 @@ impl Numbers {
         fill(&mut self.largest_free, o.largest_free);
         fill(&mut self.tensor, o.tensor);
         fill(&mut self.op, o.op);
+        fill(&mut self.occupancy, o.occupancy);
         if self.holders.is_empty() {
             self.holders = o.holders;
         }
@@ -192,5 +227,23 @@ mod tests {
             r#"{"at_ms":1,"log":"a.log","line":2,"pid":3,"message":"m"}"#
         );
         assert_eq!(serde_json::from_str::<Failure>(&json).unwrap(), f);
+    }
+
+    #[test]
+    fn occupancy_maps() {
+        let real = format!("{}{}", "*".repeat(71), "_".repeat(29));
+        assert_eq!(
+            Occupancy::read(&real),
+            Some(Occupancy {
+                used_pct: 71,
+                free_pct: 29,
+                free_runs: 1
+            })
+        );
+        let holes = Occupancy::read("**_______***____*****_______xx___******").unwrap();
+        assert_eq!(holes.free_runs, 4);
+        assert_eq!(holes.used_pct + holes.free_pct, 100);
+        assert_eq!(Occupancy::read("****"), None);
+        assert_eq!(Occupancy::read("**********__________ab"), None);
     }
 }

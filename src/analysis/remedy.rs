@@ -1,7 +1,7 @@
 //! One sentence of what to do, per class and framework, taking the process's settings into account.
 
 use crate::analysis::classify::{Class, Verdict, preallocating};
-use crate::analysis::context::Context;
+use crate::analysis::context::{Context, Other};
 use crate::analysis::failure::{Dialect, Failure};
 use crate::source::Framework;
 
@@ -35,7 +35,11 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
         Class::PoolLimit => raise_limit(f, fw, ctx),
         Class::DeviceFull if !v.holders.is_empty() => format!(
             "Free or move the other processes on this GPU: {}.",
-            v.holders.join(", ")
+            v.holders
+                .iter()
+                .map(Other::describe)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Class::DeviceFull => match (f.numbers.request, f.numbers.total) {
             (Some(r), Some(t)) if r.bytes > t.bytes => {

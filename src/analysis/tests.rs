@@ -270,3 +270,24 @@ fn exit_while_growing_on_a_full_gpu_without_a_log() {
     ));
     assert!(s.alerts.iter().all(|a| a.class != "exit-no-log"));
 }
+
+#[test]
+fn other_processes_are_named_by_their_program_and_script() {
+    use crate::analysis::context::short_command;
+    assert_eq!(
+        short_command("python3 /work/main/scripts/gpu/jax_oom.py prealloc"),
+        "python3 jax_oom.py"
+    );
+    assert_eq!(
+        short_command("/usr/bin/python -u train.py --lr 1"),
+        "python train.py"
+    );
+    assert_eq!(short_command("./nbody -benchmark"), "nbody");
+    assert_eq!(
+        short_command("python -m torch.distributed.run --nproc 8 train.py"),
+        "python -m torch.distributed.run"
+    );
+    assert_eq!(short_command("sh -c cat x; exit 3"), "sh -c cat");
+    assert_eq!(short_command(""), "");
+    assert_eq!(short_command(&"x".repeat(100)).chars().count(), 32);
+}

@@ -98,6 +98,22 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
     })
 }
 
+/// The action for a key while `gpumon run` asks whether to stop its command (the footer names
+/// these keys): `k` stop it, `l` leave it running, Esc stay.
+pub fn map_answer(key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release
+        || !key.modifiers.difference(KeyModifiers::SHIFT).is_empty()
+    {
+        return None;
+    }
+    match key.code {
+        KeyCode::Char('k' | 'K') => Some(Action::StopRun),
+        KeyCode::Char('l' | 'L') => Some(Action::LeaveRun),
+        KeyCode::Esc => Some(Action::Escape),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +139,18 @@ mod tests {
         assert_eq!(
             map(key(KeyCode::Char('3')), false),
             Some(Action::FocusGpu(2))
+        );
+    }
+
+    #[test]
+    fn the_run_question_takes_k_l_and_esc_only() {
+        assert_eq!(map_answer(key(KeyCode::Char('k'))), Some(Action::StopRun));
+        assert_eq!(map_answer(key(KeyCode::Char('l'))), Some(Action::LeaveRun));
+        assert_eq!(map_answer(key(KeyCode::Esc)), Some(Action::Escape));
+        assert_eq!(map_answer(key(KeyCode::Char('q'))), None);
+        assert_eq!(
+            map_answer(KeyEvent::new(KeyCode::Char('k'), KeyModifiers::CONTROL)),
+            None
         );
     }
 }

@@ -2,7 +2,7 @@
 
 pub mod keymap;
 
-pub use keymap::{KEYMAP, map};
+pub use keymap::{KEYMAP, map, map_answer};
 
 /// Everything a key can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,4 +32,8 @@ pub enum Action {
     /// Move between the process table and the alerts list.
     TogglePane,
     Snapshot,
+    /// Quit question of `gpumon run`: stop the command.
+    StopRun,
+    /// Quit question of `gpumon run`: leave the command running.
+    LeaveRun,
 }

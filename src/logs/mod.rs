@@ -14,6 +14,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::analysis::failure::Failure;
+use crate::source::Reading;
 use follow::Follower;
 
 /// Bytes read from all logs together in one poll.
@@ -32,6 +33,31 @@ pub enum LogStatus {
     NotAFile(String),
     /// "log not readable": its fds could not be read (another user's process), and why.
     NotReadable(String),
+}
+
+impl LogStatus {
+    /// The status as a sample carries it: the files followed, or why none is.
+    pub fn reading(&self) -> Reading<Vec<String>> {
+        match self {
+            LogStatus::Following(files) => Reading::Value(files.clone()),
+            LogStatus::NotAFile(what) => Reading::na(format!("not a file ({what})")),
+            LogStatus::NotReadable(why) => Reading::na(format!("not readable ({why})")),
+        }
+    }
+}
+
+/// What an fd that is not a regular file is, in words.
+fn describe(target: &Path) -> String {
+    let t = target.display().to_string();
+    if t.starts_with("pipe:") {
+        "a pipe".into()
+    } else if t.starts_with("socket:") {
+        "a socket".into()
+    } else if t.starts_with("/dev/pts/") || t.starts_with("/dev/tty") || t == "/dev/console" {
+        "a terminal".into()
+    } else {
+        t
+    }
 }
 
 struct Followed {
@@ -132,15 +158,18 @@ impl LogWatch {
                 Ok(Some(target)) => following.push(target),
                 Ok(None) => other.push(format!(
                     "{label} is {}",
-                    fs::read_link(&link)
-                        .map_or_else(|_| "closed".into(), |t| t.display().to_string())
+                    fs::read_link(&link).map_or_else(|_| "closed".into(), |t| describe(&t))
                 )),
                 Err(e) if e.kind() == ErrorKind::NotFound => {
                     other.push(format!("{label} is closed"))
                 }
+                Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                    return LogStatus::NotReadable("permission denied".into());
+                }
                 Err(e) => return LogStatus::NotReadable(format!("{label}: {e}")),
             }
         }
+        following.dedup();
         if following.is_empty() {
             LogStatus::NotAFile(other.join(", "))
         } else {

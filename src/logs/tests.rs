@@ -210,3 +210,32 @@ fn a_shared_file_is_read_once() {
         "two writers: owner unknown"
     );
 }
+
+#[test]
+fn a_real_pipe_is_named_and_the_status_travels_as_a_reading() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("5")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut w = LogWatch::new(&[]);
+    w.poll(1, &[child.id()]);
+    let status = w.status(child.id()).cloned();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        status.map(|s| s.reading()),
+        Some(Reading::na(
+            "not a file (stdout is a pipe, stderr is /dev/null)"
+        ))
+    );
+    assert_eq!(
+        LogStatus::NotReadable("permission denied".into()).reading(),
+        Reading::na("not readable (permission denied)")
+    );
+    assert_eq!(
+        LogStatus::Following(vec!["/a.log".into()]).reading(),
+        Reading::Value(vec!["/a.log".to_string()])
+    );
+}

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::{self, Alert};
 use crate::input::Action;
+use crate::run::{RunEnd, RunInfo};
 use crate::source::{GpuSample, GpuStatus, MachineInfo, Reading, Sample};
 pub use history::{Point, Ring};
 pub use process::{ProcKey, ProcessTrack};
@@ -70,6 +71,8 @@ pub enum Msg {
     Action(Action),
     /// A line for the status bar (e.g. where a snapshot went, or why it failed).
     Status(String),
+    /// `gpumon run`'s command ended.
+    RunEnded(RunEnd),
 }
 
 /// What the app loop must do after an update (the I/O that `State` does not do itself).
@@ -77,6 +80,8 @@ pub enum Msg {
 pub enum Command {
     Quit,
     WriteSnapshot,
+    /// Stop `gpumon run`'s command.
+    StopRun,
 }
 
 /// Four segments of the memory bar, in bytes; they add up to `total`.
@@ -147,6 +152,12 @@ pub enum Filter {
     Pid(u32),
     /// Case-insensitive text matched against command and user.
     Text(String),
+    /// `gpumon run`'s command: its PID and every process whose output goes to its log (the
+    /// children it started inherit it). `log` is the absolute path.
+    Run {
+        pid: u32,
+        log: String,
+    },
 }
 
 impl Filter {
@@ -166,6 +177,7 @@ impl Filter {
         match self {
             Filter::Pid(p) => format!("pid {p}"),
             Filter::Text(t) => format!("\"{t}\""),
+            Filter::Run { pid, .. } => format!("run pid {pid}"),
         }
     }
 
@@ -175,6 +187,9 @@ impl Filter {
             Filter::Text(text) => [&t.sample.command, &t.sample.user]
                 .iter()
                 .any(|r| r.value().is_some_and(|v| v.to_lowercase().contains(text))),
+            Filter::Run { pid, log } => {
+                t.sample.pid == *pid || t.sample.log.value().is_some_and(|l| l.contains(log))
+            }
         }
     }
 }
@@ -215,6 +230,8 @@ pub struct State {
     pub alerts_dropped: u64,
     pub alert_selected: usize,
     pub status: Option<String>,
+    /// The command `gpumon run` started.
+    pub run: Option<RunInfo>,
 }
 
 impl State {
@@ -240,6 +257,7 @@ impl State {
             alerts_dropped: 0,
             alert_selected: 0,
             status: None,
+            run: None,
         }
     }
 
@@ -277,6 +295,7 @@ impl State {
             Msg::SourceEnded => self.source = SourceState::Ended,
             Msg::Clock(now) => self.now_ms = self.now_ms.max(now),
             Msg::Status(text) => self.status = Some(text),
+            Msg::RunEnded(end) => return self.run_ended(end),
             Msg::Action(a) => return self.act(a),
         }
         None
@@ -424,8 +443,12 @@ impl State {
     }
 
     fn act(&mut self, a: Action) -> Option<Command> {
+        if self.asking() {
+            return self.answer(a);
+        }
         match a {
-            Action::Quit => return Some(Command::Quit),
+            Action::Quit => return self.quit(),
+            Action::StopRun | Action::LeaveRun => return None,
             Action::Snapshot => return Some(Command::WriteSnapshot),
             Action::Up => self.step(-1),
             Action::Down => self.step(1),
@@ -433,6 +456,7 @@ impl State {
                 self.prompt = Some(match &self.filter {
                     Some(Filter::Pid(p)) => p.to_string(),
                     Some(Filter::Text(t)) => t.clone(),
+                    Some(Filter::Run { pid, .. }) => pid.to_string(),
                     None => String::new(),
                 });
             }
@@ -540,6 +564,7 @@ pub fn value_or_reason(r: &Reading<u64>) -> Result<u64, &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::ProcessSample;
     use crate::source::scripted::build::{GIB, gpu, machine};
 
     #[test]
@@ -572,5 +597,49 @@ mod tests {
         assert_eq!(track.segments, None);
         assert_eq!(track.total, Some(80 * GIB));
         assert_eq!(track.lost_since_ms, Some(2000));
+    }
+    #[test]
+    fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
+        use crate::source::scripted::build::process;
+        let mut state = State::new(Config {
+            interval_ms: 1000,
+            history_ms: 60_000,
+            ascii: false,
+            color: false,
+            replay_speed: None,
+        });
+        let g = gpu(0, 80 * GIB, 4 * GIB, GIB);
+        let log = |p: &mut ProcessSample, r: Reading<Vec<String>>| p.log = r;
+        let mut procs: Vec<ProcessSample> = (100..104)
+            .map(|pid| {
+                process(
+                    pid,
+                    &g,
+                    GIB,
+                    crate::source::Framework::Pytorch,
+                    "python x.py",
+                )
+            })
+            .collect();
+        log(&mut procs[0], Reading::na("not a file (stdout is a pipe)"));
+        log(&mut procs[1], Reading::Value(vec!["/w/run.log".into()]));
+        log(&mut procs[2], Reading::Value(vec!["/w/other.log".into()]));
+        log(
+            &mut procs[3],
+            Reading::na("not readable (permission denied)"),
+        );
+        state.filter = Some(Filter::Run {
+            pid: 100,
+            log: "/w/run.log".into(),
+        });
+        state.update(Msg::Sample(Sample {
+            at_ms: 1000,
+            gpus: vec![g],
+            processes: procs,
+            failures: Vec::new(),
+        }));
+        let shown: Vec<u32> = state.rows.iter().map(|k| k.pid).collect();
+        assert_eq!(shown, vec![100, 101]);
+        assert_eq!(state.filter.as_ref().unwrap().label(), "run pid 100");
     }
 }

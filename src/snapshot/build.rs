@@ -87,6 +87,10 @@ fn view(state: &State) -> View {
         filter: state.filter.as_ref().map(|f| match f {
             Filter::Pid(p) => FilterDoc::Pid(*p),
             Filter::Text(t) => FilterDoc::Text(t.clone()),
+            Filter::Run { pid, log } => FilterDoc::Run {
+                pid: *pid,
+                log: log.clone(),
+            },
         }),
         sort: match state.sort {
             Sort::DeviceMemory => SortDoc::DeviceMemory,
@@ -170,6 +174,7 @@ fn process(state: &State, t: &ProcessTrack, shown: bool) -> Process {
         rss: split(s.rss.clone(), "rss", &mut na),
         growth_bytes_per_s: split(growth, "growth_bytes_per_s", &mut na),
         settings: split(s.settings.clone(), "settings", &mut na),
+        log: split(s.log.clone(), "log", &mut na),
         shown,
         selected: state.selected.as_ref() == Some(&t.key),
         first_seen_at: time_ms(t.first_seen_ms),

@@ -99,6 +99,11 @@ pub enum FilterDoc {
     Pid(u32),
     /// Lower-case text matched against command and user.
     Text(String),
+    /// `gpumon run`'s command and the processes writing its log (absolute path).
+    Run {
+        pid: u32,
+        log: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -173,6 +178,9 @@ pub struct Process {
     pub growth_bytes_per_s: Option<i64>,
     /// Memory-related variables of the initial environment (name -> value).
     pub settings: Option<BTreeMap<String, String>>,
+    /// The files its stdout/stderr go to, followed for failures (absent in older snapshots).
+    #[serde(default)]
+    pub log: Option<Vec<String>>,
     /// A row of the table (not hidden by the filter or focus, not exited).
     pub shown: bool,
     pub selected: bool,

@@ -63,6 +63,7 @@ fn header(o: &mut Out, s: &Snapshot) {
         None => "none".to_string(),
         Some(FilterDoc::Pid(p)) => format!("pid {p}"),
         Some(FilterDoc::Text(t)) => format!("{t:?}"),
+        Some(FilterDoc::Run { pid, log }) => format!("run pid {pid} and the writers of {log}"),
     };
     let focus = v.focus.as_deref().map_or_else(
         || "all GPUs".to_string(),
@@ -237,6 +238,9 @@ fn process_details(o: &mut Out, s: &Snapshot) {
                 .join(" "),
         };
         o.para(2, &format!("initial environment: {settings}"));
+        if let Some(files) = &p.log {
+            o.para(2, &format!("log followed: {}", files.join(", ")));
+        }
         o.para(2, &format!("device over time {}", history(&p.history)));
         reasons(o, 2, &p.unavailable);
     }

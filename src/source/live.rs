@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{
     GpuReader, HostProcess, HostReader, MachineInfo, ProcessSample, Reading, Sample, SourceError,
 };
-use crate::logs::LogWatch;
+use crate::logs::{LogStatus, LogWatch};
 
 /// Why host fields are missing for a PID that NVML lists but /proc does not have.
 pub const NOT_IN_NAMESPACE: &str =
@@ -50,18 +50,30 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
         pids.sort_unstable();
         pids.dedup();
         let host = self.host.lookup(&pids);
+        let failures = self.logs.poll(at_ms, &pids);
         let processes = readout
             .processes
             .into_iter()
-            .filter_map(|p| match host.get(&p.pid) {
-                Some(h) => Some(join(p, Some(h.clone()))),
-                None if self.in_proc.contains(&p.pid) => None,
-                None => Some(join(p, None)),
+            .filter_map(|p| {
+                let h = match host.get(&p.pid) {
+                    Some(h) => Some(h.clone()),
+                    // Gone from /proc since last tick: it exited between the two reads.
+                    None if self.in_proc.contains(&p.pid) => return None,
+                    None => None,
+                };
+                let log = h
+                    .as_ref()
+                    .and(self.logs.status(p.pid))
+                    .map(LogStatus::reading);
+                let mut s = join(p, h);
+                if let Some(log) = log {
+                    s.log = log;
+                }
+                Some(s)
             })
             .collect();
         self.in_proc.clear();
         self.in_proc.extend(host.keys());
-        let failures = self.logs.poll(at_ms, &pids);
         Ok(Sample {
             at_ms,
             gpus: readout.gpus,
@@ -71,8 +83,16 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
     }
 }
 
-/// One row: the driver's view of a process plus /proc's, or n/a with the reason.
+/// Why a process's log is not followed when /proc does not have it.
+const LOG_NOT_IN_NAMESPACE: &str = "not readable (not in this PID namespace)";
+
+/// One row: the driver's view of a process plus /proc's, or n/a with the reason. Its `log` is
+/// n/a until the source sets what the log watch found.
 pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
+    let log = match host {
+        Some(_) => Reading::na("not looked at yet"),
+        None => Reading::na(LOG_NOT_IN_NAMESPACE),
+    };
     let host = host.unwrap_or_else(|| HostProcess {
         start_time: Reading::na(NOT_IN_NAMESPACE),
         user: Reading::na(NOT_IN_NAMESPACE),
@@ -94,5 +114,6 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         rss: host.rss,
         framework: host.framework,
         settings: host.settings,
+        log,
     }
 }

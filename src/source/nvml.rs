@@ -70,6 +70,7 @@ impl GpuReader for NvmlReader {
                 .sys_cuda_driver_version()
                 .ok()
                 .and_then(cuda_version),
+            no_gpu: None,
         })
     }
 

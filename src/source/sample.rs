@@ -98,6 +98,9 @@ pub struct MachineInfo {
     pub nvml_version: Option<String>,
     /// CUDA driver API version, e.g. "13.0".
     pub cuda_version: Option<String>,
+    /// Why no GPU is read at all (`gpumon run` goes on without NVML); `None` with NVML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_gpu: Option<String>,
 }
 
 /// Device memory as NVML reports it, in bytes.
@@ -192,6 +195,9 @@ pub struct ProcessSample {
     pub framework: Reading<Framework>,
     /// Memory-related variables of the process's initial environment (name -> value).
     pub settings: Reading<BTreeMap<String, String>>,
+    /// The files its stdout/stderr go to, which gpumon follows for failures; n/a says why not
+    /// ("not a file (stdout is a pipe, …)", "not readable (permission denied)").
+    pub log: Reading<Vec<String>>,
 }
 
 /// Everything gathered in one tick.
@@ -299,6 +305,9 @@ mod wire {
         rss: Option<u64>,
         framework: Option<Framework>,
         settings: Option<BTreeMap<String, String>>,
+        /// Absent in recordings made before it existed ("not recorded").
+        #[serde(default)]
+        log: Option<Vec<String>>,
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         unavailable: BTreeMap<String, String>,
     }
@@ -315,6 +324,7 @@ mod wire {
                 rss: split(p.rss, "rss", &mut na),
                 framework: split(p.framework, "framework", &mut na),
                 settings: split(p.settings, "settings", &mut na),
+                log: split(p.log, "log", &mut na),
                 pid: p.pid,
                 gpu_uuid: p.gpu_uuid,
                 kind: p.kind,
@@ -335,6 +345,7 @@ mod wire {
                 rss: join(w.rss, "rss", na),
                 framework: join(w.framework, "framework", na),
                 settings: join(w.settings, "settings", na),
+                log: join(w.log, "log", na),
                 pid: w.pid,
                 gpu_uuid: w.gpu_uuid,
                 kind: w.kind,
@@ -371,5 +382,29 @@ mod tests {
         assert_eq!(json["unavailable"]["temperature_c"], "NotSupported");
         let back: GpuSample = serde_json::from_value(json).unwrap();
         assert_eq!(back, g);
+    }
+
+    #[test]
+    fn a_process_log_is_null_with_a_reason_and_optional_in_old_recordings() {
+        let old = r#"{"pid":1,"gpu_uuid":"GPU-1","kind":"compute","device_memory":1,"start_time":2,"user":"u","command":"c","vms":3,"rss":4,"framework":"jax","settings":{}}"#;
+        let p: ProcessSample = serde_json::from_str(old).unwrap();
+        assert_eq!(p.log, Reading::na("not recorded"));
+        let pipe = ProcessSample {
+            log: Reading::na("not a file (stdout is a pipe, stderr is a terminal)"),
+            ..p.clone()
+        };
+        let json = serde_json::to_value(&pipe).unwrap();
+        assert_eq!(json["log"], serde_json::Value::Null);
+        assert_eq!(
+            json["unavailable"]["log"],
+            "not a file (stdout is a pipe, stderr is a terminal)"
+        );
+        assert_eq!(serde_json::from_value::<ProcessSample>(json).unwrap(), pipe);
+        let file = ProcessSample {
+            log: Reading::Value(vec!["/tmp/a.log".into()]),
+            ..p
+        };
+        let json = serde_json::to_value(&file).unwrap();
+        assert_eq!(json["log"][0], "/tmp/a.log");
     }
 }

@@ -54,6 +54,7 @@ pub mod build {
             driver_version: Some("580.159.04".into()),
             nvml_version: Some("13.580.159.04".into()),
             cuda_version: Some("13.0".into()),
+            no_gpu: None,
         }
     }
 
@@ -97,6 +98,7 @@ pub mod build {
             rss: Reading::Value(600 * MIB),
             framework: Reading::Value(framework),
             settings: Reading::Value(BTreeMap::new()),
+            log: Reading::Value(vec![format!("/srv/log/{pid}.out")]),
         }
     }
 }

@@ -111,10 +111,9 @@ fn level_style(a: &Alert, theme: &Theme) -> Style {
     }
 }
 
-/// "12:03:07 pid 4400 fragmentation: title".
+/// "12:03:07 pid 4400 PyTorch OOM: fragmentation, …": titles name the pid and the class.
 fn summary(a: &Alert) -> String {
-    let pid = a.pid.map(|p| format!(" pid {p}")).unwrap_or_default();
-    format!("{}{pid} {}: {}", units::clock(a.at_ms), a.class, a.title)
+    format!("{} {}", units::clock(a.at_ms), a.title)
 }
 
 /// The selected alert's evidence and remedy.

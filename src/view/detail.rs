@@ -1,5 +1,5 @@
-//! The selected process in detail: its device-memory sparkline, exact figures, start, framework
-//! and memory settings, why any field is n/a, and what its VMS means.
+//! The selected process in detail: its device-memory sparkline, exact figures, start, framework,
+//! the log gpumon follows for it, memory settings, why any field is n/a, and what its VMS means.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -113,8 +113,9 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             Span::raw("framework "),
             or_na(s.framework.value().map(|f| f.label().to_string())),
         ]),
-        Line::from(vec![Span::raw("settings "), settings]),
     ]);
+    out.extend(log_lines(&s.log, theme, usize::from(width)));
+    out.push(Line::from(vec![Span::raw("settings "), settings]));
     // One setting a line; a long one breaks after its '=' rather than inside a word.
     for (k, v) in s.settings.value().into_iter().flatten() {
         if k.len() + 3 + v.len() <= usize::from(width) {
@@ -128,6 +129,33 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
         out.push(Line::styled(VMS_CAPTION, Style::new()));
     }
     out
+}
+
+/// "log: PATH (followed)", or why no log is followed; a path too long for the line gets one of
+/// its own, cut at the front so its file name shows.
+fn log_lines(log: &Reading<Vec<String>>, theme: &Theme, width: usize) -> Vec<Line<'static>> {
+    let Some(files) = log.value() else {
+        let reason = log.reason().unwrap_or("n/a");
+        return vec![Line::styled(format!("log: {reason}"), theme.na)];
+    };
+    let files = files.join(", ");
+    let one = format!("log: {files} (followed)");
+    if one.chars().count() <= width {
+        return vec![Line::raw(one)];
+    }
+    let room = width.saturating_sub(2).max(2);
+    let len = files.chars().count();
+    let tail: String = if len > room {
+        let ellipsis = theme.g.ellipsis;
+        let keep = room.saturating_sub(ellipsis.chars().count());
+        ellipsis
+            .chars()
+            .chain(files.chars().skip(len - keep))
+            .collect()
+    } else {
+        files
+    };
+    vec![Line::raw("log (followed):"), Line::raw(format!("  {tail}"))]
 }
 
 /// The fields that are n/a, grouped by their reason (in field order).

@@ -1,4 +1,5 @@
-//! The footer: the main keys and the status message, or the filter prompt while it is open.
+//! The footer: the main keys and the status message, the filter prompt while it is open, or
+//! `gpumon run`'s question when the user quits while its command runs.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -22,6 +23,25 @@ const HINTS: [(&str, &str); 6] = [
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let width = usize::from(area.width);
+    if let Some(r) = state.run.as_ref().filter(|r| r.asking) {
+        let keys = [
+            ("k", " stop it  "),
+            ("l", " leave it running  "),
+            ("Esc", " cancel"),
+        ];
+        let keys_len: usize = keys.iter().map(|(k, w)| k.len() + w.len()).sum();
+        let room = width.saturating_sub(keys_len + " is still running: ".len() + 1);
+        let mut spans = vec![Span::raw(format!(
+            " {} is still running: ",
+            fit(&r.command, room, theme.g.ellipsis)
+        ))];
+        for (key, what) in keys {
+            spans.push(Span::styled(key, theme.key));
+            spans.push(Span::raw(what));
+        }
+        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
     if let Some(text) = &state.prompt {
         let line = Line::from(vec![
             Span::styled(" filter: ", theme.key),

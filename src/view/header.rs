@@ -1,5 +1,5 @@
-//! The header (the top border's title): host, versions, interval, filter, pause, replay and
-//! sample age; and the banner line of a failing source.
+//! The header (the top border's title): host, versions, interval, filter, `gpumon run`'s command
+//! and log, pause, replay and sample age; and the banner line of a failing source.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -39,6 +39,13 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     );
     if let Some(f) = &state.filter {
         add(format!("filter: {}", f.label()), theme.paused, 2);
+    }
+    if let Some(r) = &state.run {
+        add(format!("run {}", r.command), Style::new(), 3);
+        add(format!("log {}", r.log), Style::new(), 1);
+        if let Some(end) = r.ended {
+            add(end.describe(), theme.alert, 0);
+        }
     }
     if let Some(x) = state.config.replay_speed {
         add(format!("replay {}", units::speed(x)), Style::new(), 3);

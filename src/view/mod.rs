@@ -103,6 +103,21 @@ pub fn render(frame: &mut Frame, state: &State) {
     }
 }
 
+/// The GPU block's text when there is no GPU: not sampled yet, or why none can be read.
+fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
+    match state.machine.as_ref().and_then(|m| m.no_gpu.as_deref()) {
+        Some(reason) => text::wrap(
+            &format!("no GPU readings: {reason}"),
+            usize::from(width.saturating_sub(2)),
+        )
+        .into_iter()
+        .take(2)
+        .map(|l| Line::styled(format!("  {l}"), theme.alert))
+        .collect(),
+        None => vec![Line::styled("  no GPU sampled yet", theme.na)],
+    }
+}
+
 /// The GPU block, the process table and the bottom panels, sharing their borders.
 fn body(
     frame: &mut Frame,
@@ -124,6 +139,9 @@ fn body(
     if main.height.saturating_sub(top_height(&gpu_lines)) < room_for_rest {
         gpu_lines = gpus::lines(state, theme, inner_width, false);
     }
+    if state.gpus.is_empty() {
+        gpu_lines = no_gpu(state, theme, inner_width);
+    }
     let top_h = top_height(&gpu_lines).min(main.height - room_for_rest);
     let top = Rect {
         height: top_h,
@@ -133,9 +151,6 @@ fn body(
     frame.render_widget(top_block, top);
     let mut lines: Vec<Line> = banner.into_iter().collect();
     lines.extend(gpu_lines);
-    if state.gpus.is_empty() {
-        lines.push(Line::styled("  no GPU sampled yet", theme.na));
-    }
     frame.render_widget(Paragraph::new(lines), inner);
 
     // Rows from the GPU block's bottom border to the end, shared by the two blocks below.

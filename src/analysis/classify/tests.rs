@@ -263,3 +263,69 @@ fn device_full_names_the_other_processes() {
     let r = check(msg, &Context::default()).2;
     assert!(r.contains("pid 9 (70.00 GiB)"), "{r}");
 }
+
+#[test]
+fn jax_0_11_without_a_dump_reads_the_occupancy_map_and_the_fraction() {
+    let real = include_str!("../../../tests/fixtures/logs/jax-pool-limit.log");
+    let (c, conf, r) = check(real, &Context::default());
+    assert_eq!((c, conf), (Class::PoolLimit, Confidence::Likely));
+    assert!(
+        r.starts_with("Raise XLA_CLIENT_MEM_FRACTION (default .75"),
+        "{r}"
+    );
+
+    let fraction = Context {
+        settings: settings(&[("XLA_PYTHON_CLIENT_MEM_FRACTION", ".02")]),
+        framework: Some(Framework::Jax),
+        gpu: gpu(60),
+        ..Context::default()
+    };
+    let v = classify(&fail(real), &fraction);
+    assert_eq!(
+        (v.class, v.confidence),
+        (Class::PoolLimit, Confidence::Certain)
+    );
+    assert!(
+        v.headline.ends_with("the pool was 71% full"),
+        "{}",
+        v.headline
+    );
+    assert!(
+        v.evidence.contains(
+            &"XLA_PYTHON_CLIENT_MEM_FRACTION=.02 sized the pool (1.60 GiB of this GPU)".into()
+        ),
+        "{:?}",
+        v.evidence
+    );
+    let r = check(real, &fraction).2;
+    assert!(
+        r.starts_with("Raise XLA_PYTHON_CLIENT_MEM_FRACTION (now .02)"),
+        "{r}"
+    );
+
+    let no_map: String = real
+        .lines()
+        .filter(|l| !l.ends_with("___"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(
+        check(&no_map, &fraction).0..=check(&no_map, &fraction).0,
+        Class::PoolLimit..=Class::PoolLimit
+    );
+    assert_eq!(check(&no_map, &fraction).1, Confidence::Likely);
+    assert_eq!(check(&no_map, &Context::default()).0, Class::Unknown);
+
+    let holes = real.replace(
+        &format!("{}{}", "*".repeat(71), "_".repeat(29)),
+        &"**********__________".repeat(5),
+    );
+    let half = Context {
+        settings: settings(&[("XLA_CLIENT_MEM_FRACTION", ".5")]),
+        gpu: gpu(10),
+        ..Context::default()
+    };
+    let (c, conf, r) = check(&holes, &half);
+    assert_eq!((c, conf), (Class::Fragmentation, Confidence::Likely));
+    assert!(r.contains("TF_GPU_ALLOCATOR=cuda_malloc_async"), "{r}");
+    assert_eq!(check(&holes, &Context::default()).0, Class::Unknown);
+}

@@ -1,19 +1,22 @@
-//! JAX/XLA (PJRT): "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes" and the
+//! JAX/XLA (PJRT): "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes" (jax 0.11:
+//! "… allocate 1.12GiB with allocator GPU_0_bfc on device 0. [executable_name='…']") and the
 //! stream-executor allocator's "Failed to allocate request for …".
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::sizes::parse_exact;
+use super::sizes::{parse_exact, parse_human};
 use super::{Event, Family, Kind, re};
 use crate::analysis::failure::{Allocator, Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of (?P<host>host )?memory while trying to allocate (?P<n>\d+) bytes",
+        r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of (?P<host>host )?memory while trying to allocate (?:(?P<n>\d+) bytes|(?P<h>[\d.]+ ?[KMGTPE]?i?B)(?: with allocator \S{1,64})?(?: on device (?P<dev>\d+))?)",
     )
 });
+static EXECUTABLE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"\[executable_name='(?P<exe>[^']{1,200})'\]"));
 static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
     re(r"Failed to allocate request for \S{1,40} \((?P<n>\d+)B\) on device ordinal (?P<dev>\d+)")
 });
@@ -29,7 +32,12 @@ pub(super) fn parse(line: &str) -> Option<Event> {
             dialect: Dialect::Jax,
             allocator: Some(Allocator::Bfc),
             numbers: Numbers {
-                request: parse_exact(&c["n"]),
+                request: c.name("n").map_or_else(
+                    || c.name("h").and_then(|h| parse_human(h.as_str())),
+                    |n| parse_exact(n.as_str()),
+                ),
+                device: c.name("dev").and_then(|d| d.as_str().parse().ok()),
+                op: EXECUTABLE.captures(line).map(|e| e["exe"].to_string()),
                 ..Numbers::default()
             },
             start: c.get(0)?.start(),
@@ -85,6 +93,16 @@ mod tests {
         assert_eq!(r.numbers.request, Some(Size::exact(165_425_291_480)));
         assert_eq!(r.numbers.device, Some(0));
         assert_eq!(r.allocator, Some(Allocator::Platform));
+    }
+
+    #[test]
+    fn jax_0_11_prints_a_human_size_the_allocator_and_the_device() {
+        let e = parse("jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.12GiB with allocator GPU_0_bfc on device 3. [executable_name='jit_broadcast_in_dim'] [tf-allocator-allocation-error='']").unwrap();
+        assert_eq!(e.numbers.request, parse_human("1.12GiB"));
+        assert_eq!(e.numbers.device, Some(3));
+        assert_eq!(e.numbers.op.as_deref(), Some("jit_broadcast_in_dim"));
+        assert_eq!(e.dialect, Dialect::Jax);
+        assert_eq!(e.kind, Kind::Final);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::sizes::{Size, parse_exact, parse_human, tensor_bytes};
 use super::{Event, Family, Kind, cap, re};
-use crate::analysis::failure::{Allocator, Dialect, Numbers};
+use crate::analysis::failure::{Allocator, Dialect, Numbers, Occupancy};
 
 const HSIZE: &str = r"[\d.]+ ?[KMGTPE]?i?B";
 
@@ -50,6 +50,8 @@ static CHUNK: LazyLock<Regex> = LazyLock::new(|| {
 });
 static FREE_CHUNK: LazyLock<Regex> =
     LazyLock::new(|| re(r"Free\s+at [0-9a-fA-F]+ of size (?P<n>\d+)"));
+/// The occupancy map: 100 characters of `*`, `x` and `_` after the log prefix.
+static OCCUPANCY: LazyLock<Regex> = LazyLock::new(|| re(r"(?:^|\] ?)(?P<map>[*_x]{20,400})\s*$"));
 /// Other lines of a dump: they keep its window open.
 static DUMP: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -177,6 +179,8 @@ pub(super) fn absorb(n: &mut Numbers, line: &str) -> bool {
     } else if let Some(c) = ASYNC_FREE.captures(line) {
         n.free = parse_exact(&c["free"]);
         n.total = parse_exact(&c["total"]);
+    } else if let Some(c) = OCCUPANCY.captures(line) {
+        n.occupancy = n.occupancy.or_else(|| Occupancy::read(&c["map"]));
     } else {
         return DUMP.is_match(line);
     }
@@ -240,6 +244,14 @@ mod tests {
         assert_eq!(n.in_use, Some(Size::exact(31_785_630_720)));
         assert_eq!(n.largest_free, parse_human("3.03GiB"));
         assert!(!absorb(&mut n, "Epoch 3/10"));
+        assert!(absorb(
+            &mut n,
+            "W1122 03:29:27.016873     598 bfc_allocator.cc:609] ******************************____________________"
+        ));
+        assert_eq!(
+            n.occupancy.map(|o| (o.used_pct, o.free_runs)),
+            Some((60, 1))
+        );
     }
 
     #[test]

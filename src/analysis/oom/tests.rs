@@ -89,6 +89,26 @@ jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while tr
 }
 
 #[test]
+fn jax_0_11_header_occupancy_and_error_are_one_jax_failure() {
+    let log = include_str!("../../../tests/fixtures/logs/jax-pool-limit.log");
+    let out = parse_all(log.as_bytes());
+    assert_eq!(out.len(), 1, "{out:#?}");
+    let f = &out[0];
+    assert_eq!((f.line, f.dialect), (2, Dialect::Jax));
+    assert_eq!(f.allocator, Some(Allocator::Bfc));
+    let n = &f.numbers;
+    assert_eq!(n.request, Some(Size::exact(1_200_000_000)));
+    assert_eq!(n.device, Some(0));
+    assert_eq!(n.op.as_deref(), Some("jit_broadcast_in_dim"));
+    let o = n.occupancy.unwrap();
+    assert_eq!((o.used_pct, o.free_pct, o.free_runs), (71, 29, 1));
+    let alone = log.lines().last().unwrap();
+    let out = parse_all(alone.as_bytes());
+    assert_eq!(out[0].numbers.request, parse_human("1.12GiB"));
+    assert_eq!(out[0].dialect, Dialect::Jax);
+}
+
+#[test]
 fn pytorch_repeated_is_one_and_two_different_are_two() {
     let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.00 GiB is free.";
     let log = format!("{m}\nduring handling\n[rank0]: {m}\n");

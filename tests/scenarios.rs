@@ -1,0 +1,249 @@
+//! Scenarios from real hardware: the OOM logs captured on an H100 (torch 2.11, jax 0.11.2,
+//! cupy 14.2) through `gpumon explain`, and the demo recording replayed sample by sample through
+//! `State::update`, checking classes, confidence, numbers and remedies.
+
+use std::path::PathBuf;
+
+use gpumon::analysis::explain::{Format, explain};
+use gpumon::analysis::{Alert, Level};
+use gpumon::model::{Config, Msg, State};
+use gpumon::snapshot::{Snapshot, text};
+use gpumon::source::replay::ReplaySource;
+use serde_json::Value;
+
+const GIB: f64 = (1u64 << 30) as f64;
+const MIB: u64 = 1 << 20;
+
+fn log(name: &str) -> PathBuf {
+    PathBuf::from(format!("tests/fixtures/logs/{name}.log"))
+}
+
+/// The one failure `explain` finds in a real log, as JSON.
+fn explained(name: &str) -> Value {
+    let out = explain(&[log(name)], Format::Json).unwrap();
+    let mut v: Value = serde_json::from_str(&out).unwrap();
+    let failures = v["failures"].as_array_mut().unwrap();
+    assert_eq!(failures.len(), 1, "{name}: {failures:#?}");
+    failures.remove(0)
+}
+
+fn bytes(v: &Value, field: &str) -> u64 {
+    v["numbers"][field]["bytes"].as_u64().unwrap()
+}
+
+/// A printed size in GiB, to two decimals as the message printed it.
+fn gib(b: u64) -> String {
+    format!("{:.2}", b as f64 / GIB)
+}
+
+fn head(v: &Value) -> (&str, &str, &str) {
+    (
+        v["source"].as_str().unwrap(),
+        v["class"].as_str().unwrap(),
+        v["confidence"].as_str().unwrap(),
+    )
+}
+
+fn remedy(v: &Value) -> &str {
+    v["remedy"].as_str().unwrap()
+}
+
+#[test]
+fn torch_fragmentation() {
+    for (name, cached) in [("torch-fill-frag", "2.87"), ("demo-train-frag", "4.93")] {
+        let v = explained(name);
+        assert_eq!(head(&v), ("pytorch", "fragmentation", "certain"), "{name}");
+        assert_eq!(bytes(&v, "request"), 512 * MIB);
+        assert_eq!(gib(bytes(&v, "cached")), cached);
+        assert!(
+            remedy(&v).starts_with("Set PYTORCH_ALLOC_CONF=expandable_segments:True"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn torch_device_full_names_the_other_processes() {
+    let v = explained("torch-device-full");
+    assert_eq!(head(&v), ("pytorch", "device-full", "certain"));
+    assert_eq!(gib(bytes(&v, "request")), "3.49");
+    assert_eq!(gib(bytes(&v, "free")), "1.74");
+    assert_eq!(
+        remedy(&v),
+        "Free or move the other processes on this GPU: pid 545 (75.17 GiB)."
+    );
+
+    let v = explained("demo-finetune-full");
+    assert_eq!(head(&v), ("pytorch", "device-full", "certain"));
+    assert_eq!(gib(bytes(&v, "request")), "9.06");
+    assert_eq!(gib(bytes(&v, "free")), "4.53");
+    assert_eq!(
+        remedy(&v),
+        "Free or move the other processes on this GPU: pid 414 (59.99 GiB), pid 571 (6.60 GiB), \
+         pid 551 (3.01 GiB)."
+    );
+}
+
+#[test]
+fn cupy_pool_limit() {
+    let v = explained("cupy-pool-limit");
+    assert_eq!(head(&v), ("cupy", "pool-limit", "certain"));
+    assert_eq!(bytes(&v, "request"), 805_306_368);
+    assert_eq!(bytes(&v, "pool"), 512 * MIB);
+    assert_eq!(bytes(&v, "pool_limit"), 1024 * MIB);
+    assert!(remedy(&v).starts_with("Raise CUPY_GPU_MEMORY_LIMIT"));
+}
+
+#[test]
+fn jax_0_11_pool_limit_is_one_jax_failure() {
+    let v = explained("jax-pool-limit");
+    assert_eq!(head(&v), ("jax", "pool-limit", "likely"));
+    assert_eq!(v["line"], 2);
+    assert_eq!(v["allocator"], "bfc");
+    assert_eq!(bytes(&v, "request"), 1_200_000_000);
+    assert_eq!(v["numbers"]["device"], 0);
+    assert_eq!(v["numbers"]["op"], "jit_broadcast_in_dim");
+    let o = &v["numbers"]["occupancy"];
+    assert_eq!(
+        (o["used_pct"].as_u64(), o["free_runs"].as_u64()),
+        (Some(71), Some(1))
+    );
+    assert!(remedy(&v).starts_with("Raise XLA_CLIENT_MEM_FRACTION"));
+}
+
+#[test]
+fn explain_text_of_the_real_logs() {
+    let names = [
+        "torch-fill-frag",
+        "torch-device-full",
+        "cupy-pool-limit",
+        "jax-pool-limit",
+        "demo-train-frag",
+        "demo-finetune-full",
+    ];
+    let paths: Vec<PathBuf> = names.iter().map(|n| log(n)).collect();
+    let out = explain(&paths, Format::Text).unwrap();
+    for l in out.lines() {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    insta::assert_snapshot!("explain_real_logs", out);
+}
+
+/// The demo recording replayed through `State`, one sample at a time.
+fn demo() -> State {
+    let source = ReplaySource::demo().unwrap();
+    let mut state = State::new(Config {
+        interval_ms: source.header().interval_ms,
+        history_ms: 600_000,
+        ascii: false,
+        color: false,
+        replay_speed: None,
+    });
+    state.update(Msg::Started(source.header().machine.clone()));
+    for s in source.samples() {
+        state.update(Msg::Sample(s.clone()));
+    }
+    state
+}
+
+fn alert<'a>(state: &'a State, class: &str, pid: u32) -> &'a Alert {
+    state
+        .alerts
+        .iter()
+        .find(|a| a.class == class && a.pid == Some(pid))
+        .unwrap_or_else(|| panic!("no {class} alert for pid {pid}: {:#?}", state.alerts))
+}
+
+#[test]
+fn demo_recording_raises_the_real_alerts() {
+    let state = demo();
+    let h100 = "GPU-e91a5d01-eed0-4321-a3ac-2714a59b27b8";
+
+    let jax = alert(&state, "preallocation", 414);
+    assert_eq!(jax.level, Level::Suspected);
+    assert_eq!(jax.title, "pid 414 jax preallocated 75% of GPU0");
+    assert!(
+        jax.remedy
+            .as_deref()
+            .unwrap()
+            .contains("XLA_PYTHON_CLIENT_PREALLOCATE=false")
+    );
+
+    let frag = alert(&state, "fragmentation", 610);
+    assert_eq!(frag.level, Level::Failure);
+    assert_eq!(frag.confidence.as_deref(), Some("certain"));
+    assert_eq!(frag.gpu_uuid.as_deref(), Some(h100));
+    assert_eq!(
+        frag.title,
+        "pid 610 PyTorch OOM: fragmentation, asked 512.00 MiB, 4.93 GiB stranded in the cache"
+    );
+    for e in [
+        "asked 512.00 MiB",
+        "4.93 GiB reserved by PyTorch but unallocated",
+        "the GPU itself had 93.44 MiB free",
+        "the process held 9.47 GiB",
+        "/tmp/demo/train.log line 2",
+    ] {
+        assert!(
+            frag.evidence.contains(&e.to_string()),
+            "{e}: {:?}",
+            frag.evidence
+        );
+    }
+    assert!(
+        frag.remedy
+            .as_deref()
+            .unwrap()
+            .contains("expandable_segments:True")
+    );
+
+    let full = alert(&state, "device-full", 633);
+    assert_eq!(full.confidence.as_deref(), Some("certain"));
+    assert_eq!(full.gpu_uuid.as_deref(), Some(h100));
+    assert_eq!(
+        full.title,
+        "pid 633 PyTorch OOM: device-full, asked 9.06 GiB, 4.53 GiB free"
+    );
+    let others = "pid 414 python3 jax_oom.py (59.99 GiB), pid 571 python3 torch_frag.py \
+                  (6.60 GiB), pid 551 python3 cupy_oom.py (3.01 GiB)";
+    assert!(
+        full.evidence
+            .contains(&format!("also on the GPU: {others}")),
+        "{:?}",
+        full.evidence
+    );
+    assert!(
+        full.evidence
+            .contains(&"4.53 GiB free of 79.18 GiB".to_string())
+    );
+    assert_eq!(
+        full.remedy.as_deref(),
+        Some(format!("Free or move the other processes on this GPU: {others}.").as_str())
+    );
+    assert_eq!(
+        state
+            .alerts
+            .iter()
+            .filter(|a| a.level == Level::Failure)
+            .count(),
+        2,
+        "the two real OOMs, once each"
+    );
+}
+
+#[test]
+fn demo_failure_alerts_read_well_at_80_columns() {
+    let state = demo();
+    let now = state.last_sample_ms.unwrap();
+    let out = text::render(&Snapshot::from_state(&state, now));
+    let alerts: String = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Alerts"))
+        .take_while(|l| !l.contains("suspected"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for l in alerts.lines() {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    insta::assert_snapshot!("demo_failure_alerts", alerts);
+}
