@@ -2,10 +2,12 @@
 //! (class, pid or GPU): preallocation, a growth step larger than what is free, a GPU filling up,
 //! and a process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
 
+use std::cell::OnceCell;
+
 use crate::analysis::oom::sizes::human;
 use crate::analysis::{Alert, Level};
 use crate::model::units::{duration_ms, rate};
-use crate::model::{GpuTrack, ProcessTrack, Ring, State};
+use crate::model::{GpuTrack, ProcessTrack, State, processes_on};
 use crate::source::Framework;
 
 /// A process that takes this share of a GPU (per mille) at start has preallocated.
@@ -23,36 +25,80 @@ const EXIT_AFTER_STEP_MS: u64 = 60_000;
 
 pub fn scan(state: &State, at_ms: u64) -> Vec<Alert> {
     let mut out: Vec<Alert> = Vec::new();
-    let raised = |out: &[Alert], class: &str, pid: Option<u32>, gpu: &str| {
-        state
-            .alerts
-            .iter()
-            .chain(out)
-            .any(|a| a.class == class && a.pid == pid && a.gpu_uuid.as_deref() == Some(gpu))
+    // The alerts by pid, indexed the first time a check asks (a check asks only when it would
+    // fire): a process's earlier alerts are found without a walk through all of them.
+    let index: OnceCell<Vec<(Option<u32>, &Alert)>> = OnceCell::new();
+    let alerts_of = |pid: Option<u32>| {
+        let index = index.get_or_init(|| {
+            let mut v: Vec<(Option<u32>, &Alert)> =
+                state.alerts.iter().map(|a| (a.pid, a)).collect();
+            v.sort_by_key(|(p, _)| *p);
+            v
+        });
+        let from = index.partition_point(|(p, _)| *p < pid);
+        let to = index.partition_point(|(p, _)| *p <= pid);
+        index[from..to].iter().map(|(_, a)| *a)
     };
-    for t in state.processes.values() {
-        let Some(g) = state.gpus.get(&t.sample.gpu_uuid) else {
-            continue;
-        };
+    let same = |a: &Alert, class: &str, pid: Option<u32>, gpu: &str| {
+        a.pid == pid && a.class == class && a.gpu_uuid.as_deref() == Some(gpu)
+    };
+    let raised = |out: &[Alert], class: &str, pid: Option<u32>, gpu: &str| {
+        alerts_of(pid).any(|a| same(a, class, pid, gpu))
+            || out.iter().any(|a| same(a, class, pid, gpu))
+    };
+    let logged = |pid: u32| alerts_of(Some(pid)).any(|a| a.level == Level::Failure);
+    // Each check decides on numbers first and asks whether the alert is new only when it would
+    // fire, then writes its text only for a new alert.
+    // GPUs and processes are both ordered by UUID first: going GPU by GPU through each one's
+    // processes visits them in the map's order, skipping processes of GPUs never sampled.
+    let on_gpus = state
+        .gpus
+        .values()
+        .flat_map(|g| processes_on(&state.processes, &g.sample.uuid).map(move |t| (t, g)));
+    for (t, g) in on_gpus {
         let pid = Some(t.sample.pid);
         let gpu = g.sample.uuid.as_str();
-        let checks = [
-            ("preallocation", preallocation(t, g)),
-            ("growth-step", growth_step(t, g)),
-            ("exit-no-log", exit_no_log(state, t, g)),
-        ];
-        for (class, found) in checks {
-            if let Some((title, evidence, remedy)) = found
-                && !raised(&out, class, pid, gpu)
-            {
-                out.push(alert(at_ms, class, pid, gpu, title, evidence, remedy));
-            }
+        let found = preallocation(t, g, &|| !raised(&out, "preallocation", pid, gpu));
+        if let Some((title, evidence, remedy)) = found {
+            out.push(alert(
+                at_ms,
+                "preallocation",
+                pid,
+                gpu,
+                title,
+                evidence,
+                remedy,
+            ));
+        }
+        let found = growth_step(t, g, &|| !raised(&out, "growth-step", pid, gpu));
+        if let Some((title, evidence, remedy)) = found {
+            out.push(alert(
+                at_ms,
+                "growth-step",
+                pid,
+                gpu,
+                title,
+                evidence,
+                remedy,
+            ));
+        }
+        let found = exit_no_log(t, g, &logged, &|| !raised(&out, "exit-no-log", pid, gpu));
+        if let Some((title, evidence, remedy)) = found {
+            out.push(alert(
+                at_ms,
+                "exit-no-log",
+                pid,
+                gpu,
+                title,
+                evidence,
+                remedy,
+            ));
         }
     }
     for g in state.gpus.values() {
         let gpu = g.sample.uuid.as_str();
-        if let Some((title, evidence, remedy)) = time_to_full(state, g)
-            && !raised(&out, "time-to-full", None, gpu)
+        if let Some((title, evidence, remedy)) =
+            time_to_full(state, g, &|| !raised(&out, "time-to-full", None, gpu))
         {
             out.push(alert(
                 at_ms,
@@ -96,16 +142,10 @@ fn total(g: &GpuTrack) -> Option<u64> {
     g.sample.memory.value().map(|m| m.total).filter(|t| *t > 0)
 }
 
-/// Consecutive readings' increases, with the time of the later one.
-fn steps(h: &Ring) -> impl Iterator<Item = (u64, u64)> + '_ {
-    let vals: Vec<(u64, u64)> = h.iter().filter_map(|p| Some((p.at_ms, p.value?))).collect();
-    (1..vals.len()).filter_map(move |i| {
-        let d = vals[i].1.checked_sub(vals[i - 1].1)?;
-        (d > 0).then_some((vals[i].0, d))
-    })
-}
+/// Whether the finding is new (not raised before): asked only once the numbers say it fires.
+type IsNew<'a> = &'a dyn Fn() -> bool;
 
-fn preallocation(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
+fn preallocation(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     if t.exited_ms.is_some() {
         return None;
     }
@@ -129,13 +169,17 @@ fn preallocation(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
     };
     let total = total(g)?;
     let threshold = total / 1000 * PREALLOC_PERMILLE;
+    // In time order, a reading past the first seconds ends the search: any later one is too late.
+    let until = t.first_seen_ms.saturating_add(PREALLOC_WITHIN_MS);
+    let ordered = t.history.in_time_order();
     let p = t
         .history
         .iter()
+        .take_while(|p| !ordered || p.at_ms <= until)
         .find(|p| p.value.is_some_and(|v| v >= threshold))?;
     let took = p.value?;
     let after = p.at_ms.saturating_sub(t.first_seen_ms);
-    if after > PREALLOC_WITHIN_MS {
+    if after > PREALLOC_WITHIN_MS || !is_new() {
         return None;
     }
     let share = took.saturating_mul(100) / total;
@@ -177,13 +221,13 @@ fn preallocation(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
     ))
 }
 
-fn growth_step(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
+fn growth_step(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     if t.exited_ms.is_some() {
         return None;
     }
     let free = g.sample.memory.value()?.free;
-    let (_, step) = steps(&t.history).max_by_key(|(_, d)| *d)?;
-    if step < MIN_STEP || step <= free {
+    let step = t.history.largest_step()?;
+    if step < MIN_STEP || step <= free || !is_new() {
         return None;
     }
     Some((
@@ -203,31 +247,28 @@ fn growth_step(t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
     ))
 }
 
-fn exit_no_log(state: &State, t: &ProcessTrack, g: &GpuTrack) -> Option<Finding> {
+/// `logged`: whether a failure was read from a log for this pid.
+fn exit_no_log(
+    t: &ProcessTrack,
+    g: &GpuTrack,
+    logged: &dyn Fn(u32) -> bool,
+    is_new: IsNew,
+) -> Option<Finding> {
     let exited = t.exited_ms?;
-    let logged = state
-        .alerts
-        .iter()
-        .any(|a| a.level == Level::Failure && a.pid == Some(t.sample.pid));
-    if logged {
-        return None;
-    }
-    let (step_at, step) = steps(&t.history).last()?;
+    let (step_at, step) = t.history.latest_step()?;
     if step < MIN_STEP || t.last_seen_ms.saturating_sub(step_at) > EXIT_AFTER_STEP_MS {
         return None;
     }
     let m = g.sample.memory.value()?;
-    let used = g
-        .used
-        .iter()
-        .rev()
-        .find(|p| p.at_ms <= t.last_seen_ms)
-        .and_then(|p| p.value)?;
+    let used = g.used.last_at_or_before(t.last_seen_ms)?.value?;
     let free = m
         .total
         .saturating_sub(used)
         .saturating_sub(m.reserved.get().unwrap_or(0));
     if free >= step {
+        return None;
+    }
+    if logged(t.sample.pid) || !is_new() {
         return None;
     }
     Some((
@@ -254,7 +295,7 @@ fn exit_no_log(state: &State, t: &ProcessTrack, g: &GpuTrack) -> Option<Finding>
     ))
 }
 
-fn time_to_full(state: &State, g: &GpuTrack) -> Option<Finding> {
+fn time_to_full(state: &State, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     let free = g.sample.memory.value()?.free;
     let last = g.used.last()?.at_ms;
     let oldest = g
@@ -276,7 +317,7 @@ fn time_to_full(state: &State, g: &GpuTrack) -> Option<Finding> {
         clippy::cast_sign_loss
     )]
     let eta_ms = (free as f64 / per_s * 1000.0) as u64;
-    if eta_ms >= FULL_WITHIN_MS {
+    if eta_ms >= FULL_WITHIN_MS || !is_new() {
         return None;
     }
     let fastest = state

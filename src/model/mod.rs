@@ -264,7 +264,7 @@ impl State {
     /// GPUs in NVML index order.
     pub fn gpus_in_order(&self) -> Vec<&GpuTrack> {
         let mut v: Vec<&GpuTrack> = self.gpus.values().collect();
-        v.sort_by_key(|g| (g.sample.index, g.sample.uuid.clone()));
+        v.sort_by(|a, b| (a.sample.index, &a.sample.uuid).cmp(&(b.sample.index, &b.sample.uuid)));
         v
     }
 
@@ -330,13 +330,23 @@ impl State {
             track.sample = g;
         }
 
-        for p in s.processes {
-            let key = ProcKey::of(&p);
-            let track = self
-                .processes
-                .entry(key)
-                .or_insert_with(|| ProcessTrack::new(&p, at, cap));
-            track.observe(p, at);
+        for mut p in s.processes {
+            // Look the process up with a key that borrows the sample's UUID (no copy of it for
+            // a process already tracked), then hand the UUID back.
+            let key = ProcKey {
+                gpu_uuid: std::mem::take(&mut p.gpu_uuid),
+                pid: p.pid,
+                start_time: p.start_time.get(),
+            };
+            if let Some(track) = self.processes.get_mut(&key) {
+                p.gpu_uuid = key.gpu_uuid;
+                track.observe(p, at);
+            } else {
+                p.gpu_uuid.clone_from(&key.gpu_uuid);
+                let mut track = ProcessTrack::new(&p, at, cap);
+                track.observe(p, at);
+                self.processes.insert(key, track);
+            }
         }
         for t in self.processes.values_mut() {
             if t.last_seen_ms < at && t.exited_ms.is_none() {
@@ -349,9 +359,7 @@ impl State {
         });
 
         for track in self.gpus.values_mut() {
-            let (sum, unknown) = self
-                .processes
-                .values()
+            let (sum, unknown) = processes_on(&self.processes, &track.sample.uuid)
                 .filter(|t| t.exited_ms.is_none() && t.sample.gpu_uuid == track.sample.uuid)
                 .fold((0u64, 0usize), |(sum, n), t| {
                     match t.sample.device_memory.get() {
@@ -430,7 +438,15 @@ impl State {
             .selected
             .as_ref()
             .and_then(|k| self.rows.iter().position(|r| r == k));
-        self.rows = rows.into_iter().map(|t| t.key.clone()).collect();
+        // Reuse the previous rows' keys (and their UUID strings): no allocation per row per tick.
+        self.rows.truncate(rows.len());
+        for (row, t) in self.rows.iter_mut().zip(&rows) {
+            row.gpu_uuid.clone_from(&t.key.gpu_uuid);
+            row.pid = t.key.pid;
+            row.start_time = t.key.start_time;
+        }
+        let kept = self.rows.len();
+        self.rows.extend(rows[kept..].iter().map(|t| t.key.clone()));
         let still_there = self
             .selected
             .as_ref()
@@ -551,6 +567,22 @@ impl State {
     pub fn gpu(&self, uuid: &str) -> Option<&GpuTrack> {
         self.gpus.get(uuid)
     }
+}
+
+/// The processes tracked on GPU `uuid`, in key order: processes are keyed by GPU first, so a
+/// GPU's are one range of the map (no scan of the others).
+pub fn processes_on<'a>(
+    processes: &'a BTreeMap<ProcKey, ProcessTrack>,
+    uuid: &str,
+) -> impl Iterator<Item = &'a ProcessTrack> + 'a {
+    let key = |pid, start_time| ProcKey {
+        gpu_uuid: uuid.to_string(),
+        pid,
+        start_time,
+    };
+    processes
+        .range(key(0, None)..=key(u32::MAX, Some(u64::MAX)))
+        .map(|(_, t)| t)
 }
 
 /// `Reading<u64>` helper for views: the value or the reason.

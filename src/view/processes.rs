@@ -218,23 +218,37 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         );
         return;
     }
-    let rows = state
+    let tracks: Vec<&ProcessTrack> = state
         .rows
         .iter()
         .filter_map(|k| state.processes.get(k))
+        .collect();
+    let selected = state
+        .selected
+        .as_ref()
+        .and_then(|k| state.rows.iter().position(|r| r == k));
+    // Only the rows on screen are built (formatting every process's cells each frame cost
+    // more than the rest of the frame together).
+    let shown = on_screen(tracks.len(), selected, inner.height.saturating_sub(1));
+    let rows = tracks[shown.clone()]
+        .iter()
         .map(|t| Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width))));
     let table = Table::new(rows, cols.iter().map(|c| width_of(*c)))
         .header(header)
         .row_highlight_style(theme.selected)
         .highlight_symbol("> ")
         .highlight_spacing(HighlightSpacing::Always);
-    let mut table_state = TableState::new().with_selected(
-        state
-            .selected
-            .as_ref()
-            .and_then(|k| state.rows.iter().position(|r| r == k)),
-    );
+    let mut table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
     frame.render_stateful_widget(table, inner, &mut table_state);
+}
+
+/// The rows a `Table` of `len` one-line rows shows in `height` lines, scrolled from the top just
+/// enough to show the `selected` one (what `Table` itself does with a fresh `TableState`).
+fn on_screen(len: usize, selected: Option<usize>, height: u16) -> std::ops::Range<usize> {
+    let height = usize::from(height).max(1);
+    let selected = selected.map_or(0, |s| s.min(len.saturating_sub(1)));
+    let start = (selected + 1).saturating_sub(height);
+    start..len.min(start + height)
 }
 
 fn width_of(c: Col) -> Constraint {
@@ -256,5 +270,48 @@ mod tests {
         let at80 = visible(78);
         assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
         assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
+    }
+
+    /// Rendering only `on_screen` rows draws what the table draws with all of them.
+    #[test]
+    fn the_rows_on_screen_are_the_rows_the_table_shows() {
+        use ratatui::buffer::Buffer;
+        use ratatui::widgets::StatefulWidget;
+        let draw = |rows: &[usize], selected: Option<usize>, height: u16| {
+            let area = Rect::new(0, 0, 12, height);
+            let mut buf = Buffer::empty(area);
+            let table = Table::new(
+                rows.iter().map(|i| Row::new([Cell::from(i.to_string())])),
+                [Constraint::Fill(1)],
+            )
+            .header(Row::new(["head"]))
+            .highlight_symbol("> ")
+            .highlight_spacing(HighlightSpacing::Always);
+            StatefulWidget::render(
+                table,
+                area,
+                &mut buf,
+                &mut TableState::new().with_selected(selected),
+            );
+            buf
+        };
+        for len in 0..12 {
+            let all: Vec<usize> = (0..len).collect();
+            for height in 0u16..8 {
+                for selected in std::iter::once(None).chain((0..len).map(Some)) {
+                    let shown = on_screen(len, selected, height.saturating_sub(1));
+                    let part = draw(
+                        &all[shown.clone()],
+                        selected.map(|s| s - shown.start),
+                        height,
+                    );
+                    assert_eq!(
+                        part,
+                        draw(&all, selected, height),
+                        "{len} {height} {selected:?}"
+                    );
+                }
+            }
+        }
     }
 }

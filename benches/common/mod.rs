@@ -1,0 +1,77 @@
+//! Inputs shared by the benchmarks: scripted samples of `gpus` GPUs and `procs` processes in all
+//! (spread round-robin over the GPUs), and states warmed up to a full history window.
+#![allow(dead_code)]
+
+use gpumon::model::{Config, Msg, State};
+use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
+use gpumon::source::{Framework, Sample};
+
+/// 2025-11-22 12:01:40 UTC.
+pub const T0: u64 = 1_763_812_900_000;
+/// The sizes benchmarked: (GPUs, processes in all).
+pub const SIZES: [(u32, u32); 3] = [(1, 10), (8, 100), (8, 500)];
+
+/// The defaults of the command line: one sample a second, ten minutes of history.
+pub fn config() -> Config {
+    Config {
+        interval_ms: 1000,
+        history_ms: 600_000,
+        ascii: false,
+        color: true,
+        replay_speed: None,
+    }
+}
+
+const FRAMEWORKS: [Framework; 5] = [
+    Framework::Pytorch,
+    Framework::Jax,
+    Framework::Tensorflow,
+    Framework::Cupy,
+    Framework::Other,
+];
+
+/// Tick `k`: every process's device memory moves a little each tick. With `churn`, every
+/// process is new at every tick (PIDs never repeat).
+pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
+    let total = 80 * GIB;
+    let per_gpu = u64::from(procs.div_ceil(gpus).max(1));
+    let share = total / 2 / per_gpu;
+    let gs: Vec<_> = (0..gpus)
+        .map(|i| gpu(i, total, total / 2 + (k % 7) * MIB, GIB / 2))
+        .collect();
+    let base = if churn {
+        1000 + u32::try_from(k).unwrap() * procs
+    } else {
+        1000
+    };
+    let processes = (0..procs)
+        .map(|i| {
+            let g = &gs[(i % gpus) as usize];
+            let fw = FRAMEWORKS[(i % 5) as usize];
+            let device = share / 2 + (k + u64::from(i)) % 11 * MIB;
+            process(
+                base + i,
+                g,
+                device,
+                fw,
+                "python train.py --epochs 100 --batch-size 64",
+            )
+        })
+        .collect();
+    Sample {
+        at_ms: T0 + k * 1000,
+        gpus: gs,
+        processes,
+        failures: Vec::new(),
+    }
+}
+
+/// A state fed `ticks` samples (a full ten-minute window with 600).
+pub fn warm_state(gpus: u32, procs: u32, ticks: u64, churn: bool) -> State {
+    let mut state = State::new(config());
+    state.update(Msg::Started(machine()));
+    for k in 0..ticks {
+        state.update(Msg::Sample(sample(gpus, procs, k, churn)));
+    }
+    state
+}

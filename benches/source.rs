@@ -1,0 +1,122 @@
+//! Source-side conversions: joining the driver's process list with /proc's facts (the live
+//! source without its readers), and a sample's JSON encode/decode (recordings, replay, demo).
+//!
+//! `cargo bench --bench source -- --warm-up-time 1 --measurement-time 3`
+
+mod common;
+
+use std::collections::HashMap;
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use gpumon::logs::LogWatch;
+use gpumon::source::live::LiveSource;
+use gpumon::source::{
+    GpuProcess, GpuReader, GpuReadout, HostProcess, HostReader, MachineInfo, Sample, Source,
+    SourceError,
+};
+
+use common::{SIZES, sample};
+
+/// Hands out the same driver readout every tick.
+struct FakeGpu(GpuReadout);
+
+impl GpuReader for FakeGpu {
+    fn versions(&mut self) -> Result<MachineInfo, SourceError> {
+        Ok(gpumon::source::scripted::build::machine())
+    }
+    fn read(&mut self) -> Result<GpuReadout, SourceError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Knows every PID of the readout.
+struct FakeHost(HashMap<u32, HostProcess>);
+
+impl HostReader for FakeHost {
+    fn host(&mut self) -> (String, Option<String>) {
+        ("gpu-07".into(), None)
+    }
+    fn lookup(&mut self, pids: &[u32]) -> HashMap<u32, HostProcess> {
+        pids.iter()
+            .filter_map(|p| Some((*p, self.0.get(p)?.clone())))
+            .collect()
+    }
+}
+
+fn live_parts(s: &Sample) -> (FakeGpu, FakeHost) {
+    let readout = GpuReadout {
+        gpus: s.gpus.clone(),
+        processes: s
+            .processes
+            .iter()
+            .map(|p| GpuProcess {
+                pid: p.pid,
+                gpu_uuid: p.gpu_uuid.clone(),
+                kind: p.kind,
+                device_memory: p.device_memory.clone(),
+            })
+            .collect(),
+    };
+    let host = s
+        .processes
+        .iter()
+        .map(|p| {
+            let h = HostProcess {
+                start_time: p.start_time.clone(),
+                user: p.user.clone(),
+                command: p.command.clone(),
+                vms: p.vms.clone(),
+                rss: p.rss.clone(),
+                framework: p.framework.clone(),
+                settings: p.settings.clone(),
+            };
+            (p.pid, h)
+        })
+        .collect();
+    (FakeGpu(readout), FakeHost(host))
+}
+
+fn live(c: &mut Criterion) {
+    let mut group = c.benchmark_group("live_sample");
+    for (gpus, procs) in SIZES {
+        let (g, h) = live_parts(&sample(gpus, procs, 0, false));
+        let mut source = LiveSource::new(g, h, LogWatch::default());
+        source.sample().unwrap();
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter(|| black_box(source.sample().unwrap()));
+            },
+        );
+    }
+    group.finish();
+}
+
+fn json(c: &mut Criterion) {
+    let mut enc = c.benchmark_group("json_encode");
+    for (gpus, procs) in SIZES {
+        let s = sample(gpus, procs, 0, false);
+        enc.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter(|| black_box(serde_json::to_vec(black_box(&s)).unwrap()));
+            },
+        );
+    }
+    enc.finish();
+    let mut dec = c.benchmark_group("json_decode");
+    for (gpus, procs) in SIZES {
+        let line = serde_json::to_vec(&sample(gpus, procs, 0, false)).unwrap();
+        dec.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter(|| black_box(serde_json::from_slice::<Sample>(black_box(&line)).unwrap()));
+            },
+        );
+    }
+    dec.finish();
+}
+
+criterion_group!(benches, live, json);
+criterion_main!(benches);

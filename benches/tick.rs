@@ -1,0 +1,114 @@
+//! Cost of one tick: `State::update` with one sample, `view::render` into a 120x40 `TestBackend`,
+//! and both together, at 1x10, 8x100 and 8x500 (GPUs x processes in all), with a full ten-minute
+//! history; and update under PID churn (every process replaced every tick).
+//!
+//! `cargo bench --bench tick -- --warm-up-time 1 --measurement-time 3`
+
+mod common;
+
+use std::hint::black_box;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use gpumon::model::Msg;
+use gpumon::view;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use common::{SIZES, sample, warm_state};
+
+/// Ticks of history before measuring: a full window.
+const WARM: u64 = 600;
+
+fn update(c: &mut Criterion) {
+    let mut group = c.benchmark_group("update");
+    for (gpus, procs) in SIZES {
+        let mut state = warm_state(gpus, procs, WARM, false);
+        let mut k = WARM;
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter_batched(
+                    || {
+                        k += 1;
+                        sample(gpus, procs, k, false)
+                    },
+                    |s| state.update(Msg::Sample(s)),
+                    BatchSize::SmallInput,
+                );
+            },
+        );
+    }
+    group.finish();
+}
+
+fn churn(c: &mut Criterion) {
+    let mut group = c.benchmark_group("update_churn");
+    for (gpus, procs) in SIZES {
+        // Exited processes stay for the grace period: warm up past it.
+        let mut state = warm_state(gpus, procs, 120, true);
+        let mut k = 120;
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter_batched(
+                    || {
+                        k += 1;
+                        sample(gpus, procs, k, true)
+                    },
+                    |s| state.update(Msg::Sample(s)),
+                    BatchSize::SmallInput,
+                );
+            },
+        );
+    }
+    group.finish();
+}
+
+fn render(c: &mut Criterion) {
+    let mut group = c.benchmark_group("render");
+    for (gpus, procs) in SIZES {
+        let state = warm_state(gpus, procs, WARM, false);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter(|| {
+                    terminal
+                        .draw(|f| view::render(f, black_box(&state)))
+                        .unwrap();
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
+/// Update then render, as the app loop does for each sample (building the sample is excluded).
+fn tick(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tick");
+    for (gpus, procs) in SIZES {
+        let mut state = warm_state(gpus, procs, WARM, false);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let mut k = WARM;
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter_batched(
+                    || {
+                        k += 1;
+                        sample(gpus, procs, k, false)
+                    },
+                    |s| {
+                        state.update(Msg::Sample(s));
+                        terminal.draw(|f| view::render(f, &state)).unwrap();
+                    },
+                    BatchSize::SmallInput,
+                );
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, update, churn, render, tick);
+criterion_main!(benches);

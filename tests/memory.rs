@@ -1,0 +1,107 @@
+//! Memory stays bounded over a long run with PID churn: 24 hours of one-second samples in which
+//! 100,000 distinct processes come and go (each lives a few seconds, grows in large steps on a
+//! nearly full GPU, so alerts are raised for every one of them).
+//!
+//! The budget (see `gpumon::model::history`): a ring holds at most `Config::ring_capacity()`
+//! points (`history / interval + 1`, 601 with the defaults) of 24 bytes, and never allocates room
+//! for more; one ring per GPU and one per tracked process. Tracked processes are the ones listed
+//! in the latest sample plus those that exited less than `EXITED_GRACE_MS` ago; alerts are capped
+//! at `MAX_ALERTS`.
+
+use gpumon::model::{Config, EXITED_GRACE_MS, MAX_ALERTS, Msg, State};
+use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
+use gpumon::source::{Framework, Sample};
+
+const T0: u64 = 1_763_812_900_000;
+const TICKS: u64 = 24 * 3600;
+const PIDS: u64 = 100_000;
+/// Seconds each churning process lives.
+const LIFE: u64 = 7;
+
+/// The churning processes that start at tick `k`: PIDs spread evenly over the day.
+fn born(k: u64) -> std::ops::Range<u64> {
+    k * PIDS / TICKS..(k + 1) * PIDS / TICKS
+}
+
+#[test]
+fn a_day_of_pid_churn_stays_within_the_ring_budget() {
+    let config = Config {
+        interval_ms: 1000,
+        history_ms: 600_000,
+        ascii: false,
+        color: false,
+        replay_speed: None,
+    };
+    let cap = config.ring_capacity();
+    assert_eq!(cap, 601);
+    let mut state = State::new(config);
+    state.update(Msg::Started(machine()));
+    let total = 80 * GIB;
+    let mut distinct = 0;
+    let mut most_alive = 0;
+    for k in 0..TICKS {
+        let g = gpu(0, total, total - GIB, GIB / 2);
+        // One process lives all day; the others churn.
+        let mut processes = vec![process(
+            1,
+            &g,
+            GIB + k % 10 * MIB,
+            Framework::Pytorch,
+            "python serve.py",
+        )];
+        let first = born(k.saturating_sub(LIFE - 1)).start;
+        for n in first..born(k).end {
+            let age = k - (n * TICKS / PIDS).min(k);
+            let pid = u32::try_from(1000 + n).unwrap();
+            processes.push(process(
+                pid,
+                &g,
+                GIB + age * GIB,
+                Framework::Pytorch,
+                "python job.py",
+            ));
+        }
+        distinct += born(k).count();
+        most_alive = most_alive.max(processes.len());
+        state.update(Msg::Sample(Sample {
+            at_ms: T0 + k * 1000,
+            gpus: vec![g],
+            processes,
+            failures: Vec::new(),
+        }));
+
+        // Listed now, or exited within the grace period (a sample a second).
+        let bound = most_alive + (EXITED_GRACE_MS / 1000 + 1) as usize * born(k).count().max(2);
+        assert!(
+            state.processes.len() <= bound,
+            "tick {k}: {} tracked, budget {bound}",
+            state.processes.len()
+        );
+        assert!(state.rows.len() <= state.processes.len());
+        assert!(state.alerts.len() <= MAX_ALERTS);
+        if k % 600 == 0 || k == TICKS - 1 {
+            for t in state.processes.values() {
+                assert!(t.history.len() <= cap && t.history.allocated() <= cap);
+            }
+            for g in state.gpus.values() {
+                assert!(g.used.len() <= cap && g.used.allocated() <= cap);
+            }
+        }
+    }
+    assert_eq!(distinct, PIDS as usize);
+    // The all-day process and the GPU hold full windows, and no more.
+    let server = state
+        .processes
+        .values()
+        .find(|t| t.sample.pid == 1)
+        .unwrap();
+    assert_eq!(
+        (server.history.len(), server.history.allocated()),
+        (cap, cap)
+    );
+    let g = state.gpus.values().next().unwrap();
+    assert_eq!((g.used.len(), g.used.allocated()), (cap, cap));
+    // Alerts were raised for the churning processes, and the oldest dropped.
+    assert_eq!(state.alerts.len(), MAX_ALERTS);
+    assert!(state.alerts_dropped > 0);
+}
