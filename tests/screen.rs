@@ -340,6 +340,15 @@ fn header_shows_pause_replay_and_staleness() {
         "snapshot written to /tmp/gpumon-snapshot.json".into(),
     ));
     check("paused_stale", &s);
+    let paused = format!("{}", draw(&s, 120, 40).backend());
+    assert!(
+        paused.contains("PAUSED") && !paused.contains("stale"),
+        "frozen on purpose, not stale"
+    );
+    act(&mut s, &[Action::TogglePause]);
+    let resumed = format!("{}", draw(&s, 120, 40).backend());
+    assert!(resumed.contains("stale 12s"), "{resumed}");
+    act(&mut s, &[Action::TogglePause]);
     s.update(Msg::SourceEnded);
     let terminal = draw(&s, 120, 40);
     insta::assert_snapshot!("replay_ended_120x40", terminal.backend());

@@ -20,7 +20,8 @@ pub fn compact(bytes: u64) -> String {
     s.trim_end_matches("iB").trim_end_matches('B').to_string() + if bytes < 1024 { "B" } else { "" }
 }
 
-/// Signed growth rate: "+12M/s", "-3.0G/s", "+0/s".
+/// Signed growth rate in at most three significant digits, so it fits 8 columns:
+/// "+12.5M/s", "+120M/s", "-1.5G/s", "+0/s".
 pub fn rate(bytes_per_s: f64) -> String {
     let sign = if bytes_per_s < 0.0 { "-" } else { "+" };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -28,7 +29,18 @@ pub fn rate(bytes_per_s: f64) -> String {
     if magnitude < 1024 {
         return format!("{sign}0/s");
     }
-    format!("{sign}{}/s", compact(magnitude))
+    let size = compact(magnitude);
+    let size = match size.split_once('.') {
+        // "120.4M" -> "120M": three digits before the point are precise enough.
+        Some((whole, frac)) if whole.len() >= 3 => {
+            format!(
+                "{whole}{}",
+                frac.trim_start_matches(|c: char| c.is_ascii_digit())
+            )
+        }
+        _ => size,
+    };
+    format!("{sign}{size}/s")
 }
 
 /// A duration in whole units: "45s", "12m", "3h", "2d".
@@ -93,6 +105,8 @@ mod tests {
         assert_eq!(rate(12.0 * MIB as f64), "+12M/s");
         assert_eq!(rate(-1.5 * 1024.0 * MIB as f64), "-1.5G/s");
         assert_eq!(rate(3.0), "+0/s");
+        assert_eq!(rate(120.4 * MIB as f64), "+120M/s");
+        assert_eq!(rate(12.5 * MIB as f64), "+12.5M/s");
         assert_eq!(duration_ms(600_000), "10m");
         assert_eq!(kb(25_270_272 * 1024 + 1000), "25270272 kB");
     }

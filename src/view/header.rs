@@ -87,8 +87,12 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     Line::from(spans)
 }
 
-/// How old the last sample is, when more than two intervals old.
+/// How old the last sample is, when more than two intervals old (not while paused: then the
+/// screen is frozen on purpose).
 fn stale_for(state: &State) -> Option<u64> {
+    if state.paused {
+        return None;
+    }
     let age = state.now_ms.checked_sub(state.last_sample_ms?)?;
     (age > 2 * state.config.interval_ms).then_some(age)
 }
