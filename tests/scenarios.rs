@@ -129,9 +129,12 @@ fn explain_text_of_the_real_logs() {
     insta::assert_snapshot!("explain_real_logs", out);
 }
 
-/// The demo recording replayed through `State`, one sample at a time.
+/// A real recording (the first demo, made on an H100 by `scripts/gpu/record_demo.sh`) replayed
+/// through `State`, one sample at a time.
 fn demo() -> State {
-    let source = ReplaySource::demo().unwrap();
+    let path = "tests/fixtures/recordings/h100-oom-session.ndjson";
+    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let source = ReplaySource::read(path, file, false).unwrap();
     let mut state = State::new(Config {
         interval_ms: source.header().interval_ms,
         history_ms: 600_000,
