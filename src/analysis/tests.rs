@@ -191,7 +191,7 @@ fn steady_processes_and_big_vms_raise_nothing() {
 #[test]
 fn growth_step_larger_than_free() {
     let mut s = state();
-    for (t, dev) in [(1, 10), (2, 10), (3, 70), (4, 70)] {
+    for (t, dev) in [(1, 10), (12, 10), (13, 40), (14, 70), (15, 70)] {
         let g = gpu(0, 80 * GIB, (dev + 5) * GIB, GIB / 2);
         let p = process(600, &g, dev * GIB, Framework::Pytorch, "python grow.py");
         s.update(sample(t * 1000, vec![g], vec![p], vec![]));
@@ -202,7 +202,52 @@ fn growth_step_larger_than_free() {
         .filter(|a| a.class == "growth-step")
         .collect();
     assert_eq!(a.len(), 1);
-    assert!(a[0].title.contains("steps of 60.00 GiB"), "{}", a[0].title);
+    assert!(a[0].title.contains("steps of 30.00 GiB"), "{}", a[0].title);
+}
+
+#[test]
+fn start_up_allocations_and_stopped_growth_are_not_growth_steps() {
+    // A pool grabbed at start (as JAX's 59 GiB in the real demo), then another process taking
+    // the rest for a moment: the first process is not "growing in steps".
+    let mut s = state();
+    for t in 1..=80u64 {
+        let other = if t > 70 { 19 * GIB } else { 0 };
+        let g = gpu(0, 80 * GIB, 60 * GIB + other, GIB / 2);
+        let jax = process(677, &g, 60 * GIB, Framework::Jax, "python jax.py");
+        let mut procs = vec![jax];
+        if t > 70 {
+            procs.push(process(
+                873,
+                &g,
+                other,
+                Framework::Pytorch,
+                "python fill.py",
+            ));
+        }
+        s.update(sample(t * 1000, vec![g], procs, vec![]));
+    }
+    assert!(
+        !s.alerts.iter().any(|a| a.class == "growth-step"),
+        "{:?}",
+        s.alerts
+    );
+}
+
+#[test]
+fn one_jump_is_not_a_trend_towards_full() {
+    let mut s = state();
+    for t in 0..=40u64 {
+        // A 50 GiB pool taken at t=5, flat afterwards: no "full in N s".
+        let used = if t >= 5 { 70 * GIB } else { 20 * GIB };
+        let g = gpu(0, 80 * GIB, used, GIB / 2);
+        let p = process(701, &g, used, Framework::Jax, "python jax.py");
+        s.update(sample(1_000 + t * 1000, vec![g], vec![p], vec![]));
+    }
+    assert!(
+        !s.alerts.iter().any(|a| a.class == "time-to-full"),
+        "{:?}",
+        s.alerts
+    );
 }
 
 #[test]

@@ -22,6 +22,8 @@ const FULL_WITHIN_MS: u64 = 10 * 60_000;
 const SUSTAINED_MS: u64 = 30_000;
 /// A growth step this close before an exit counts as "mid-growth".
 const EXIT_AFTER_STEP_MS: u64 = 60_000;
+/// A growth step older than this means the process has stopped growing.
+const GROWING_WITHIN_MS: u64 = 60_000;
 
 pub fn scan(state: &State, at_ms: u64) -> Vec<Alert> {
     let mut out: Vec<Alert> = Vec::new();
@@ -221,13 +223,19 @@ fn preallocation(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Findin
     ))
 }
 
+/// The allocator's current growth step: the newest increase, if it came after the start-up burst
+/// (the first allocations, e.g. a preallocated pool, have their own warning) and within the last
+/// minute (a process that stopped growing will not take another step).
 fn growth_step(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     if t.exited_ms.is_some() {
         return None;
     }
     let free = g.sample.memory.value()?.free;
-    let step = t.history.largest_step()?;
-    if step < MIN_STEP || step <= free || !is_new() {
+    let now = t.history.last()?.at_ms;
+    let (at, step) = t.history.latest_step()?;
+    let after_start = at >= t.first_seen_ms + PREALLOC_WITHIN_MS;
+    let recent = now.saturating_sub(at) <= GROWING_WITHIN_MS;
+    if !after_start || !recent || step < MIN_STEP || step <= free || !is_new() {
         return None;
     }
     Some((
@@ -239,7 +247,7 @@ fn growth_step(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding>
             human(free)
         ),
         vec![
-            format!("largest growth step in its history: {}", human(step)),
+            format!("its latest growth step: {}", human(step)),
             format!("GPU{} free now: {}", g.sample.index, human(free)),
             "its next step of that size will fail unless memory is freed".into(),
         ],
@@ -308,7 +316,7 @@ fn time_to_full(state: &State, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     }
     let per_s = g.used.rate_per_s(60_000)?;
     let recent = g.used.rate_per_s(SUSTAINED_MS / 2)?;
-    if per_s <= 0.0 || recent <= 0.0 {
+    if per_s <= 0.0 || recent <= 0.0 || !steady(g, oldest) {
         return None;
     }
     #[allow(
@@ -337,15 +345,39 @@ fn time_to_full(state: &State, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
         },
     );
     Some((
-        format!(
-            "GPU{} full in about {} at the current growth",
-            g.sample.index,
-            duration_ms(eta_ms)
-        ),
+        if eta_ms < 1000 {
+            format!("GPU{} nearly full and still growing", g.sample.index)
+        } else {
+            format!(
+                "GPU{} full in about {} at the current growth",
+                g.sample.index,
+                duration_ms(eta_ms)
+            )
+        },
         vec![
             format!("used memory grew {} over the last minute", rate(per_s)),
             format!("{} free", human(free)),
         ],
         Some(remedy),
     ))
+}
+
+/// Whether the growth since `from_ms` is a trend rather than one jump (a pool grabbed at start, a
+/// burst of allocations): no single step is more than half of the whole increase.
+fn steady(g: &GpuTrack, from_ms: u64) -> bool {
+    let mut readings = g
+        .used
+        .iter()
+        .filter(|p| p.at_ms >= from_ms)
+        .filter_map(|p| p.value);
+    let Some(first) = readings.next() else {
+        return false;
+    };
+    let (mut prev, mut largest) = (first, 0u64);
+    for v in readings {
+        largest = largest.max(v.saturating_sub(prev));
+        prev = v;
+    }
+    let total = prev.saturating_sub(first);
+    total > 0 && largest.saturating_mul(2) <= total
 }
