@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use crossterm::event::Event;
 use futures_util::{Stream, StreamExt};
@@ -38,12 +38,6 @@ pub struct Options {
     pub live_clock: bool,
     /// Where `Command::StopRun` goes (`gpumon run`'s command).
     pub stop_run: Option<mpsc::Sender<()>>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -118,7 +112,7 @@ where
                 dirty = true;
             }
             _ = clock.tick(), if options.live_clock => {
-                let now = now_ms();
+                let now = crate::clock::unix_ms();
                 let stale = state.last_sample_ms.is_some_and(|t| {
                     now.saturating_sub(t) > 2 * state.config.interval_ms
                 });
@@ -134,7 +128,7 @@ where
 
 /// Writes the snapshot off the reactor; the result comes back as a status line.
 fn write_snapshot(state: &State, dir: &std::path::Path, status: mpsc::Sender<String>) {
-    let snapshot = crate::snapshot::Snapshot::from_state(state, now_ms());
+    let snapshot = crate::snapshot::Snapshot::from_state(state, crate::clock::unix_ms());
     let dir = dir.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let text = match crate::snapshot::write_to_dir(&snapshot, &dir) {

@@ -12,6 +12,7 @@
 pub mod analysis;
 pub mod app;
 pub mod cli;
+pub mod clock;
 pub mod input;
 pub mod logs;
 pub mod model;

@@ -7,7 +7,7 @@ use std::io::{BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Parser;
 use crossterm::event::EventStream;
@@ -185,9 +185,7 @@ async fn run_command(args: LiveArgs, dir: &Path, argv: &[OsString]) -> Result<Ex
     let program = argv
         .first()
         .ok_or_else(|| Fail::usage("no command to run"))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let now = gpumon::clock::unix_ms() / 1000;
     let log = run::log_file::create(dir, program, now)
         .map_err(|e| Fail::usage(format!("cannot create a log in {}: {e}", dir.display())))?;
     // Made before the command can write, so the log is followed from its first line.

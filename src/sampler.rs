@@ -2,7 +2,7 @@
 //! an interval (ticks missed while a sample is slow are skipped, not queued), and sends `Msg`s.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
@@ -17,12 +17,6 @@ pub type Factory = Arc<dyn Fn() -> Result<Box<dyn Source>, SourceError> + Send +
 const REBUILD_AFTER: u32 = 3;
 /// Longest wait between retries while the source fails.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
 
 /// Starts the source, then samples it every `interval` until the receiver is dropped or a
 /// replay ends. A source that cannot start sends `SourceFailed` before any `Started`.
@@ -51,7 +45,7 @@ pub fn spawn(
                     let reason = format!("sampler failed: {e}");
                     let _ = tx
                         .send(Msg::SourceFailed {
-                            at_ms: now_ms(),
+                            at_ms: crate::clock::unix_ms(),
                             reason,
                         })
                         .await;
@@ -71,7 +65,7 @@ pub fn spawn(
                 Err(e) => {
                     failures += 1;
                     Msg::SourceFailed {
-                        at_ms: now_ms(),
+                        at_ms: crate::clock::unix_ms(),
                         reason: e.to_string(),
                     }
                 }
@@ -105,7 +99,7 @@ async fn start(factory: &Factory, tx: &mpsc::Sender<Msg>) -> Option<Box<dyn Sour
     })
     .await;
     let failed = |reason: String| Msg::SourceFailed {
-        at_ms: now_ms(),
+        at_ms: crate::clock::unix_ms(),
         reason,
     };
     match started {

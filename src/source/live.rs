@@ -1,7 +1,6 @@
 //! The live source: joins what the GPU driver lists with what /proc says about each process.
 
 use std::collections::HashSet;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{
     GpuReader, HostProcess, HostReader, MachineInfo, ProcessSample, Reading, Sample, SourceError,
@@ -43,9 +42,7 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
 
     fn sample(&mut self) -> Result<Sample, SourceError> {
         let readout = self.gpu.read()?;
-        let at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let at_ms = crate::clock::unix_ms();
         let mut pids: Vec<u32> = readout.processes.iter().map(|p| p.pid).collect();
         pids.sort_unstable();
         pids.dedup();

@@ -1,0 +1,163 @@
+//! The tmux harness of the end-to-end tests: gpumon in a detached tmux session, driven with keys,
+//! its screen read back, and after it ends its exit status and the terminal's modes.
+#![allow(dead_code, reason = "each test file uses the part it needs")]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+pub struct Session {
+    pub name: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Session {
+    /// Starts `gpumon ARGS` in a detached tmux session of the given size. When gpumon ends,
+    /// the shell records its status and the terminal modes, then waits to be killed.
+    pub fn start(tag: &str, args: &str, size: (u16, u16)) -> Session {
+        Session::run(
+            tag,
+            &format!("{} {args}", env!("CARGO_BIN_EXE_gpumon")),
+            size,
+        )
+    }
+
+    /// Like `start`, for any command line.
+    pub fn run(tag: &str, command: &str, size: (u16, u16)) -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("gpumon-e2e-{tag}-{}", std::process::id());
+        let d = dir.path().display();
+        let script = format!(
+            "cd {d}; stty sane; GPUMON_NVML_LIB=/nonexistent/libnvidia-ml.so.1 {command} 2>{d}/stderr; \
+             echo $? > {d}/status; stty -a > {d}/stty; \
+             tmux display -p '#{{alternate_on}} #{{cursor_flag}}' > {d}/screen; sleep 60"
+        );
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                &size.0.to_string(),
+                "-y",
+                &size.1.to_string(),
+            ])
+            .args([
+                "-e",
+                "LANG=C.UTF-8",
+                "-e",
+                "TERM=xterm-256color",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .status()
+            .expect("tmux must be installed (.ci/run installs it)");
+        assert!(ok.success());
+        Session { name, dir }
+    }
+
+    pub fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn keys(&self, keys: &[&str]) {
+        Command::new("tmux")
+            .args(["send-keys", "-t", &self.name])
+            .args(keys)
+            .status()
+            .unwrap();
+    }
+
+    #[track_caller]
+    pub fn wait_for(&self, what: impl Fn(&str) -> bool, label: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if what(&s) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "timed out waiting for {label}; screen:\n{s}"
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    #[track_caller]
+    pub fn wait_file(&self, file: &str) -> String {
+        let start = Instant::now();
+        let p = self.path(file);
+        loop {
+            if let Ok(s) = std::fs::read_to_string(&p)
+                && !s.is_empty()
+            {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no {file}; screen:\n{}",
+                self.screen()
+            );
+            sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// This session's gpumon: the child of the pane's shell (other tests run their own at once).
+    pub fn gpumon_pid(&self) -> String {
+        let pane = Command::new("tmux")
+            .args(["display", "-p", "-t", &self.name, "#{pane_pid}"])
+            .output()
+            .unwrap();
+        let shell = String::from_utf8_lossy(&pane.stdout).trim().to_string();
+        let out = Command::new("pgrep").args(["-P", &shell]).output().unwrap();
+        let pids = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        assert_eq!(
+            pids.lines().count(),
+            1,
+            "one child of the pane's shell: {pids:?}"
+        );
+        pids
+    }
+
+    /// Exit status, and that the terminal is back in cooked mode on the main screen with a cursor.
+    #[track_caller]
+    pub fn assert_restored(&self, status: i32) -> String {
+        let got: i32 = self.wait_file("status").trim().parse().unwrap();
+        let stderr = std::fs::read_to_string(self.path("stderr")).unwrap_or_default();
+        assert_eq!(got, status, "stderr: {stderr}");
+        let stty = self.wait_file("stty");
+        let modes: Vec<&str> = stty.split_whitespace().collect();
+        for mode in ["icanon", "echo", "icrnl", "isig"] {
+            assert!(
+                modes.contains(&mode),
+                "terminal left without {mode}:\n{stty}"
+            );
+        }
+        assert_eq!(
+            self.wait_file("screen").trim(),
+            "0 1",
+            "main screen, cursor shown"
+        );
+        stderr
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
