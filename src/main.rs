@@ -384,13 +384,7 @@ fn take_snapshot(
     format: Format,
     replay: Option<&Path>,
 ) -> Result<ExitCode, Fail> {
-    let config = |interval_ms| Config {
-        interval_ms,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    };
+    let config = |interval_ms| Config::new(interval_ms, 600_000);
     let state = match replay {
         Some(path) => {
             let source = open_replay(path)?;

@@ -99,13 +99,7 @@ fn mutations() -> impl Strategy<Value = Mutation> {
 }
 
 fn state(interval_ms: u64) -> State {
-    State::new(Config {
-        interval_ms: interval_ms.max(1),
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    })
+    State::new(Config::new(interval_ms.max(1), 600_000))
 }
 
 /// A recording: refused in one line naming the file, or replayed through everything.

@@ -8,13 +8,7 @@ use gpumon::source::{Framework, Reading, Sample};
 const T0: u64 = 1_763_800_000_000;
 
 fn state() -> State {
-    let mut s = State::new(Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    });
+    let mut s = State::new(Config::new(1000, 600_000));
     s.update(Msg::Started(build::machine()));
     s
 }

@@ -25,13 +25,7 @@ fn born(k: u64) -> std::ops::Range<u64> {
 
 #[test]
 fn a_day_of_pid_churn_stays_within_the_ring_budget() {
-    let config = Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    };
+    let config = Config::new(1000, 600_000);
     let cap = config.ring_capacity();
     assert_eq!(cap, 601);
     let mut state = State::new(config);

@@ -58,13 +58,7 @@ fn bad_uses_are_usage_errors() {
 }
 
 fn state(machine: MachineInfo) -> State {
-    let mut s = State::new(Config {
-        interval_ms: 1000,
-        history_ms: 60_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    });
+    let mut s = State::new(Config::new(1000, 60_000));
     s.filter = Some(Filter::Run {
         pid: 7100,
         log: LOG.into(),

@@ -135,13 +135,7 @@ fn demo() -> State {
     let path = "tests/fixtures/recordings/h100-oom-session.ndjson";
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
     let source = ReplaySource::read(path, file, false).unwrap();
-    let mut state = State::new(Config {
-        interval_ms: source.header().interval_ms,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    });
+    let mut state = State::new(Config::new(source.header().interval_ms, 600_000));
     state.update(Msg::Started(source.header().machine.clone()));
     for s in source.samples() {
         state.update(Msg::Sample(s.clone()));

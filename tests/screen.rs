@@ -22,11 +22,8 @@ const TICKS: u64 = 40;
 
 fn config() -> Config {
     Config {
-        interval_ms: 1000,
-        history_ms: 60_000,
-        ascii: false,
         color: true,
-        replay_speed: None,
+        ..Config::new(1000, 60_000)
     }
 }
 

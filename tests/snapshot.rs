@@ -19,13 +19,7 @@ use serde_json::Value;
 const T0: u64 = 1_763_812_987_000;
 
 fn config() -> Config {
-    Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    }
+    Config::new(1000, 600_000)
 }
 
 fn env(pairs: &[(&str, &str)]) -> Reading<BTreeMap<String, String>> {

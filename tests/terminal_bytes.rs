@@ -43,11 +43,8 @@ fn sample(k: u64) -> Sample {
 #[test]
 fn only_changed_cells_are_written() {
     let mut state = State::new(Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
         color: true,
-        replay_speed: None,
+        ..Config::new(1000, 600_000)
     });
     state.update(Msg::Started(machine()));
     for k in 0..100 {

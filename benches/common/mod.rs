@@ -14,11 +14,8 @@ pub const SIZES: [(u32, u32); 3] = [(1, 10), (8, 100), (8, 500)];
 /// The defaults of the command line: one sample a second, ten minutes of history.
 pub fn config() -> Config {
     Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
         color: true,
-        replay_speed: None,
+        ..Config::new(1000, 600_000)
     }
 }
 

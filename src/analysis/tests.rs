@@ -10,13 +10,7 @@ use crate::source::scripted::build::{GIB, gpu, machine, process};
 use crate::source::{Framework, GpuSample, ProcessSample, Reading, Sample};
 
 fn state() -> State {
-    let mut s = State::new(Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    });
+    let mut s = State::new(Config::new(1000, 600_000));
     s.update(Msg::Started(machine()));
     s
 }

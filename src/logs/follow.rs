@@ -33,18 +33,23 @@ pub struct Follower {
 }
 
 impl Follower {
-    /// Follows `path` by name from its current end (or from its start once it appears).
-    pub fn by_path(path: PathBuf) -> Follower {
-        let mut f = Follower {
-            name: path.display().to_string(),
-            path: Some(path.clone()),
+    /// Nothing read yet.
+    fn new(name: String, path: Option<PathBuf>) -> Follower {
+        Follower {
+            name,
+            path,
             file: None,
             id: None,
             offset: 0,
             tail: Vec::new(),
             lines: LineSplitter::default(),
             parser: OomParser::new(),
-        };
+        }
+    }
+
+    /// Follows `path` by name from its current end (or from its start once it appears).
+    pub fn by_path(path: PathBuf) -> Follower {
+        let mut f = Follower::new(path.display().to_string(), Some(path.clone()));
         if let Ok(file) = File::open(&path) {
             f.attach_at_end(file);
         }
@@ -53,16 +58,7 @@ impl Follower {
 
     /// Follows an already opened file (a process's stdout/stderr) from its current end.
     pub fn by_file(name: String, file: File) -> Follower {
-        let mut f = Follower {
-            path: None,
-            name,
-            file: None,
-            id: None,
-            offset: 0,
-            tail: Vec::new(),
-            lines: LineSplitter::default(),
-            parser: OomParser::new(),
-        };
+        let mut f = Follower::new(name, None);
         f.attach_at_end(file);
         f
     }

@@ -35,6 +35,17 @@ pub struct Config {
 }
 
 impl Config {
+    /// Plain settings: colour off, Unicode drawing, not a replay.
+    pub fn new(interval_ms: u64, history_ms: u64) -> Self {
+        Config {
+            interval_ms,
+            history_ms,
+            ascii: false,
+            color: false,
+            replay_speed: None,
+        }
+    }
+
     /// Points each history ring holds.
     pub fn ring_capacity(&self) -> usize {
         usize::try_from(self.history_ms / self.interval_ms.max(1)).unwrap_or(usize::MAX) + 1
@@ -601,13 +612,7 @@ mod tests {
 
     #[test]
     fn a_lost_gpu_keeps_its_last_known_total() {
-        let mut state = State::new(Config {
-            interval_ms: 1000,
-            history_ms: 60_000,
-            ascii: false,
-            color: false,
-            replay_speed: None,
-        });
+        let mut state = State::new(Config::new(1000, 60_000));
         state.update(Msg::Started(machine()));
         let g = gpu(0, 80 * GIB, 4 * GIB, GIB);
         let sample = |at_ms, g: GpuSample| Sample {
@@ -633,13 +638,7 @@ mod tests {
     #[test]
     fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
         use crate::source::scripted::build::process;
-        let mut state = State::new(Config {
-            interval_ms: 1000,
-            history_ms: 60_000,
-            ascii: false,
-            color: false,
-            replay_speed: None,
-        });
+        let mut state = State::new(Config::new(1000, 60_000));
         let g = gpu(0, 80 * GIB, 4 * GIB, GIB);
         let log = |p: &mut ProcessSample, r: Reading<Vec<String>>| p.log = r;
         let mut procs: Vec<ProcessSample> = (100..104)

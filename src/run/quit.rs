@@ -96,13 +96,7 @@ mod tests {
     use crate::model::{Config, Msg};
 
     fn state() -> State {
-        let mut s = State::new(Config {
-            interval_ms: 1000,
-            history_ms: 60_000,
-            ascii: false,
-            color: false,
-            replay_speed: None,
-        });
+        let mut s = State::new(Config::new(1000, 60_000));
         s.run = Some(RunInfo::new(42, "sh".into(), "run.log".into()));
         s
     }

@@ -99,13 +99,7 @@ mod tests {
     use crate::model::Config;
 
     fn theme() -> Theme {
-        Theme::new(&Config {
-            interval_ms: 1000,
-            history_ms: 10_000,
-            ascii: false,
-            color: false,
-            replay_speed: None,
-        })
+        Theme::new(&Config::new(1000, 10_000))
     }
 
     fn text(spans: &[Span]) -> String {

@@ -11,13 +11,7 @@ use super::{TWO_GIB, fails_with, file, sparse};
 /// A real snapshot: the end of the demo recording, pretty JSON over many lines.
 fn good() -> String {
     let source = ReplaySource::read("demo", gpumon::source::replay::DEMO, false).unwrap();
-    let mut st = State::new(Config {
-        interval_ms: source.header().interval_ms,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    });
+    let mut st = State::new(Config::new(source.header().interval_ms, 600_000));
     st.update(Msg::Started(source.header().machine.clone()));
     for s in source.samples() {
         st.update(Msg::Sample(s.clone()));

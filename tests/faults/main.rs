@@ -100,13 +100,7 @@ pub fn host(start_time: u64) -> HostProcess {
 
 /// Ten minutes of history at one sample a second.
 pub fn state() -> State {
-    State::new(Config {
-        interval_ms: 1000,
-        history_ms: 600_000,
-        ascii: false,
-        color: false,
-        replay_speed: None,
-    })
+    State::new(Config::new(1000, 600_000))
 }
 
 /// Starts `source` into `state` and feeds it `ticks` samples, stamped one second apart from
