@@ -46,12 +46,52 @@ fn pool_of(value: &str, ctx: &Context) -> Option<u64> {
     Some((total as f64 * f) as u64)
 }
 
+/// Device memory a process holds outside its allocator's pool (the CUDA context; ~500 MiB on an
+/// H100 with lazy loading), taken off its NVML figure to bound the pool from above.
+const CONTEXT_ALLOWANCE: u64 = 512 << 20;
+
+/// A pool that grows on demand (no preallocation) and failed with free memory in several pieces:
+/// the occupancy map's free share of what the process held, less its context, is a lower
+/// estimate of the pool's free memory; if that covers the request, the pool was fragmented.
+fn grown_pool_fragmented(r: &mut Rules, req: Size) -> bool {
+    let (Some(o), Some(held)) = (r.f.numbers.occupancy, r.ctx.process_memory) else {
+        return false;
+    };
+    let free = held.saturating_sub(CONTEXT_ALLOWANCE) / 100 * u64::from(o.free_pct);
+    if o.free_runs < 2 || free < req.bytes {
+        return false;
+    }
+    r.certain = false;
+    r.note(format!(
+        "pool occupancy map: {}% in use, {}% free in {} pieces",
+        o.used_pct, o.free_pct, o.free_runs
+    ));
+    r.note(format!(
+        "about {} free in the pool: {}% of the {} the process held, less {} for its CUDA context",
+        human(free),
+        o.free_pct,
+        human(held),
+        human(CONTEXT_ALLOWANCE)
+    ));
+    true
+}
+
 /// A pool allocator's failure without its dump.
 pub(super) fn no_dump(mut r: Rules, req: Size) -> Verdict {
     if !preallocating(r.f, r.ctx) {
+        if grown_pool_fragmented(&mut r, req) {
+            return r.done(
+                Class::Fragmentation,
+                format!("asked {req}, its pool had it free in pieces"),
+            );
+        }
         return device_rule(r, req);
     }
-    r.note("the pool was preallocated: the GPU's free memory is not what the allocator had".into());
+    r.note(if r.ctx.settings.is_some() {
+        "the pool was preallocated: the GPU's free memory is not what the allocator had".into()
+    } else {
+        "if the pool was preallocated (the default), the GPU's free memory is not what the allocator had".into()
+    });
     let fraction = fraction(&r);
     if let Some(fr) = &fraction {
         let size = fr

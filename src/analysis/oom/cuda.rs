@@ -17,7 +17,7 @@ static RAW: LazyLock<Regex> = LazyLock::new(|| {
 /// Host memory, or the allocator's own retries (BFC backs off ×0.9 and reports a real failure itself).
 static NOT_GPU: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)cudaMallocHost|cudaHostAlloc|cuMemHostAlloc|on host|pinned|host memory|failed to allocate \S+ \(\d+ bytes\) from device",
+        r"(?i)cudaMallocHost|cudaHostAlloc|cuMemHostAlloc|on host|pinned|host memory|failed to allocate \S+ \(\d+ bytes\) from device|failed to allocate device memory of \S+ \(\d+ bytes\)",
     )
 });
 static BYTES: LazyLock<Regex> = LazyLock::new(|| re(r"(?P<n>\d{1,20}) bytes"));
@@ -72,6 +72,8 @@ mod tests {
             "failed to alloc 2097152 bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
             "I tensorflow/stream_executor/cuda/cuda_driver.cc:775] failed to allocate 256.00M (268435456 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
             "failed to allocate 11.00G (11811160064 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+            // XLA (jax 0.11) growing a BFC region: 4.00, 3.60, 3.24 GiB, ... (real log).
+            "E1122 04:52:42.225663     552 cuda_executor.cc:1365] [0] Failed to allocate device memory of 4.00GiB (4294967296 bytes): RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY: out of memory",
         ] {
             assert!(parse(l).is_none(), "{l}");
         }
