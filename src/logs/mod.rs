@@ -125,20 +125,23 @@ impl LogWatch {
         }
         let current: BTreeSet<u32> = pids.iter().copied().collect();
         self.status.retain(|pid, _| current.contains(pid));
+        // Who wrote each file until now: a failure its last lines complete is still theirs.
+        let owners: Vec<Option<u32>> = self.files.iter().map(|f| owner(&f.pids)).collect();
         for f in &mut self.files {
             f.pids.retain(|p| current.contains(p));
         }
         // A process that is gone was read one last time above; finish its files.
-        for f in self
+        for (f, was) in self
             .files
             .iter_mut()
-            .filter(|f| !f.explicit && f.pids.is_empty())
+            .zip(owners)
+            .filter(|(f, _)| !f.explicit && f.pids.is_empty())
         {
             f.follower.end_of_file(&mut found);
             failures.extend(
                 found
                     .drain(..)
-                    .map(|p| p.into_failure(at_ms, &f.follower.name, None)),
+                    .map(|p| p.into_failure(at_ms, &f.follower.name, was)),
             );
         }
         self.files.retain(|f| f.explicit || !f.pids.is_empty());

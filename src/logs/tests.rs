@@ -159,6 +159,28 @@ fn follows_a_gpu_process_output_file() {
 }
 
 #[test]
+fn a_failure_finished_after_its_process_exits_keeps_the_pid() {
+    // Real JAX 0.11 output: the allocator's header, then the error; the process exits at once,
+    // so the failure is only complete when its file is finished.
+    let real = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/logs/rec-jax-limit.log"
+    ))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    let out = dir.path().join("jax.out");
+    append(&out, "");
+    fake_proc(&proc_root, 43, &out, &out);
+    let mut w = LogWatch::with_proc(&[], proc_root);
+    assert!(w.poll(1, &[43]).is_empty());
+    append(&out, &real);
+    let got = w.poll(2, &[]);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].pid, Some(43));
+}
+
+#[test]
 fn pipes_and_terminals_are_not_followed() {
     let dir = tempfile::tempdir().unwrap();
     let proc_root = dir.path().join("proc");
