@@ -132,7 +132,11 @@ fn explain_text_of_the_real_logs() {
 /// A real recording (the first demo, made on an H100 by `scripts/gpu/record_demo.sh`) replayed
 /// through `State`, one sample at a time.
 fn demo() -> State {
-    let path = "tests/fixtures/recordings/h100-oom-session.ndjson";
+    replayed("tests/fixtures/recordings/h100-oom-session.ndjson")
+}
+
+/// A recording replayed through `State`, one sample at a time.
+fn replayed(path: &str) -> State {
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
     let source = ReplaySource::read(path, file, false).unwrap();
     let mut state = State::new(Config::new(source.header().interval_ms, 600_000));
@@ -243,4 +247,63 @@ fn demo_failure_alerts_read_well_at_80_columns() {
         assert!(l.chars().count() <= 80, "{l}");
     }
     insta::assert_snapshot!("demo_failure_alerts", alerts);
+}
+
+/// Real OOMs recorded by gpumon on an H100 as they happened (`scripts/gpu/record_ooms.sh`):
+/// a JAX pool sized by `XLA_PYTHON_CLIENT_MEM_FRACTION=.02`, and a JAX BFC pool (no preallocation)
+/// that failed with its free memory in 20 pieces while another process held the rest of the GPU.
+/// XLA's ×0.9 region-growth retries in that log are not failures. The script's CuPy job lived
+/// less than a second, between two samples: NVML never listed it, so its log was not found (its
+/// failure is in `rec-cupy-limit.log`, checked through `explain` above; `--log` would follow it).
+#[test]
+fn recorded_pool_limits_and_jax_fragmentation() {
+    let state = replayed("tests/fixtures/recordings/h100-pool-limits-jax-frag.ndjson");
+    let failures: Vec<&Alert> = state
+        .alerts
+        .iter()
+        .filter(|a| a.level == Level::Failure)
+        .collect();
+    assert_eq!(failures.len(), 3, "{failures:#?}");
+
+    let cupy = alert(&state, "pool-limit", 408);
+    assert_eq!(cupy.confidence.as_deref(), Some("certain"));
+    assert!(
+        cupy.remedy
+            .as_deref()
+            .unwrap()
+            .contains("CUPY_GPU_MEMORY_LIMIT (now 1073741824)")
+    );
+
+    let jax_limit = alert(&state, "pool-limit", 433);
+    assert_eq!(jax_limit.confidence.as_deref(), Some("certain"));
+    assert!(
+        jax_limit
+            .evidence
+            .iter()
+            .any(|e| e.contains("XLA_PYTHON_CLIENT_MEM_FRACTION=.02 sized the pool")),
+        "{jax_limit:#?}"
+    );
+    assert!(
+        jax_limit
+            .remedy
+            .as_deref()
+            .unwrap()
+            .contains("XLA_PYTHON_CLIENT_MEM_FRACTION (now .02)")
+    );
+
+    let frag = alert(&state, "fragmentation", 552);
+    assert_eq!(frag.confidence.as_deref(), Some("likely"));
+    assert!(frag.title.contains("asked 953.67 MiB"), "{}", frag.title);
+    assert!(
+        frag.evidence
+            .iter()
+            .any(|e| e.contains("30% free in 20 pieces")),
+        "{frag:#?}"
+    );
+    assert!(
+        frag.remedy
+            .as_deref()
+            .unwrap()
+            .contains("TF_GPU_ALLOCATOR=cuda_malloc_async")
+    );
 }
