@@ -141,17 +141,16 @@ fn caching(mut r: Rules, req: Size) -> Verdict {
     let reserved = n.reserved.or_else(|| Some(n.allocated?.plus(n.cached?)));
     let cached = n.cached.or_else(|| Some(reserved?.minus(n.allocated?)));
     let free = n.free;
-    if let (Some(allowed), Some(reserved)) = (n.allowed, reserved) {
-        r.note(format!(
-            "{allowed} allowed to the process, {reserved} reserved"
-        ));
-        if !r.ge(allowed, reserved.plus(req)) {
-            return r.done(Class::PoolLimit, format!("asked {req}, {allowed} allowed"));
-        }
-    }
+    // Stranded cache first: when it covered the request, the memory was there (inside any cap)
+    // in pieces too small, so fragmentation is the cause even if a cap was reached too.
     if let Some(c) = cached {
         r.note(format!("{c} reserved by PyTorch but unallocated"));
         if r.ge(c, req) {
+            if let (Some(allowed), Some(reserved)) = (n.allowed, reserved) {
+                r.note(format!(
+                    "{allowed} allowed to the process, {reserved} reserved: the cap was reached with the request's size stranded inside it"
+                ));
+            }
             if let Some(free) = free {
                 r.note(format!("the GPU itself had {free} free"));
             }
@@ -159,6 +158,14 @@ fn caching(mut r: Rules, req: Size) -> Verdict {
                 Class::Fragmentation,
                 format!("asked {req}, {c} stranded in the cache"),
             );
+        }
+    }
+    if let (Some(allowed), Some(reserved)) = (n.allowed, reserved) {
+        r.note(format!(
+            "{allowed} allowed to the process, {reserved} reserved"
+        ));
+        if !r.ge(allowed, reserved.plus(req)) {
+            return r.done(Class::PoolLimit, format!("asked {req}, {allowed} allowed"));
         }
     }
     let Some(free) = free else {

@@ -67,6 +67,12 @@ fn pytorch_classes() {
     let (c, conf, r) = check(allowed, &none);
     assert_eq!((c, conf), (Class::PoolLimit, Confidence::Certain));
     assert!(r.contains("set_per_process_memory_fraction (now 40.00 GiB allowed)"));
+    // The cap was reached, but 3 GiB of the cache stood free in pieces: the memory was there,
+    // inside the cap, so fragmentation is the cause (as with a per-process fraction).
+    let stranded = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 30.00 GiB is free. 40.00 GiB allowed; Of the allocated memory 36.00 GiB is allocated by PyTorch, and 3.00 GiB is reserved by PyTorch but unallocated.";
+    let (c, _, r) = check(stranded, &none);
+    assert_eq!(c, Class::Fragmentation);
+    assert!(r.contains("expandable_segments:True"), "{r}");
     let driver = "CUDA out of memory. Tried to allocate 2.26 GiB (GPU 0; 4.00 GiB total capacity; 0 bytes already allocated; 3.03 GiB free; 0 bytes reserved in total by PyTorch)";
     assert_eq!(check(driver, &none).0, Class::Driver);
     let (c, _, r) = check(
