@@ -19,18 +19,20 @@ use common::{SIZES, sample, warm_state};
 /// Ticks of history before measuring: a full window.
 const WARM: u64 = 600;
 
-fn update(c: &mut Criterion) {
-    let mut group = c.benchmark_group("update");
+/// `State::update` with one new sample a tick, after `warm` ticks; with `churn`, every process
+/// is replaced each tick.
+fn updates(c: &mut Criterion, name: &str, warm: u64, churn: bool) {
+    let mut group = c.benchmark_group(name);
     for (gpus, procs) in SIZES {
-        let mut state = warm_state(gpus, procs, WARM, false);
-        let mut k = WARM;
+        let mut state = warm_state(gpus, procs, warm, churn);
+        let mut k = warm;
         group.bench_function(
             BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
             |b| {
                 b.iter_batched(
                     || {
                         k += 1;
-                        sample(gpus, procs, k, false)
+                        sample(gpus, procs, k, churn)
                     },
                     |s| state.update(Msg::Sample(s)),
                     BatchSize::SmallInput,
@@ -41,27 +43,13 @@ fn update(c: &mut Criterion) {
     group.finish();
 }
 
+fn update(c: &mut Criterion) {
+    updates(c, "update", WARM, false);
+}
+
 fn churn(c: &mut Criterion) {
-    let mut group = c.benchmark_group("update_churn");
-    for (gpus, procs) in SIZES {
-        // Exited processes stay for the grace period: warm up past it.
-        let mut state = warm_state(gpus, procs, 120, true);
-        let mut k = 120;
-        group.bench_function(
-            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
-            |b| {
-                b.iter_batched(
-                    || {
-                        k += 1;
-                        sample(gpus, procs, k, true)
-                    },
-                    |s| state.update(Msg::Sample(s)),
-                    BatchSize::SmallInput,
-                );
-            },
-        );
-    }
-    group.finish();
+    // Exited processes stay for the grace period: warm up past it.
+    updates(c, "update_churn", 120, true);
 }
 
 fn render(c: &mut Criterion) {
