@@ -9,7 +9,8 @@ mod common;
 use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use gpumon::model::Msg;
+use gpumon::model::Event;
+use gpumon::screen::Msg;
 use gpumon::view;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -34,7 +35,7 @@ fn updates(c: &mut Criterion, name: &str, warm: u64, churn: bool) {
                         k += 1;
                         sample(gpus, procs, k, churn)
                     },
-                    |s| state.update(Msg::Sample(s)),
+                    |s| state.update(Msg::from(Event::Sample(s))),
                     BatchSize::SmallInput,
                 );
             },
@@ -87,7 +88,7 @@ fn tick(c: &mut Criterion) {
                         sample(gpus, procs, k, false)
                     },
                     |s| {
-                        state.update(Msg::Sample(s));
+                        state.update(Msg::from(Event::Sample(s)));
                         terminal.draw(|f| view::render(f, &state)).unwrap();
                     },
                     BatchSize::SmallInput,

@@ -12,7 +12,8 @@ use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
 use crate::input;
-use crate::model::{Command, Msg, SourceState, State};
+use crate::model::{Event as HostEvent, SourceState};
+use crate::screen::{Command, Msg, State};
 use crate::view;
 
 /// How the screen ended.
@@ -72,7 +73,9 @@ where
                     samples_open = false;
                     continue;
                 };
-                if let (Msg::SourceFailed { reason, .. }, None) = (&msg, &state.machine) {
+                if let (Msg::Host(_, HostEvent::SourceFailed { reason, .. }), None) =
+                    (&msg, &state.machine().info)
+                {
                     return Ok(Exit::StartFailed(reason.clone()));
                 }
                 if state.update(msg) == Some(Command::Quit) {
@@ -85,7 +88,7 @@ where
                     let action = if state.asking() {
                         input::map_answer(key)
                     } else {
-                        input::map(key, state.prompt.is_some())
+                        input::map(key, state.screen.prompt.is_some())
                     };
                     let Some(action) = action else { continue };
                     match state.update(Msg::Action(action)) {
@@ -113,11 +116,11 @@ where
             }
             _ = clock.tick(), if options.live_clock => {
                 let now = crate::clock::unix_ms();
-                let stale = state.last_sample_ms.is_some_and(|t| {
+                let stale = state.machine().last_sample_ms.is_some_and(|t| {
                     now.saturating_sub(t) > 2 * state.config.interval_ms
                 });
-                if stale || matches!(state.source, SourceState::Failing { .. }) {
-                    state.update(Msg::Clock(now));
+                if stale || matches!(state.machine().source, SourceState::Failing { .. }) {
+                    state.update(HostEvent::Clock(now).into());
                     dirty = true;
                 }
             }

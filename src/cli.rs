@@ -4,7 +4,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+pub use crate::format::Format;
 
 /// Shortest sampling interval accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -121,12 +123,6 @@ and its log is still followed."
         )]
         command: Vec<OsString>,
     },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Json,
-    Text,
 }
 
 /// A duration like `1s`, `500ms`, `10m`; rejects zero, negatives and absurd values.

@@ -8,11 +8,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
-use crate::model::Msg;
+use crate::model::{Config, Event, Machine};
+use crate::pipeline::{self, Feed};
 use crate::recording::{Header, Writer};
-use crate::sampler::{self, Factory};
+use crate::sampler::Factory;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -30,21 +29,30 @@ pub enum RecordError {
     },
 }
 
-/// Records until `duration` passes, the source ends, or `shutdown` resolves; returns the
-/// number of samples written.
+/// What a recording session ended with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recorded {
+    pub samples: u64,
+    /// The alerts the pipeline raised on the recorded samples, oldest first.
+    pub alerts: Vec<String>,
+}
+
+/// Records until `duration` passes, the source ends, or `shutdown` resolves.
 pub async fn record(
     factory: Factory,
     path: &Path,
     interval: Duration,
     duration: Option<Duration>,
     shutdown: impl Future<Output = i32>,
-) -> Result<u64, RecordError> {
+) -> Result<Recorded, RecordError> {
     let io_err = |source| RecordError::Write {
         path: path.display().to_string(),
         source,
     };
-    let (tx, mut rx) = mpsc::channel(8);
-    let sampler = sampler::spawn(factory, interval, tx);
+    let interval_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX);
+    let mut feed = Feed::start(factory, interval);
+    // The samples also go through the pipeline, so a recording sees what the screen would.
+    let mut machine = Machine::new(Config::new(interval_ms, 600_000));
     let deadline = async {
         match duration {
             Some(d) => tokio::time::sleep(d).await,
@@ -58,8 +66,8 @@ pub async fn record(
     let mut last_failure = String::new();
     loop {
         tokio::select! {
-            msg = rx.recv() => match msg {
-                Some(Msg::Started(machine)) => {
+            event = feed.next() => match event {
+                Some(Event::Started(info)) => {
                     let file = OpenOptions::new()
                         .write(true)
                         .create(true)
@@ -68,20 +76,22 @@ pub async fn record(
                         .open(path)
                         .map_err(io_err)?;
                     owner_only(&file).map_err(io_err)?;
-                    let header = Header::new(machine, u64::try_from(interval.as_millis()).unwrap_or(u64::MAX));
+                    let header = Header::new(info.clone(), interval_ms);
                     writer = Some(Writer::new(BufWriter::new(file), &header).map_err(io_err)?);
+                    pipeline::apply(&mut machine, Event::Started(info));
                 }
-                Some(Msg::Sample(sample)) => {
+                Some(Event::Sample(sample)) => {
                     if let Some(w) = writer.as_mut() {
                         w.sample(&sample).map_err(io_err)?;
                         written += 1;
                     }
+                    pipeline::apply(&mut machine, Event::Sample(sample));
                 }
-                Some(Msg::SourceFailed { reason, .. }) if writer.is_none() => {
+                Some(Event::SourceFailed { reason, .. }) if writer.is_none() => {
                     return Err(RecordError::Start(reason));
                 }
-                Some(Msg::SourceFailed { reason, .. }) => last_failure = reason,
-                Some(Msg::SourceEnded) => break,
+                Some(Event::SourceFailed { reason, .. }) => last_failure = reason,
+                Some(Event::SourceEnded) => break,
                 Some(_) => {}
                 None => return Err(RecordError::Stopped(last_failure)),
             },
@@ -89,8 +99,15 @@ pub async fn record(
             _ = &mut shutdown => break,
         }
     }
-    sampler.abort();
-    Ok(written)
+    Ok(Recorded {
+        samples: written,
+        alerts: machine
+            .alerts
+            .iter()
+            .rev()
+            .map(|a| a.title.clone())
+            .collect(),
+    })
 }
 
 /// A file that existed before keeps its mode on open; a regular one is made owner-only too

@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::{MachineInfo, Sample};
+use crate::sample::{MachineInfo, Sample};
 
 pub const SCHEMA: &str = "gpumon.recording/1";
 

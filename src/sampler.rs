@@ -1,5 +1,6 @@
 //! The sampler task: owns the source, runs each blocking `sample()` on tokio's blocking pool on
-//! an interval (ticks missed while a sample is slow are skipped, not queued), and sends `Msg`s.
+//! an interval (ticks missed while a sample is slow are skipped, not queued), and sends
+//! `Event`s (as whatever message type the receiver takes them in).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
-use crate::model::Msg;
+use crate::model::Event;
 use crate::source::{Source, SourceError};
 
 /// Builds the source; called off the reactor, again after repeated failures (driver reload).
@@ -20,10 +21,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Starts the source, then samples it every `interval` until the receiver is dropped or a
 /// replay ends. A source that cannot start sends `SourceFailed` before any `Started`.
-pub fn spawn(
+pub fn spawn<T: From<Event> + Send + 'static>(
     factory: Factory,
     interval: Duration,
-    tx: mpsc::Sender<Msg>,
+    tx: mpsc::Sender<T>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let Some(mut source) = start(&factory, &tx).await else {
@@ -43,12 +44,11 @@ pub fn spawn(
                 Ok(pair) => pair,
                 Err(e) => {
                     let reason = format!("sampler failed: {e}");
-                    let _ = tx
-                        .send(Msg::SourceFailed {
-                            at_ms: crate::clock::unix_ms(),
-                            reason,
-                        })
-                        .await;
+                    let failed = Event::SourceFailed {
+                        at_ms: crate::clock::unix_ms(),
+                        reason,
+                    };
+                    let _ = tx.send(failed.into()).await;
                     return;
                 }
             };
@@ -56,21 +56,21 @@ pub fn spawn(
             let msg = match result {
                 Ok(sample) => {
                     failures = 0;
-                    Msg::Sample(sample)
+                    Event::Sample(sample)
                 }
                 Err(SourceError::Ended) => {
-                    let _ = tx.send(Msg::SourceEnded).await;
+                    let _ = tx.send(Event::SourceEnded.into()).await;
                     return;
                 }
                 Err(e) => {
                     failures += 1;
-                    Msg::SourceFailed {
+                    Event::SourceFailed {
                         at_ms: crate::clock::unix_ms(),
                         reason: e.to_string(),
                     }
                 }
             };
-            if tx.send(msg).await.is_err() {
+            if tx.send(msg.into()).await.is_err() {
                 return;
             }
             if failures > 0 {
@@ -90,7 +90,7 @@ pub fn spawn(
     })
 }
 
-async fn start(factory: &Factory, tx: &mpsc::Sender<Msg>) -> Option<Box<dyn Source>> {
+async fn start<T: From<Event>>(factory: &Factory, tx: &mpsc::Sender<T>) -> Option<Box<dyn Source>> {
     let f = Arc::clone(factory);
     let started = tokio::task::spawn_blocking(move || {
         let mut source = f()?;
@@ -98,23 +98,22 @@ async fn start(factory: &Factory, tx: &mpsc::Sender<Msg>) -> Option<Box<dyn Sour
         Ok::<_, SourceError>((source, machine))
     })
     .await;
-    let failed = |reason: String| Msg::SourceFailed {
+    let failed = |reason: String| Event::SourceFailed {
         at_ms: crate::clock::unix_ms(),
         reason,
     };
     match started {
         Ok(Ok((source, machine))) => {
-            tx.send(Msg::Started(machine)).await.ok()?;
+            tx.send(Event::Started(machine).into()).await.ok()?;
             Some(source)
         }
         Ok(Err(e)) => {
-            let _ = tx.send(failed(e.to_string())).await;
+            let _ = tx.send(failed(e.to_string()).into()).await;
             None
         }
         Err(e) => {
-            let _ = tx
-                .send(failed(format!("could not start the source: {e}")))
-                .await;
+            let reason = format!("could not start the source: {e}");
+            let _ = tx.send(failed(reason).into()).await;
             None
         }
     }
@@ -123,7 +122,7 @@ async fn start(factory: &Factory, tx: &mpsc::Sender<Msg>) -> Option<Box<dyn Sour
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::Sample;
+    use crate::sample::Sample;
     use crate::source::scripted::{ScriptedSource, build};
 
     fn sample(at_ms: u64) -> Sample {
@@ -145,25 +144,25 @@ mod tests {
         let factory: Factory = Arc::new(move || {
             Ok(Box::new(ScriptedSource::new(build::machine(), script.clone())) as Box<dyn Source>)
         });
-        let (tx, mut rx) = mpsc::channel(16);
+        let (tx, mut rx) = mpsc::channel::<Event>(16);
         spawn(factory, Duration::from_secs(1), tx);
-        assert!(matches!(rx.recv().await, Some(Msg::Started(_))));
-        assert!(matches!(rx.recv().await, Some(Msg::Sample(s)) if s.at_ms == 1));
+        assert!(matches!(rx.recv().await, Some(Event::Started(_))));
+        assert!(matches!(rx.recv().await, Some(Event::Sample(s)) if s.at_ms == 1));
         assert!(
-            matches!(rx.recv().await, Some(Msg::SourceFailed { reason, .. }) if reason.contains("lost"))
+            matches!(rx.recv().await, Some(Event::SourceFailed { reason, .. }) if reason.contains("lost"))
         );
-        assert!(matches!(rx.recv().await, Some(Msg::Sample(s)) if s.at_ms == 3));
-        assert!(matches!(rx.recv().await, Some(Msg::SourceEnded)));
+        assert!(matches!(rx.recv().await, Some(Event::Sample(s)) if s.at_ms == 3));
+        assert!(matches!(rx.recv().await, Some(Event::SourceEnded)));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_source_that_cannot_start_says_why() {
         let factory: Factory =
             Arc::new(|| Err(SourceError::Unavailable("NVML library not found".into())));
-        let (tx, mut rx) = mpsc::channel(4);
+        let (tx, mut rx) = mpsc::channel::<Event>(4);
         spawn(factory, Duration::from_secs(1), tx);
         assert!(
-            matches!(rx.recv().await, Some(Msg::SourceFailed { reason, .. }) if reason.contains("not found"))
+            matches!(rx.recv().await, Some(Event::SourceFailed { reason, .. }) if reason.contains("not found"))
         );
         assert!(rx.recv().await.is_none());
     }

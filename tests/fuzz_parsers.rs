@@ -3,10 +3,10 @@
 
 use gpumon::analysis::classify::classify;
 use gpumon::analysis::context::Context;
-use gpumon::analysis::oom::sizes::parse_human;
-use gpumon::analysis::oom::{MAX_MESSAGE, parse_all};
 use gpumon::analysis::remedy::remedy;
 use gpumon::logs::lines::LineSplitter;
+use gpumon::oom::sizes::parse_human;
+use gpumon::oom::{MAX_MESSAGE, parse_all};
 use proptest::prelude::*;
 
 const REAL: &[&str] = &[

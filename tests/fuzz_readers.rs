@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Msg, State};
 use gpumon::snapshot::{self, Snapshot};
 use gpumon::source::replay::{DEMO, ReplaySource};
 use proptest::prelude::*;
@@ -116,15 +117,15 @@ fn check_recording(bytes: &[u8]) {
         }
     };
     let mut st = state(source.header().interval_ms);
-    st.update(Msg::Started(source.header().machine.clone()));
+    st.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
-        st.update(Msg::Sample(s.clone()));
+        st.update(Msg::from(Event::Sample(s.clone())));
     }
     for (w, h) in [(120, 40), (80, 24), (1, 1)] {
         let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
         t.draw(|f| gpumon::view::render(f, &st)).unwrap();
     }
-    let snap = Snapshot::from_state(&st, st.now_ms);
+    let snap = Snapshot::from_state(&st, st.machine().now_ms);
     let back = snapshot::parse(Path::new("written.json"), &snap.to_json());
     assert_eq!(
         back.as_ref().ok(),
@@ -161,11 +162,11 @@ fn check_snapshot(bytes: &[u8]) {
 fn demo_snapshot() -> Vec<u8> {
     let source = ReplaySource::read("demo", DEMO, false).unwrap();
     let mut st = state(source.header().interval_ms);
-    st.update(Msg::Started(source.header().machine.clone()));
+    st.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
-        st.update(Msg::Sample(s.clone()));
+        st.update(Msg::from(Event::Sample(s.clone())));
     }
-    Snapshot::from_state(&st, st.now_ms).to_json()
+    Snapshot::from_state(&st, st.machine().now_ms).to_json()
 }
 
 proptest! {

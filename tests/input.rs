@@ -1,7 +1,8 @@
 //! Keys through `State::update`, no terminal: filter, sort, pause, focus, peaks, PID reuse.
 
 use gpumon::input::Action;
-use gpumon::model::{Config, Filter, Msg, Sort, State};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Filter, Msg, Sort, State};
 use gpumon::source::scripted::build::{self, GIB, MIB};
 use gpumon::source::{Framework, Reading, Sample};
 
@@ -9,7 +10,7 @@ const T0: u64 = 1_763_800_000_000;
 
 fn state() -> State {
     let mut s = State::new(Config::new(1000, 600_000));
-    s.update(Msg::Started(build::machine()));
+    s.update(Msg::from(Event::Started(build::machine())));
     s
 }
 
@@ -38,7 +39,7 @@ fn sample(k: u64) -> Sample {
 }
 
 fn pids(s: &State) -> Vec<u32> {
-    s.rows.iter().map(|k| k.pid).collect()
+    s.screen.rows.iter().map(|k| k.pid).collect()
 }
 
 fn act(s: &mut State, actions: &[Action]) {
@@ -59,28 +60,28 @@ fn type_text(s: &mut State, text: &str) {
 fn filter_by_pid_narrows_and_escape_restores() {
     let mut s = state();
     for k in 0..3 {
-        s.update(Msg::Sample(sample(k)));
+        s.update(Msg::from(Event::Sample(sample(k))));
     }
     assert_eq!(pids(&s), vec![100, 300, 200], "sorted by device memory");
     type_text(&mut s, "300");
-    assert_eq!(s.filter, Some(Filter::Pid(300)));
+    assert_eq!(s.screen.filter, Some(Filter::Pid(300)));
     assert_eq!(pids(&s), vec![300]);
     assert_eq!(
-        s.selected.as_ref().map(|k| k.pid),
+        s.screen.selected.as_ref().map(|k| k.pid),
         Some(300),
         "the selection follows the filter"
     );
-    s.update(Msg::Sample(sample(3)));
+    s.update(Msg::from(Event::Sample(sample(3))));
     assert_eq!(pids(&s), vec![300], "the filter holds across samples");
     act(&mut s, &[Action::Escape]);
-    assert_eq!(s.filter, None);
+    assert_eq!(s.screen.filter, None);
     assert_eq!(pids(&s), vec![100, 300, 200]);
 }
 
 #[test]
 fn text_filter_matches_command_or_user_and_prompt_escape_keeps_the_filter() {
     let mut s = state();
-    s.update(Msg::Sample(sample(0)));
+    s.update(Msg::from(Event::Sample(sample(0))));
     type_text(&mut s, "FineTune");
     assert_eq!(pids(&s), vec![200], "case-insensitive match on the command");
     act(
@@ -91,7 +92,7 @@ fn text_filter_matches_command_or_user_and_prompt_escape_keeps_the_filter() {
             Action::Escape,
         ],
     );
-    assert_eq!(s.prompt, None);
+    assert_eq!(s.screen.prompt, None);
     assert_eq!(
         pids(&s),
         vec![200],
@@ -99,7 +100,7 @@ fn text_filter_matches_command_or_user_and_prompt_escape_keeps_the_filter() {
     );
     act(&mut s, &[Action::FilterPrompt]);
     assert_eq!(
-        s.prompt.as_deref(),
+        s.screen.prompt.as_deref(),
         Some("finetune"),
         "the prompt opens on the current filter"
     );
@@ -115,9 +116,9 @@ fn text_filter_matches_command_or_user_and_prompt_escape_keeps_the_filter() {
 #[test]
 fn f_filters_to_the_selected_pid() {
     let mut s = state();
-    s.update(Msg::Sample(sample(0)));
+    s.update(Msg::from(Event::Sample(sample(0))));
     act(&mut s, &[Action::Down, Action::FilterSelected]);
-    assert_eq!(s.filter, Some(Filter::Pid(300)));
+    assert_eq!(s.screen.filter, Some(Filter::Pid(300)));
     assert_eq!(pids(&s), vec![300]);
 }
 
@@ -125,47 +126,57 @@ fn f_filters_to_the_selected_pid() {
 fn sort_cycles_through_the_columns() {
     let mut s = state();
     for k in 0..5 {
-        s.update(Msg::Sample(sample(k)));
+        s.update(Msg::from(Event::Sample(sample(k))));
     }
     act(&mut s, &[Action::CycleSort]);
-    assert_eq!(s.sort, Sort::Growth);
+    assert_eq!(s.screen.sort, Sort::Growth);
     assert_eq!(pids(&s)[0], 200, "the growing process first");
     act(&mut s, &[Action::CycleSort, Action::CycleSort]);
-    assert_eq!(s.sort, Sort::Pid);
+    assert_eq!(s.screen.sort, Sort::Pid);
     assert_eq!(pids(&s), vec![100, 200, 300]);
     act(&mut s, &[Action::CycleSort]);
-    assert_eq!(s.sort, Sort::Gpu);
+    assert_eq!(s.screen.sort, Sort::Gpu);
     assert_eq!(pids(&s), vec![100, 300, 200]);
     act(&mut s, &[Action::CycleSort]);
-    assert_eq!(s.sort, Sort::DeviceMemory);
+    assert_eq!(s.screen.sort, Sort::DeviceMemory);
 }
 
 #[test]
 fn pause_freezes_the_view_until_resumed() {
     let mut s = state();
-    s.update(Msg::Sample(sample(0)));
+    s.update(Msg::from(Event::Sample(sample(0))));
     act(&mut s, &[Action::TogglePause]);
-    s.update(Msg::Sample(sample(10)));
-    let p200 = s.processes.values().find(|t| t.key.pid == 200).unwrap();
+    s.update(Msg::from(Event::Sample(sample(10))));
+    let p200 = s
+        .machine()
+        .processes
+        .values()
+        .find(|t| t.key.pid == 200)
+        .unwrap();
     assert_eq!(
         p200.sample.device_memory.get(),
         Some(GIB),
         "no update while paused"
     );
     act(&mut s, &[Action::TogglePause]);
-    s.update(Msg::Sample(sample(11)));
-    let p200 = s.processes.values().find(|t| t.key.pid == 200).unwrap();
+    s.update(Msg::from(Event::Sample(sample(11))));
+    let p200 = s
+        .machine()
+        .processes
+        .values()
+        .find(|t| t.key.pid == 200)
+        .unwrap();
     assert_eq!(p200.sample.device_memory.get(), Some(GIB + 1100 * MIB));
 }
 
 #[test]
 fn focus_a_gpu_and_cycle_back_to_all() {
     let mut s = state();
-    s.update(Msg::Sample(sample(0)));
+    s.update(Msg::from(Event::Sample(sample(0))));
     act(&mut s, &[Action::FocusGpu(1)]);
     assert_eq!(pids(&s), vec![200]);
     act(&mut s, &[Action::FocusNext]);
-    assert_eq!(s.focus, None, "Tab past the last GPU shows all");
+    assert_eq!(s.screen.focus, None, "Tab past the last GPU shows all");
     act(&mut s, &[Action::FocusNext]);
     assert_eq!(pids(&s), vec![100, 300]);
     act(&mut s, &[Action::FocusGpu(7)]);
@@ -179,12 +190,13 @@ fn focus_a_gpu_and_cycle_back_to_all() {
 #[test]
 fn reset_peaks_and_identity_by_start_time() {
     let mut s = state();
-    s.update(Msg::Sample(sample(5)));
+    s.update(Msg::from(Event::Sample(sample(5))));
     let mut smaller = sample(6);
     smaller.processes[1].device_memory = Reading::Value(GIB);
-    s.update(Msg::Sample(smaller.clone()));
+    s.update(Msg::from(Event::Sample(smaller.clone())));
     let peak = |s: &State| {
-        s.processes
+        s.machine()
+            .processes
             .values()
             .find(|t| t.key.pid == 200)
             .unwrap()
@@ -198,8 +210,13 @@ fn reset_peaks_and_identity_by_start_time() {
     let mut reused = smaller;
     reused.at_ms += 1000;
     reused.processes[1].start_time = Reading::Value(1_763_900_000);
-    s.update(Msg::Sample(reused));
-    let tracks: Vec<_> = s.processes.values().filter(|t| t.key.pid == 200).collect();
+    s.update(Msg::from(Event::Sample(reused)));
+    let tracks: Vec<_> = s
+        .machine()
+        .processes
+        .values()
+        .filter(|t| t.key.pid == 200)
+        .collect();
     assert_eq!(
         tracks.len(),
         2,

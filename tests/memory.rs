@@ -8,7 +8,8 @@
 //! in the latest sample plus those that exited less than `EXITED_GRACE_MS` ago; alerts are capped
 //! at `MAX_ALERTS`.
 
-use gpumon::model::{Config, EXITED_GRACE_MS, MAX_ALERTS, Msg, State};
+use gpumon::model::{Config, EXITED_GRACE_MS, Event, MAX_ALERTS};
+use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
 
@@ -29,7 +30,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
     let cap = config.ring_capacity();
     assert_eq!(cap, 601);
     let mut state = State::new(config);
-    state.update(Msg::Started(machine()));
+    state.update(Msg::from(Event::Started(machine())));
     let total = 80 * GIB;
     let mut distinct = 0;
     let mut most_alive = 0;
@@ -57,27 +58,27 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
         }
         distinct += born(k).count();
         most_alive = most_alive.max(processes.len());
-        state.update(Msg::Sample(Sample {
+        state.update(Msg::from(Event::Sample(Sample {
             at_ms: T0 + k * 1000,
             gpus: vec![g],
             processes,
             failures: Vec::new(),
-        }));
+        })));
 
         // Listed now, or exited within the grace period (a sample a second).
         let bound = most_alive + (EXITED_GRACE_MS / 1000 + 1) as usize * born(k).count().max(2);
         assert!(
-            state.processes.len() <= bound,
+            state.machine().processes.len() <= bound,
             "tick {k}: {} tracked, budget {bound}",
-            state.processes.len()
+            state.machine().processes.len()
         );
-        assert!(state.rows.len() <= state.processes.len());
-        assert!(state.alerts.len() <= MAX_ALERTS);
+        assert!(state.screen.rows.len() <= state.machine().processes.len());
+        assert!(state.machine().alerts.len() <= MAX_ALERTS);
         if k % 600 == 0 || k == TICKS - 1 {
-            for t in state.processes.values() {
+            for t in state.machine().processes.values() {
                 assert!(t.history.len() <= cap && t.history.allocated() <= cap);
             }
-            for g in state.gpus.values() {
+            for g in state.machine().gpus.values() {
                 assert!(g.used.len() <= cap && g.used.allocated() <= cap);
             }
         }
@@ -85,6 +86,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
     assert_eq!(distinct, PIDS as usize);
     // The all-day process and the GPU hold full windows, and no more.
     let server = state
+        .machine()
         .processes
         .values()
         .find(|t| t.sample.pid == 1)
@@ -93,9 +95,9 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
         (server.history.len(), server.history.allocated()),
         (cap, cap)
     );
-    let g = state.gpus.values().next().unwrap();
+    let g = state.machine().gpus.values().next().unwrap();
     assert_eq!((g.used.len(), g.used.allocated()), (cap, cap));
     // Alerts were raised for the churning processes, and the oldest dropped.
-    assert_eq!(state.alerts.len(), MAX_ALERTS);
-    assert!(state.alerts_dropped > 0);
+    assert_eq!(state.machine().alerts.len(), MAX_ALERTS);
+    assert!(state.machine().alerts_dropped > 0);
 }

@@ -3,10 +3,11 @@
 //! from states built through `State::update`.
 
 use assert_cmd::Command;
-use gpumon::analysis::failure::Failure;
 use gpumon::input::Action;
-use gpumon::model::{Config, Filter, Msg, State};
-use gpumon::run::{RunEnd, RunInfo};
+use gpumon::model::{Config, Event};
+use gpumon::oom::failure::Failure;
+use gpumon::screen::{Filter, Msg, State};
+use gpumon::screen::{RunEnd, RunInfo};
 use gpumon::source::scripted::build::{self, GIB};
 use gpumon::source::{Framework, MachineInfo, Reading, Sample};
 use ratatui::Terminal;
@@ -59,16 +60,16 @@ fn bad_uses_are_usage_errors() {
 
 fn state(machine: MachineInfo) -> State {
     let mut s = State::new(Config::new(1000, 60_000));
-    s.filter = Some(Filter::Run {
+    s.screen.filter = Some(Filter::Run {
         pid: 7100,
         log: LOG.into(),
     });
-    s.run = Some(RunInfo::new(
+    s.screen.run = Some(RunInfo::new(
         7100,
         "python3 train.py".into(),
         "gpumon-run-python3-20251122T120307Z.log".into(),
     ));
-    s.update(Msg::Started(machine));
+    s.update(Msg::from(Event::Started(machine)));
     s
 }
 
@@ -99,14 +100,14 @@ fn screen_filtered_to_the_command_asks_before_quitting() {
         Framework::Jax,
         "python serve.py",
     ));
-    s.update(Msg::Sample(Sample {
+    s.update(Msg::from(Event::Sample(Sample {
         at_ms: T0,
         gpus: vec![g],
         processes,
         failures: Vec::new(),
-    }));
+    })));
     assert_eq!(
-        s.rows.iter().map(|k| k.pid).collect::<Vec<_>>(),
+        s.screen.rows.iter().map(|k| k.pid).collect::<Vec<_>>(),
         [7102, 7103]
     );
     s.update(Msg::Action(Action::Quit));
@@ -122,16 +123,16 @@ fn screen_without_nvml_follows_the_log_and_shows_the_end() {
         ..build::machine()
     });
     let message = "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.18 GiB of which 93.44 MiB is free. Of the allocated memory 4.03 GiB is allocated by PyTorch, and 4.93 GiB is reserved by PyTorch but unallocated.";
-    let failure = gpumon::analysis::oom::parse_all(message.as_bytes())
+    let failure = gpumon::oom::parse_all(message.as_bytes())
         .remove(0)
         .into_failure(T0, LOG, None);
     let failures: Vec<Failure> = vec![failure];
-    s.update(Msg::Sample(Sample {
+    s.update(Msg::from(Event::Sample(Sample {
         at_ms: T0,
         gpus: Vec::new(),
         processes: Vec::new(),
         failures,
-    }));
+    })));
     assert_eq!(s.update(Msg::RunEnded(RunEnd::Exited(3))), None);
     insta::assert_snapshot!("run_no_nvml_ended_80x24", draw(&s).backend());
 }

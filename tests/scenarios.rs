@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 
 use gpumon::analysis::explain::{Format, explain};
-use gpumon::analysis::{Alert, Level};
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Alert, Level};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Msg, State};
 use gpumon::snapshot::{Snapshot, text};
 use gpumon::source::replay::ReplaySource;
 use serde_json::Value;
@@ -140,19 +141,25 @@ fn replayed(path: &str) -> State {
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
     let source = ReplaySource::read(path, file, false).unwrap();
     let mut state = State::new(Config::new(source.header().interval_ms, 600_000));
-    state.update(Msg::Started(source.header().machine.clone()));
+    state.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
-        state.update(Msg::Sample(s.clone()));
+        state.update(Msg::from(Event::Sample(s.clone())));
     }
     state
 }
 
 fn alert<'a>(state: &'a State, class: &str, pid: u32) -> &'a Alert {
     state
+        .machine()
         .alerts
         .iter()
         .find(|a| a.class == class && a.pid == Some(pid))
-        .unwrap_or_else(|| panic!("no {class} alert for pid {pid}: {:#?}", state.alerts))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {class} alert for pid {pid}: {:#?}",
+                state.machine().alerts
+            )
+        })
 }
 
 #[test]
@@ -223,6 +230,7 @@ fn demo_recording_raises_the_real_alerts() {
     );
     assert_eq!(
         state
+            .machine()
             .alerts
             .iter()
             .filter(|a| a.level == Level::Failure)
@@ -235,7 +243,7 @@ fn demo_recording_raises_the_real_alerts() {
 #[test]
 fn demo_failure_alerts_read_well_at_80_columns() {
     let state = demo();
-    let now = state.last_sample_ms.unwrap();
+    let now = state.machine().last_sample_ms.unwrap();
     let out = text::render(&Snapshot::from_state(&state, now));
     let alerts: String = out
         .lines()
@@ -259,6 +267,7 @@ fn demo_failure_alerts_read_well_at_80_columns() {
 fn recorded_pool_limits_and_jax_fragmentation() {
     let state = replayed("tests/fixtures/recordings/h100-pool-limits-jax-frag.ndjson");
     let failures: Vec<&Alert> = state
+        .machine()
         .alerts
         .iter()
         .filter(|a| a.level == Level::Failure)

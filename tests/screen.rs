@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use gpumon::analysis::failure::Failure;
 use gpumon::input::Action;
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::oom::failure::Failure;
+use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{
     Framework, GpuProcess, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, Reading,
@@ -117,14 +118,14 @@ fn main_sample(k: u64) -> Sample {
 
 fn started(config: Config) -> State {
     let mut s = State::new(config);
-    s.update(Msg::Started(machine()));
+    s.update(Msg::from(Event::Started(machine())));
     s
 }
 
 fn main_state(config: Config) -> State {
     let mut s = started(config);
     for k in 0..TICKS {
-        s.update(Msg::Sample(main_sample(k)));
+        s.update(Msg::from(Event::Sample(main_sample(k))));
     }
     s
 }
@@ -220,7 +221,7 @@ fn na_sample(k: u64) -> Sample {
 fn unavailable_readings_say_na_and_why() {
     let mut s = started(config());
     for k in 0..TICKS {
-        s.update(Msg::Sample(na_sample(k)));
+        s.update(Msg::from(Event::Sample(na_sample(k))));
     }
     check("na", &s);
 }
@@ -229,7 +230,7 @@ fn unavailable_readings_say_na_and_why() {
 fn device_memory_na_selected() {
     let mut s = started(config());
     for k in 0..TICKS {
-        s.update(Msg::Sample(na_sample(k)));
+        s.update(Msg::from(Event::Sample(na_sample(k))));
     }
     act(&mut s, &[Action::Down, Action::Down]);
     let terminal = draw(&s, 120, 40);
@@ -250,7 +251,7 @@ fn filter_applied_shows_only_that_pid() {
     act(&mut s, &[Action::FilterPrompt]);
     type_text(&mut s, "4312");
     act(&mut s, &[Action::PromptApply]);
-    assert_eq!(s.rows.len(), 1);
+    assert_eq!(s.screen.rows.len(), 1);
     check("filter_applied", &s);
 }
 
@@ -306,14 +307,14 @@ fn starting_before_nvml_is_up() {
 #[test]
 fn failing_source_shows_a_banner() {
     let mut s = main_state(config());
-    s.update(Msg::SourceFailed {
+    s.update(Msg::from(Event::SourceFailed {
         at_ms: T0 + TICKS * 1000,
         reason: "NVML: Driver/library version mismatch".into(),
-    });
-    s.update(Msg::SourceFailed {
+    }));
+    s.update(Msg::from(Event::SourceFailed {
         at_ms: T0 + (TICKS + 5) * 1000,
         reason: "NVML: Driver/library version mismatch".into(),
-    });
+    }));
     check("failing", &s);
 }
 
@@ -332,7 +333,7 @@ fn header_shows_pause_replay_and_staleness() {
         ..config()
     });
     act(&mut s, &[Action::TogglePause, Action::FocusGpu(1)]);
-    s.update(Msg::Clock(T0 + (TICKS + 11) * 1000));
+    s.update(Msg::from(Event::Clock(T0 + (TICKS + 11) * 1000)));
     s.update(Msg::Status(
         "snapshot written to /tmp/gpumon-snapshot.json".into(),
     ));
@@ -346,7 +347,7 @@ fn header_shows_pause_replay_and_staleness() {
     let resumed = format!("{}", draw(&s, 120, 40).backend());
     assert!(resumed.contains("stale 12s"), "{resumed}");
     act(&mut s, &[Action::TogglePause]);
-    s.update(Msg::SourceEnded);
+    s.update(Msg::from(Event::SourceEnded));
     let terminal = draw(&s, 120, 40);
     insta::assert_snapshot!("replay_ended_120x40", terminal.backend());
 }
@@ -371,10 +372,10 @@ fn no_colour_means_no_colour_anywhere() {
         color: false,
         ..config()
     });
-    s.update(Msg::SourceFailed {
+    s.update(Msg::from(Event::SourceFailed {
         at_ms: T0 + TICKS * 1000,
         reason: "NVML: Unknown Error".into(),
-    });
+    }));
     act(
         &mut s,
         &[Action::TogglePane, Action::TogglePause, Action::ToggleHelp],
@@ -389,7 +390,7 @@ fn no_colour_means_no_colour_anywhere() {
 
 /// A failure as the log parser makes it from a real message line.
 fn failure(at_ms: u64, log: &str, line: u64, pid: Option<u32>, message: &str) -> Failure {
-    let mut parsed = gpumon::analysis::oom::parse_all(message.as_bytes());
+    let mut parsed = gpumon::oom::parse_all(message.as_bytes());
     assert_eq!(parsed.len(), 1, "{message}");
     let mut f = parsed.remove(0).into_failure(at_ms, log, pid);
     f.line = line;

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use gpumon::analysis::failure::Failure;
 use gpumon::input::Action;
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::oom::failure::Failure;
+use gpumon::screen::{Msg, State};
 use gpumon::snapshot::diff::{self, Topic};
 use gpumon::snapshot::{self, Snapshot, SnapshotError, text};
 use gpumon::source::live::{self, NOT_IN_NAMESPACE};
@@ -33,9 +34,9 @@ fn env(pairs: &[(&str, &str)]) -> Reading<BTreeMap<String, String>> {
 
 fn run(machine: MachineInfo, samples: Vec<Sample>, actions: &[Action]) -> State {
     let mut state = State::new(config());
-    state.update(Msg::Started(machine));
+    state.update(Msg::from(Event::Started(machine)));
     for s in samples {
-        state.update(Msg::Sample(s));
+        state.update(Msg::from(Event::Sample(s)));
     }
     for a in actions {
         state.update(Msg::Action(*a));
@@ -545,7 +546,7 @@ fn diff_of_a_snapshot_with_itself_is_empty() {
 
 /// A failure as the log parser makes it from a real message line.
 fn failure(at_ms: u64, log: &str, line: u64, pid: Option<u32>, message: &str) -> Failure {
-    let mut parsed = gpumon::analysis::oom::parse_all(message.as_bytes());
+    let mut parsed = gpumon::oom::parse_all(message.as_bytes());
     assert_eq!(parsed.len(), 1, "{message}");
     let mut f = parsed.remove(0).into_failure(at_ms, log, pid);
     f.line = line;

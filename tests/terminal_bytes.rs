@@ -5,7 +5,8 @@ use std::cell::Cell;
 use std::io::Write;
 use std::rc::Rc;
 
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
 use gpumon::view;
@@ -46,9 +47,9 @@ fn only_changed_cells_are_written() {
         color: true,
         ..Config::new(1000, 600_000)
     });
-    state.update(Msg::Started(machine()));
+    state.update(Msg::from(Event::Started(machine())));
     for k in 0..100 {
-        state.update(Msg::Sample(sample(k)));
+        state.update(Msg::from(Event::Sample(sample(k))));
     }
     let count = Count::default();
     let viewport = Viewport::Fixed(Rect::new(0, 0, 120, 40));
@@ -66,7 +67,7 @@ fn only_changed_cells_are_written() {
     assert!(unchanged < 64, "an unchanged frame: {unchanged} bytes");
 
     // Steady readings: the flat sparklines shift without changing a glyph.
-    state.update(Msg::Sample(sample(100)));
+    state.update(Msg::from(Event::Sample(sample(100))));
     terminal.draw(|f| view::render(f, &state)).unwrap();
     let next = count.0.replace(0);
     eprintln!("bytes: first frame {full}, unchanged {unchanged}, steady new sample {next}");

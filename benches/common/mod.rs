@@ -2,7 +2,8 @@
 //! (spread round-robin over the GPUs), and states warmed up to a full history window.
 #![allow(dead_code)]
 
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
 
@@ -66,9 +67,9 @@ pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
 /// A state fed `ticks` samples (a full ten-minute window with 600).
 pub fn warm_state(gpus: u32, procs: u32, ticks: u64, churn: bool) -> State {
     let mut state = State::new(config());
-    state.update(Msg::Started(machine()));
+    state.update(Msg::from(Event::Started(machine())));
     for k in 0..ticks {
-        state.update(Msg::Sample(sample(gpus, procs, k, churn)));
+        state.update(Msg::from(Event::Sample(sample(gpus, procs, k, churn))));
     }
     state
 }

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::context::{Context, Other};
-use crate::analysis::failure::{Allocator, Dialect, Failure, Size};
-use crate::analysis::oom::sizes::human;
-use crate::source::Framework;
+use crate::oom::failure::{Allocator, Dialect, Failure, Size};
+use crate::oom::sizes::human;
+use crate::sample::Framework;
 
 mod pool;
 

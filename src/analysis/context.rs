@@ -1,13 +1,13 @@
-//! What the state knew about a failing process when its failure was read: which GPU the message's
+//! What the machine knew about a failing process when its failure was read: which GPU the message's
 //! device ordinal is (through the process's `CUDA_VISIBLE_DEVICES`), that GPU's memory, the
 //! process's settings and device memory, and the other processes holding the GPU.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::analysis::failure::Failure;
-use crate::analysis::oom::sizes::human;
-use crate::model::{ProcessTrack, State};
-use crate::source::Framework;
+use crate::model::{Machine, ProcessTrack};
+use crate::oom::failure::Failure;
+use crate::oom::sizes::human;
+use crate::sample::Framework;
 
 /// A GPU's memory at the failure, bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub fn short_command(command: &str) -> String {
     }
 }
 
-/// The evidence from outside the message; empty for `gpumon explain` (no state).
+/// The evidence from outside the message; empty for `gpumon explain` (no machine).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Context {
     pub gpu_uuid: Option<String>,
@@ -90,9 +90,9 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn from_state(f: &Failure, state: &State) -> Context {
+    pub fn from_machine(f: &Failure, machine: &Machine) -> Context {
         let tracks: Vec<&ProcessTrack> = f.pid.map_or_else(Vec::new, |pid| {
-            state
+            machine
                 .processes
                 .values()
                 .filter(|t| t.sample.pid == pid)
@@ -107,19 +107,19 @@ impl Context {
             framework,
             ..Context::default()
         };
-        let Some(uuid) = device_uuid(f, &tracks, ctx.settings.as_ref(), state) else {
+        let Some(uuid) = device_uuid(f, &tracks, ctx.settings.as_ref(), machine) else {
             return ctx;
         };
         let track = tracks.iter().find(|t| t.sample.gpu_uuid == uuid);
         // An exited process's failure happened while it still held its memory.
-        let when = track.map_or(state.now_ms, |t| t.last_seen_ms);
+        let when = track.map_or(machine.now_ms, |t| t.last_seen_ms);
         ctx.process_memory = track.and_then(|t| {
             t.history
                 .iter()
                 .rev()
                 .find_map(|p| p.value.filter(|_| p.at_ms <= when))
         });
-        ctx.gpu = state.gpus.get(&uuid).and_then(|g| {
+        ctx.gpu = machine.gpus.get(&uuid).and_then(|g| {
             let m = g.sample.memory.value()?;
             let used = g
                 .used
@@ -136,7 +136,7 @@ impl Context {
                 free: m.total.saturating_sub(used).saturating_sub(reserved),
             })
         });
-        ctx.others = state
+        ctx.others = machine
             .processes
             .values()
             .filter(|t| t.sample.gpu_uuid == uuid && Some(t.sample.pid) != f.pid)
@@ -160,13 +160,13 @@ fn device_uuid(
     f: &Failure,
     tracks: &[&ProcessTrack],
     settings: Option<&BTreeMap<String, String>>,
-    state: &State,
+    machine: &Machine,
 ) -> Option<String> {
     if let (Some(ord), Some(s)) = (f.numbers.device, settings)
         && let Some(u) = map_ordinal(
             ord,
             s.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
-            state,
+            machine,
         )
     {
         return Some(u);
@@ -175,17 +175,17 @@ fn device_uuid(
     if on.len() == 1 {
         return on.into_iter().next().cloned();
     }
-    if state.gpus.len() == 1 {
-        return state.gpus.keys().next().cloned();
+    if machine.gpus.len() == 1 {
+        return machine.gpus.keys().next().cloned();
     }
     None
 }
 
 /// The GPU a process-local CUDA ordinal names: `CUDA_VISIBLE_DEVICES` lists NVML indices or
 /// `GPU-<uuid>` prefixes and stops at the first entry it cannot read; unset means all, in order.
-pub fn map_ordinal(ordinal: u32, visible: Option<&str>, state: &State) -> Option<String> {
+pub fn map_ordinal(ordinal: u32, visible: Option<&str>, machine: &Machine) -> Option<String> {
     let by_index = |i: u32| {
-        state
+        machine
             .gpus
             .values()
             .find(|g| g.sample.index == i)
@@ -208,7 +208,7 @@ pub fn map_ordinal(ordinal: u32, visible: Option<&str>, state: &State) -> Option
         return by_index(i);
     }
     let prefix = entry.strip_prefix("GPU-")?.to_ascii_lowercase();
-    let mut hits = state.gpus.keys().filter(|u| {
+    let mut hits = machine.gpus.keys().filter(|u| {
         u.get(4..)
             .is_some_and(|rest| rest.to_ascii_lowercase().starts_with(&prefix))
     });

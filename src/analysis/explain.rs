@@ -9,12 +9,12 @@ use serde::Serialize;
 
 use crate::analysis::classify::{Class, Confidence, classify};
 use crate::analysis::context::Context;
-use crate::analysis::failure::{Allocator, Dialect, Failure, Numbers};
-use crate::analysis::oom::OomParser;
 use crate::analysis::remedy::remedy;
 use crate::logs::lines::LineSplitter;
+use crate::oom::OomParser;
+use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
 
-pub use crate::cli::Format;
+pub use crate::format::Format;
 
 const WIDTH: usize = 80;
 

@@ -2,8 +2,8 @@
 
 use crate::analysis::classify::{Class, Verdict, preallocating};
 use crate::analysis::context::{Context, Other};
-use crate::analysis::failure::{Dialect, Failure};
-use crate::source::Framework;
+use crate::oom::failure::{Dialect, Failure};
+use crate::sample::Framework;
 
 /// The framework whose knobs apply: the message's wording, else the process's libraries.
 fn framework(f: &Failure, ctx: &Context) -> Option<Dialect> {

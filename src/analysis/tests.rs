@@ -2,16 +2,17 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::Level;
-use crate::analysis::failure::Failure;
-use crate::analysis::oom::parse_all;
-use crate::model::{Config, Msg, State};
+use crate::model::Level;
+use crate::model::{Config, Event};
+use crate::oom::failure::Failure;
+use crate::oom::parse_all;
+use crate::sample::{Framework, GpuSample, ProcessSample, Reading, Sample};
+use crate::screen::{Msg, State};
 use crate::source::scripted::build::{GIB, gpu, machine, process};
-use crate::source::{Framework, GpuSample, ProcessSample, Reading, Sample};
 
 fn state() -> State {
     let mut s = State::new(Config::new(1000, 600_000));
-    s.update(Msg::Started(machine()));
+    s.update(Msg::from(Event::Started(machine())));
     s
 }
 
@@ -21,12 +22,12 @@ fn sample(
     processes: Vec<ProcessSample>,
     failures: Vec<Failure>,
 ) -> Msg {
-    Msg::Sample(Sample {
+    Msg::from(Event::Sample(Sample {
         at_ms,
         gpus,
         processes,
         failures,
-    })
+    }))
 }
 
 fn failure(pid: u32, line: &str) -> Failure {
@@ -63,7 +64,7 @@ fn failure_maps_through_cuda_visible_devices_and_names_others() {
         vec![me, other],
         vec![failure(100, oom)],
     ));
-    let a = &s.alerts[0];
+    let a = &s.machine().alerts[0];
     assert_eq!(a.level, Level::Failure);
     assert_eq!(a.class, "device-full");
     assert_eq!(a.confidence.as_deref(), Some("certain"));
@@ -82,7 +83,7 @@ fn failure_maps_through_cuda_visible_devices_and_names_others() {
         a.remedy.as_deref(),
         Some("Free or move the other processes on this GPU: pid 200 python serve.py (60.00 GiB).")
     );
-    assert_eq!(s.gpu(&g1.uuid).unwrap().alerts, 1);
+    assert_eq!(s.machine().gpu(&g1.uuid).unwrap().alerts, 1);
 }
 
 #[test]
@@ -91,16 +92,19 @@ fn gpu_uuid_prefix_in_cuda_visible_devices() {
     let gpus = vec![gpu(0, 80 * GIB, 0, 0), gpu(1, 80 * GIB, 0, 0)];
     s.update(sample(1_000, gpus.clone(), vec![], vec![]));
     assert_eq!(
-        crate::analysis::context::map_ordinal(1, Some("GPU-00000000,GPU-00000001"), &s),
+        crate::analysis::context::map_ordinal(1, Some("GPU-00000000,GPU-00000001"), s.machine()),
         Some(gpus[1].uuid.clone())
     );
     assert_eq!(
-        crate::analysis::context::map_ordinal(1, Some("0,bad,1"), &s),
+        crate::analysis::context::map_ordinal(1, Some("0,bad,1"), s.machine()),
         None
     );
-    assert_eq!(crate::analysis::context::map_ordinal(0, Some(""), &s), None);
     assert_eq!(
-        crate::analysis::context::map_ordinal(1, None, &s),
+        crate::analysis::context::map_ordinal(0, Some(""), s.machine()),
+        None
+    );
+    assert_eq!(
+        crate::analysis::context::map_ordinal(1, None, s.machine()),
         Some(gpus[1].uuid.clone())
     );
 }
@@ -120,7 +124,12 @@ fn jax_failure_is_not_compared_with_nvml_free_under_preallocation() {
         vec![p.clone()],
         vec![failure(300, oom)],
     ));
-    let a = s.alerts.iter().find(|a| a.level == Level::Failure).unwrap();
+    let a = s
+        .machine()
+        .alerts
+        .iter()
+        .find(|a| a.level == Level::Failure)
+        .unwrap();
     assert_eq!(
         a.class, "unknown",
         "19.5 GiB free must not make it driver-level"
@@ -128,7 +137,12 @@ fn jax_failure_is_not_compared_with_nvml_free_under_preallocation() {
     let mut s = state();
     let p = with(p, &[("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")]);
     s.update(sample(5_000, vec![g], vec![p], vec![failure(300, oom)]));
-    let a = s.alerts.iter().find(|a| a.level == Level::Failure).unwrap();
+    let a = s
+        .machine()
+        .alerts
+        .iter()
+        .find(|a| a.level == Level::Failure)
+        .unwrap();
     assert_eq!(
         (a.class.as_str(), a.confidence.as_deref()),
         ("driver", Some("likely"))
@@ -147,6 +161,7 @@ fn preallocation_is_raised_once_with_its_variable() {
         s.update(sample(t * 1000, vec![g.clone()], vec![p.clone()], vec![]));
     }
     let pre: Vec<_> = s
+        .machine()
         .alerts
         .iter()
         .filter(|a| a.class == "preallocation")
@@ -179,7 +194,7 @@ fn steady_processes_and_big_vms_raise_nothing() {
     for t in 1..=90 {
         s.update(sample(t * 1000, vec![g.clone()], vec![p.clone()], vec![]));
     }
-    assert!(s.alerts.is_empty(), "{:?}", s.alerts);
+    assert!(s.machine().alerts.is_empty(), "{:?}", s.machine().alerts);
 }
 
 #[test]
@@ -191,6 +206,7 @@ fn growth_step_larger_than_free() {
         s.update(sample(t * 1000, vec![g], vec![p], vec![]));
     }
     let a: Vec<_> = s
+        .machine()
         .alerts
         .iter()
         .filter(|a| a.class == "growth-step")
@@ -221,9 +237,9 @@ fn start_up_allocations_and_stopped_growth_are_not_growth_steps() {
         s.update(sample(t * 1000, vec![g], procs, vec![]));
     }
     assert!(
-        !s.alerts.iter().any(|a| a.class == "growth-step"),
+        !s.machine().alerts.iter().any(|a| a.class == "growth-step"),
         "{:?}",
-        s.alerts
+        s.machine().alerts
     );
 }
 
@@ -238,9 +254,9 @@ fn one_jump_is_not_a_trend_towards_full() {
         s.update(sample(1_000 + t * 1000, vec![g], vec![p], vec![]));
     }
     assert!(
-        !s.alerts.iter().any(|a| a.class == "time-to-full"),
+        !s.machine().alerts.iter().any(|a| a.class == "time-to-full"),
         "{:?}",
-        s.alerts
+        s.machine().alerts
     );
 }
 
@@ -255,11 +271,12 @@ fn time_to_full_needs_sustained_growth() {
         s.update(sample(1_000 + t * 1000, vec![g], vec![p], vec![]));
     }
     let a: Vec<_> = s
+        .machine()
         .alerts
         .iter()
         .filter(|a| a.class == "time-to-full")
         .collect();
-    assert_eq!(a.len(), 1, "{:?}", s.alerts);
+    assert_eq!(a.len(), 1, "{:?}", s.machine().alerts);
     assert!(
         a[0].remedy
             .as_deref()
@@ -283,11 +300,12 @@ fn exit_while_growing_on_a_full_gpu_without_a_log() {
         vec![],
     ));
     let a: Vec<_> = s
+        .machine()
         .alerts
         .iter()
         .filter(|a| a.class == "exit-no-log")
         .collect();
-    assert_eq!(a.len(), 1, "{:?}", s.alerts);
+    assert_eq!(a.len(), 1, "{:?}", s.machine().alerts);
     assert!(
         a[0].title
             .contains("possible allocation failure, no log seen")
@@ -307,7 +325,7 @@ fn exit_while_growing_on_a_full_gpu_without_a_log() {
         vec![],
         vec![],
     ));
-    assert!(s.alerts.iter().all(|a| a.class != "exit-no-log"));
+    assert!(s.machine().alerts.iter().all(|a| a.class != "exit-no-log"));
 }
 
 #[test]

@@ -4,11 +4,11 @@
 
 use std::cell::OnceCell;
 
-use crate::analysis::oom::sizes::human;
-use crate::analysis::{Alert, Level};
 use crate::model::units::{duration_ms, rate};
-use crate::model::{GpuTrack, ProcessTrack, State, processes_on};
-use crate::source::Framework;
+use crate::model::{Alert, Level};
+use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
+use crate::oom::sizes::human;
+use crate::sample::Framework;
 
 /// A process that takes this share of a GPU (per mille) at start has preallocated.
 const PREALLOC_PERMILLE: u64 = 700;
@@ -25,15 +25,21 @@ const EXIT_AFTER_STEP_MS: u64 = 60_000;
 /// A growth step older than this means the process has stopped growing.
 const GROWING_WITHIN_MS: u64 = 60_000;
 
-pub fn scan(state: &State, at_ms: u64) -> Vec<Alert> {
+/// The risks to raise at `at_ms`; `fresh` are the alerts already found in this sample (failures),
+/// which count as raised.
+pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     let mut out: Vec<Alert> = Vec::new();
     // The alerts by pid, indexed the first time a check asks (a check asks only when it would
     // fire): a process's earlier alerts are found without a walk through all of them.
     let index: OnceCell<Vec<(Option<u32>, &Alert)>> = OnceCell::new();
     let alerts_of = |pid: Option<u32>| {
         let index = index.get_or_init(|| {
-            let mut v: Vec<(Option<u32>, &Alert)> =
-                state.alerts.iter().map(|a| (a.pid, a)).collect();
+            let mut v: Vec<(Option<u32>, &Alert)> = machine
+                .alerts
+                .iter()
+                .chain(fresh)
+                .map(|a| (a.pid, a))
+                .collect();
             v.sort_by_key(|(p, _)| *p);
             v
         });
@@ -53,10 +59,10 @@ pub fn scan(state: &State, at_ms: u64) -> Vec<Alert> {
     // fire, then writes its text only for a new alert.
     // GPUs and processes are both ordered by UUID first: going GPU by GPU through each one's
     // processes visits them in the map's order, skipping processes of GPUs never sampled.
-    let on_gpus = state
+    let on_gpus = machine
         .gpus
         .values()
-        .flat_map(|g| processes_on(&state.processes, &g.sample.uuid).map(move |t| (t, g)));
+        .flat_map(|g| processes_on(&machine.processes, &g.sample.uuid).map(move |t| (t, g)));
     for (t, g) in on_gpus {
         let pid = Some(t.sample.pid);
         let gpu = g.sample.uuid.as_str();
@@ -97,10 +103,10 @@ pub fn scan(state: &State, at_ms: u64) -> Vec<Alert> {
             ));
         }
     }
-    for g in state.gpus.values() {
+    for g in machine.gpus.values() {
         let gpu = g.sample.uuid.as_str();
         if let Some((title, evidence, remedy)) =
-            time_to_full(state, g, &|| !raised(&out, "time-to-full", None, gpu))
+            time_to_full(machine, g, &|| !raised(&out, "time-to-full", None, gpu))
         {
             out.push(alert(
                 at_ms,
@@ -303,7 +309,7 @@ fn exit_no_log(
     ))
 }
 
-fn time_to_full(state: &State, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
+fn time_to_full(machine: &Machine, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     let free = g.sample.memory.value()?.free;
     let last = g.used.last()?.at_ms;
     let oldest = g
@@ -328,7 +334,7 @@ fn time_to_full(state: &State, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     if eta_ms >= FULL_WITHIN_MS || !is_new() {
         return None;
     }
-    let fastest = state
+    let fastest = machine
         .processes
         .values()
         .filter(|t| t.sample.gpu_uuid == g.sample.uuid && t.exited_ms.is_none())

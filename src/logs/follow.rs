@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
 use super::lines::LineSplitter;
-use crate::analysis::oom::{OomParser, Parsed};
+use crate::oom::{OomParser, Parsed};
 
 /// Lines of an existing file are counted up to this size when following starts at its end.
 const COUNT_LINES_UP_TO: u64 = 64 << 20;

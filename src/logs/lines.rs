@@ -1,6 +1,6 @@
 //! Splits a byte stream into lines, keeping at most a bounded prefix of an overlong line.
 
-use crate::analysis::oom::MAX_LINE;
+use crate::oom::MAX_LINE;
 
 /// Carries a partial line between chunks.
 #[derive(Debug, Default)]

@@ -13,8 +13,8 @@ use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::failure::Failure;
-use crate::source::Reading;
+use crate::oom::failure::Failure;
+use crate::sample::Reading;
 use follow::Follower;
 
 /// Bytes read from all logs together in one poll.

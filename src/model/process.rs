@@ -1,7 +1,7 @@
 //! One tracked process on one GPU: identity (GPU, PID, start time), latest sample and history.
 
 use crate::model::{GROWTH_WINDOW_MS, Ring};
-use crate::source::ProcessSample;
+use crate::sample::ProcessSample;
 
 /// A process on a GPU; a reused PID has another start time, so it starts a new history.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

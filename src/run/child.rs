@@ -5,73 +5,14 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::Duration;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::model::Msg;
-
-/// How long a stopped command has after SIGTERM before SIGKILL.
-pub const KILL_AFTER: Duration = Duration::from_secs(5);
-
-/// How the command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunEnd {
-    Exited(i32),
-    /// Killed by this signal.
-    Signaled(i32),
-    /// Its status could not be read.
-    Unknown,
-}
-
-impl RunEnd {
-    pub fn of(status: io::Result<ExitStatus>) -> RunEnd {
-        match status {
-            Ok(s) => match (s.code(), s.signal()) {
-                (Some(code), _) => RunEnd::Exited(code),
-                (None, Some(sig)) => RunEnd::Signaled(sig),
-                (None, None) => RunEnd::Unknown,
-            },
-            Err(_) => RunEnd::Unknown,
-        }
-    }
-
-    /// The status gpumon exits with: the command's, or 128 + the signal that killed it.
-    pub fn code(self) -> u8 {
-        match self {
-            RunEnd::Exited(c) => u8::try_from(c & 0xff).unwrap_or(1),
-            RunEnd::Signaled(s) => u8::try_from(128 + (s & 0x7f)).unwrap_or(1),
-            RunEnd::Unknown => 1,
-        }
-    }
-
-    /// "exited with status 3", "killed by SIGTERM".
-    pub fn describe(self) -> String {
-        match self {
-            RunEnd::Exited(c) => format!("exited with status {c}"),
-            RunEnd::Signaled(s) => match signal_name(s) {
-                Some(name) => format!("killed by {name}"),
-                None => format!("killed by signal {s}"),
-            },
-            RunEnd::Unknown => "ended (its status could not be read)".into(),
-        }
-    }
-}
-
-fn signal_name(sig: i32) -> Option<&'static str> {
-    Some(match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        6 => "SIGABRT",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        15 => "SIGTERM",
-        _ => return None,
-    })
-}
+use crate::screen::run::KILL_AFTER;
+use crate::screen::{Msg, RunEnd};
 
 /// Starts `argv` with stdin from /dev/null and stdout+stderr going to `log`.
 pub fn spawn(argv: &[OsString], log: &File) -> io::Result<Child> {

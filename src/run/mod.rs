@@ -4,7 +4,7 @@
 //! and the log is followed for allocation failures.
 //!
 //! Quitting while the command runs asks first: `k` stops it (SIGTERM to its process group, then
-//! SIGKILL after [`child::KILL_AFTER`]) and gpumon exits with its status; `l` leaves it running
+//! SIGKILL after [`crate::screen::run::KILL_AFTER`]) and gpumon exits with its status; `l` leaves it running
 //! (its output keeps going to the log). Once it has ended, gpumon says so and exits with its
 //! status when the user quits, at once if the user was already quitting. Without NVML the
 //! command still runs and its log is still followed: the GPU panel shows why there are no GPU
@@ -13,7 +13,3 @@
 pub mod child;
 pub mod log_file;
 pub mod no_gpu;
-mod quit;
-
-pub use child::RunEnd;
-pub use quit::RunInfo;

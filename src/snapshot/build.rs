@@ -1,13 +1,16 @@
-//! `Snapshot::from_state`: the document built from `State` at a time the caller gives.
+//! `Snapshot::of`: the document built from one machine's data and the screen's view of it, at a
+//! time the caller gives.
 
 use super::{
     AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, Process, SCHEMA, Snapshot,
     SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
 };
-use crate::analysis::{Alert, Level};
-use crate::model::{Filter, GpuTrack, ProcessTrack, Ring, Sort, SourceState, State};
-use crate::source::sample::split;
-use crate::source::{GpuStatus, MachineInfo, Reading};
+use crate::model::{
+    Alert, GpuTrack, Level, Machine as MachineData, ProcessTrack, Ring, SourceState,
+};
+use crate::sample::split;
+use crate::sample::{GpuStatus, MachineInfo, Reading};
+use crate::screen::{Filter, Screen, Sort, State};
 
 /// Why machine facts are missing before the source has started.
 const NOT_STARTED: &str = "the source had not started";
@@ -15,30 +18,43 @@ const NOT_STARTED: &str = "the source had not started";
 impl Snapshot {
     /// Everything the screen shows and what the filter hides, at `now_ms` (the State reads no clock).
     pub fn from_state(state: &State, now_ms: u64) -> Snapshot {
-        let mut processes: Vec<Process> = state
+        Snapshot::of(state.machine(), &state.screen, now_ms)
+    }
+
+    /// A machine with no screen (`gpumon snapshot`, `serve`): every process shown, in the
+    /// table's default order.
+    pub fn of_machine(data: &MachineData, now_ms: u64) -> Snapshot {
+        let mut screen = Screen::default();
+        screen.derive_rows(data);
+        Snapshot::of(data, &screen, now_ms)
+    }
+
+    /// `data` as `screen` shows it.
+    pub fn of(data: &MachineData, screen: &Screen, now_ms: u64) -> Snapshot {
+        let mut processes: Vec<Process> = screen
             .rows
             .iter()
-            .filter_map(|k| state.processes.get(k))
-            .map(|t| process(state, t, true))
+            .filter_map(|k| data.processes.get(k))
+            .map(|t| process(screen, t, true))
             .collect();
-        let mut hidden: Vec<&ProcessTrack> = state
+        let mut hidden: Vec<&ProcessTrack> = data
             .processes
             .values()
-            .filter(|t| !state.rows.contains(&t.key))
+            .filter(|t| !screen.rows.contains(&t.key))
             .collect();
         hidden.sort_by_key(|t| (t.exited_ms.is_some(), t.key.clone()));
-        processes.extend(hidden.into_iter().map(|t| process(state, t, false)));
+        processes.extend(hidden.into_iter().map(|t| process(screen, t, false)));
         Snapshot {
             schema: SCHEMA.to_string(),
             taken_at: time_ms(now_ms),
             taken_at_ms: now_ms,
             gpumon_version: env!("CARGO_PKG_VERSION").to_string(),
-            machine: machine(state.machine.as_ref()),
-            view: view(state),
-            gpus: state.gpus_in_order().into_iter().map(gpu).collect(),
+            machine: machine(data.info.as_ref()),
+            view: view(data, screen),
+            gpus: data.gpus_in_order().into_iter().map(gpu).collect(),
             processes,
-            alerts: state.alerts.iter().map(alert).collect(),
-            alerts_dropped: state.alerts_dropped,
+            alerts: data.alerts.iter().map(alert).collect(),
+            alerts_dropped: data.alerts_dropped,
         }
     }
 }
@@ -64,16 +80,16 @@ fn machine(m: Option<&MachineInfo>) -> Machine {
     }
 }
 
-fn view(state: &State) -> View {
+fn view(data: &MachineData, screen: &Screen) -> View {
     let mut na = Unavailable::new();
-    let last_sample = match state.last_sample_ms {
+    let last_sample = match data.last_sample_ms {
         Some(ms) => Reading::Value(time_ms(ms)),
         None => Reading::na("no sample yet"),
     };
     View {
-        interval_ms: state.config.interval_ms,
-        history_ms: state.config.history_ms,
-        source: match &state.source {
+        interval_ms: data.config.interval_ms,
+        history_ms: data.config.history_ms,
+        source: match &data.source {
             SourceState::Starting => SourceDoc::Starting,
             SourceState::Running => SourceDoc::Running,
             SourceState::Failing { since_ms, reason } => SourceDoc::Failing {
@@ -83,8 +99,8 @@ fn view(state: &State) -> View {
             SourceState::Ended => SourceDoc::Ended,
         },
         last_sample_at: split(last_sample, "last_sample_at", &mut na),
-        paused: state.paused,
-        filter: state.filter.as_ref().map(|f| match f {
+        paused: screen.paused,
+        filter: screen.filter.as_ref().map(|f| match f {
             Filter::Pid(p) => FilterDoc::Pid(*p),
             Filter::Text(t) => FilterDoc::Text(t.clone()),
             Filter::Run { pid, log } => FilterDoc::Run {
@@ -92,14 +108,14 @@ fn view(state: &State) -> View {
                 log: log.clone(),
             },
         }),
-        sort: match state.sort {
+        sort: match screen.sort {
             Sort::DeviceMemory => SortDoc::DeviceMemory,
             Sort::Growth => SortDoc::Growth,
             Sort::Vms => SortDoc::Vms,
             Sort::Pid => SortDoc::Pid,
             Sort::Gpu => SortDoc::Gpu,
         },
-        focus: state.focus.clone(),
+        focus: screen.focus.clone(),
         unavailable: na,
     }
 }
@@ -146,7 +162,7 @@ fn gpu(t: &GpuTrack) -> Gpu {
     }
 }
 
-fn process(state: &State, t: &ProcessTrack, shown: bool) -> Process {
+fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
     let s = &t.sample;
     let mut na = Unavailable::new();
     let peak = match (t.peak, s.device_memory.reason()) {
@@ -176,7 +192,7 @@ fn process(state: &State, t: &ProcessTrack, shown: bool) -> Process {
         settings: split(s.settings.clone(), "settings", &mut na),
         log: split(s.log.clone(), "log", &mut na),
         shown,
-        selected: state.selected.as_ref() == Some(&t.key),
+        selected: screen.selected.as_ref() == Some(&t.key),
         first_seen_at: time_ms(t.first_seen_ms),
         exited_at: t.exited_ms.map(time_ms),
         history: points(&t.history),

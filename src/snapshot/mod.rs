@@ -20,7 +20,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub use crate::model::Point;
-pub use crate::source::{Framework, ProcessKind};
+pub use crate::sample::{Framework, ProcessKind};
 pub use lines::WIDTH;
 pub use read::{MAX_BYTES, parse, read};
 pub use write::{file_name, write_atomic, write_to_dir};

@@ -8,10 +8,9 @@ pub mod live;
 pub mod nvml;
 pub mod procfs;
 pub mod replay;
-pub mod sample;
 pub mod scripted;
 
-pub use sample::{
+pub use crate::sample::{
     Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, Reading,
     Sample,
 };

@@ -9,17 +9,17 @@ use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
 use super::text::{fit, wrap};
 use super::theme::Theme;
-use crate::analysis::{Alert, Level};
-use crate::model::{Pane, State, units};
+use crate::model::{Alert, Level, units};
+use crate::screen::{Pane, State};
 
 pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
-    let mut title = format!(" alerts ({})", state.alerts.len());
-    if state.alerts_dropped > 0 {
-        title = format!("{title}, {} older dropped", state.alerts_dropped);
+    let mut title = format!(" alerts ({})", state.machine().alerts.len());
+    if state.machine().alerts_dropped > 0 {
+        title = format!("{title}, {} older dropped", state.machine().alerts_dropped);
     }
-    if state.pane == Pane::Alerts {
+    if state.screen.pane == Pane::Alerts {
         title.push_str(&format!("{}a returns to processes", theme.g.sep));
-    } else if !state.alerts.is_empty() {
+    } else if !state.machine().alerts.is_empty() {
         title.push_str(&format!("{}a for details", theme.g.sep));
     }
     let block = block
@@ -27,28 +27,29 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         .padding(Padding::horizontal(1));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    if state.alerts.is_empty() {
+    if state.machine().alerts.is_empty() {
         frame.render_widget(Paragraph::new(Line::styled("no alerts", theme.na)), inner);
         return;
     }
     let width = usize::from(inner.width);
-    let active = state.pane == Pane::Alerts;
+    let active = state.screen.pane == Pane::Alerts;
     let height = usize::from(inner.height);
     if !active {
         frame.render_widget(Paragraph::new(list(state, theme, width, height)), inner);
         return;
     }
     // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.
-    let list_rows = (height / 3).max(1).min(state.alerts.len());
-    let first = state.alert_selected.saturating_sub(list_rows - 1);
+    let list_rows = (height / 3).max(1).min(state.machine().alerts.len());
+    let first = state.screen.alert_selected.saturating_sub(list_rows - 1);
     let lines: Vec<Line<'static>> = state
+        .machine()
         .alerts
         .iter()
         .enumerate()
         .skip(first)
         .take(list_rows)
         .map(|(i, a)| {
-            let selected = i == state.alert_selected;
+            let selected = i == state.screen.alert_selected;
             let marker = if selected { "> " } else { "  " };
             let style = if selected {
                 theme.selected
@@ -72,7 +73,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         ..inner
     };
     frame.render_widget(Paragraph::new(lines), top);
-    if let Some(a) = state.alerts.get(state.alert_selected) {
+    if let Some(a) = state.machine().alerts.get(state.screen.alert_selected) {
         frame.render_widget(
             Paragraph::new(evidence(a, theme)).wrap(Wrap { trim: false }),
             rest,
@@ -83,12 +84,14 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
 /// Every alert, one per line, wrapped when they all fit that way.
 fn list(state: &State, theme: &Theme, width: usize, height: usize) -> Vec<Line<'static>> {
     let wrapped: Vec<Vec<String>> = state
+        .machine()
         .alerts
         .iter()
         .map(|a| wrap(&summary(a), width))
         .collect();
     let all_fit = wrapped.iter().map(Vec::len).sum::<usize>() <= height;
     state
+        .machine()
         .alerts
         .iter()
         .zip(wrapped)

@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 use super::spark::{self, Window};
 use super::text::fit;
 use super::theme::Theme;
-use crate::analysis::Level;
-use crate::model::{ProcessTrack, State, units};
-use crate::source::Reading;
+use crate::model::{Level, ProcessTrack, units};
+use crate::sample::Reading;
+use crate::screen::State;
 
 /// Why VMS is so much larger than device memory for CUDA processes.
 const VMS_CAPTION: &str =
@@ -52,6 +52,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     let window_label = format!(" ({})", units::duration_ms(state.config.history_ms));
     let room = usize::from(width).saturating_sub("device ".len() + window_label.len());
     let marks: Vec<u64> = state
+        .machine()
         .alerts
         .iter()
         .filter(|a| {

@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use super::text::fit;
 use super::theme::Theme;
-use crate::model::State;
+use crate::screen::State;
 
 /// The keys the footer names, in order; the help overlay lists them all.
 const HINTS: [(&str, &str); 6] = [
@@ -23,7 +23,7 @@ const HINTS: [(&str, &str); 6] = [
 
 pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let width = usize::from(area.width);
-    if let Some(r) = state.run.as_ref().filter(|r| r.asking) {
+    if let Some(r) = state.screen.run.as_ref().filter(|r| r.asking) {
         let keys = [
             ("k", " stop it  "),
             ("l", " leave it running  "),
@@ -42,7 +42,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         frame.render_widget(Paragraph::new(Line::from(spans)), area);
         return;
     }
-    if let Some(text) = &state.prompt {
+    if let Some(text) = &state.screen.prompt {
         let line = Line::from(vec![
             Span::styled(" filter: ", theme.key),
             Span::raw(text.clone()),
@@ -53,6 +53,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         return;
     }
     let status = state
+        .screen
         .status
         .as_ref()
         .map(|s| fit(s, width.saturating_sub(2), theme.g.ellipsis));

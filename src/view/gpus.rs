@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use super::spark::{self, Window};
 use super::text::fit;
 use super::theme::Theme;
-use crate::analysis::Level;
-use crate::model::{GpuTrack, Segments, State, units};
-use crate::source::{GpuStatus, Reading};
+use crate::model::{GpuTrack, Level, Segments, units};
+use crate::sample::{GpuStatus, Reading};
+use crate::screen::State;
 
 /// At this width and wider, memory is written in exact MiB.
 pub const EXACT_WIDTH: u16 = 100;
@@ -19,7 +19,7 @@ const LABELS: [&str; 4] = ["procs", "other", "rsvd", "free"];
 
 /// The GPU lines for a block `width` columns wide; `two` adds each GPU's second line.
 pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'static>> {
-    let gpus = state.gpus_in_order();
+    let gpus = state.machine().gpus_in_order();
     let exact = width >= EXACT_WIDTH;
     let numbers: Vec<Option<[String; 4]>> = gpus.iter().map(|g| numbers(g, exact)).collect();
     let mut widths = [0usize; 4];
@@ -31,7 +31,7 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
     let name_width = gpus.iter().map(|g| name(g).len()).max().unwrap_or(0);
     let mut out = Vec::new();
     for (g, nums) in gpus.iter().zip(&numbers) {
-        let focused = state.focus.as_deref() == Some(g.sample.uuid.as_str());
+        let focused = state.screen.focus.as_deref() == Some(g.sample.uuid.as_str());
         let label = format!(
             "{}GPU{} {:<name_width$} ",
             if focused { "> " } else { "  " },
@@ -235,6 +235,7 @@ fn second_line(
     // One column stays free before the border.
     let room = width.saturating_sub(indent + fixed + 1).min(30);
     let marks: Vec<u64> = state
+        .machine()
         .alerts
         .iter()
         .filter(|a| a.level == Level::Failure && a.gpu_uuid.as_deref() == Some(s.uuid.as_str()))

@@ -6,7 +6,8 @@ use ratatui::text::{Line, Span};
 
 use super::text::fit;
 use super::theme::Theme;
-use crate::model::{SourceState, State, units};
+use crate::model::{SourceState, units};
+use crate::screen::State;
 
 /// One part of the header; parts with the highest `drop` give way first on narrow screens.
 struct Part {
@@ -23,7 +24,7 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         drop: 0,
     }];
     let mut add = |text: String, style: Style, drop: u8| parts.push(Part { text, style, drop });
-    if let Some(m) = &state.machine {
+    if let Some(m) = &state.machine().info {
         add(format!("host {}", m.host), Style::new(), 5);
         if let Some(d) = &m.driver_version {
             add(format!("driver {d}"), Style::new(), 7);
@@ -37,10 +38,10 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         Style::new(),
         4,
     );
-    if let Some(f) = &state.filter {
+    if let Some(f) = &state.screen.filter {
         add(format!("filter: {}", f.label()), theme.paused, 2);
     }
-    if let Some(r) = &state.run {
+    if let Some(r) = &state.screen.run {
         add(format!("run {}", r.command), Style::new(), 3);
         add(format!("log {}", r.log), Style::new(), 1);
         if let Some(end) = r.ended {
@@ -50,10 +51,10 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     if let Some(x) = state.config.replay_speed {
         add(format!("replay {}", units::speed(x)), Style::new(), 3);
     }
-    if state.paused {
+    if state.screen.paused {
         add("PAUSED".into(), theme.paused, 0);
     }
-    if state.source == SourceState::Ended {
+    if state.machine().source == SourceState::Ended {
         add("replay ended".into(), theme.paused, 0);
     }
     if let Some(age) = stale_for(state) {
@@ -90,16 +91,19 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
 /// How old the last sample is, when more than two intervals old (not while paused: then the
 /// screen is frozen on purpose).
 fn stale_for(state: &State) -> Option<u64> {
-    if state.paused {
+    if state.screen.paused {
         return None;
     }
-    let age = state.now_ms.checked_sub(state.last_sample_ms?)?;
+    let age = state
+        .machine()
+        .now_ms
+        .checked_sub(state.machine().last_sample_ms?)?;
     (age > 2 * state.config.interval_ms).then_some(age)
 }
 
 /// The red line of a failing source: why, and since when.
 pub fn banner(state: &State, theme: &Theme, width: u16) -> Option<Line<'static>> {
-    let SourceState::Failing { since_ms, reason } = &state.source else {
+    let SourceState::Failing { since_ms, reason } = &state.machine().source else {
         return None;
     };
     let text = format!(

@@ -40,7 +40,8 @@ use ratatui::widgets::{Block, Paragraph};
 
 use theme::Theme;
 
-use crate::model::{SourceState, State};
+use crate::model::SourceState;
+use crate::screen::State;
 
 /// Below this size only a message is drawn.
 pub const MIN_WIDTH: u16 = 72;
@@ -81,7 +82,7 @@ pub fn render(frame: &mut Frame, state: &State) {
     };
     let top_block = block().title(header::title(state, &theme, area.width));
 
-    if state.source == SourceState::Starting {
+    if state.machine().source == SourceState::Starting {
         let inner = top_block.inner(main);
         frame.render_widget(top_block, main);
         let middle = Rect {
@@ -98,14 +99,19 @@ pub fn render(frame: &mut Frame, state: &State) {
         body(frame, main, top_block, block, state, &theme);
     }
     footer::render(frame, footer_area, state, &theme);
-    if state.help {
+    if state.screen.help {
         help::render(frame, area, &theme);
     }
 }
 
 /// The GPU block's text when there is no GPU: not sampled yet, or why none can be read.
 fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
-    match state.machine.as_ref().and_then(|m| m.no_gpu.as_deref()) {
+    match state
+        .machine()
+        .info
+        .as_ref()
+        .and_then(|m| m.no_gpu.as_deref())
+    {
         Some(reason) => text::wrap(
             &format!("no GPU readings: {reason}"),
             usize::from(width.saturating_sub(2)),
@@ -139,7 +145,7 @@ fn body(
     if main.height.saturating_sub(top_height(&gpu_lines)) < room_for_rest {
         gpu_lines = gpus::lines(state, theme, inner_width, false);
     }
-    if state.gpus.is_empty() {
+    if state.machine().gpus.is_empty() {
         gpu_lines = no_gpu(state, theme, inner_width);
     }
     let top_h = top_height(&gpu_lines).min(main.height - room_for_rest);
@@ -155,7 +161,7 @@ fn body(
 
     // Rows from the GPU block's bottom border to the end, shared by the two blocks below.
     let rest = main.height - (top_h - 1);
-    let wanted = TABLE_CHROME + u16::try_from(state.rows.len().max(1)).unwrap_or(u16::MAX);
+    let wanted = TABLE_CHROME + u16::try_from(state.screen.rows.len().max(1)).unwrap_or(u16::MAX);
     let bottom_min = MIN_BOTTOM.max(rest / 3);
     let table_h = wanted.min(rest + 1 - bottom_min);
     let table = Rect {

@@ -1,4 +1,4 @@
-//! The process table, in `state.rows` order; the least important columns give way on narrow
+//! The process table, in `state.screen.rows` order; the least important columns give way on narrow
 //! screens and COMMAND takes what is left.
 
 use ratatui::Frame;
@@ -9,8 +9,9 @@ use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Paragraph, Row, T
 
 use super::text::fit;
 use super::theme::Theme;
-use crate::model::{ProcessTrack, State, units};
-use crate::source::Reading;
+use crate::model::{ProcessTrack, units};
+use crate::sample::Reading;
+use crate::screen::State;
 
 /// COMMAND keeps at least this many columns; other columns are dropped to make room.
 const MIN_COMMAND: u16 = 16;
@@ -102,6 +103,7 @@ impl Col {
         let size = |r: &Reading<u64>| r.get().map(units::compact);
         let text = match self {
             Col::Gpu => state
+                .machine()
                 .gpus
                 .get(&s.gpu_uuid)
                 .map(|g| g.sample.index.to_string()),
@@ -167,11 +169,19 @@ fn visible(width: u16) -> Vec<Col> {
 
 /// The block title: sort order, filter and focused GPU.
 fn title(state: &State, theme: &Theme) -> Line<'static> {
-    let mut parts = vec![format!("processes (sorted by {})", state.sort.label())];
-    if let Some(f) = &state.filter {
+    let mut parts = vec![format!(
+        "processes (sorted by {})",
+        state.screen.sort.label()
+    )];
+    if let Some(f) = &state.screen.filter {
         parts.push(format!("filter: {}", f.label()));
     }
-    if let Some(g) = state.focus.as_ref().and_then(|u| state.gpus.get(u)) {
+    if let Some(g) = state
+        .screen
+        .focus
+        .as_ref()
+        .and_then(|u| state.machine().gpus.get(u))
+    {
         parts.push(format!("GPU{} only", g.sample.index));
     }
     Line::styled(format!(" {} ", parts.join(theme.g.sep)), theme.title)
@@ -180,9 +190,14 @@ fn title(state: &State, theme: &Theme) -> Line<'static> {
 /// Why the table is empty.
 fn empty_reason(state: &State, theme: &Theme) -> String {
     let dash = theme.g.sep;
-    if let Some(f) = &state.filter {
+    if let Some(f) = &state.screen.filter {
         format!("no process matches filter {}{dash}Esc clears", f.label())
-    } else if let Some(g) = state.focus.as_ref().and_then(|u| state.gpus.get(u)) {
+    } else if let Some(g) = state
+        .screen
+        .focus
+        .as_ref()
+        .and_then(|u| state.machine().gpus.get(u))
+    {
         format!("no process on GPU{}{dash}Tab shows all", g.sample.index)
     } else {
         "no GPU processes".to_string()
@@ -196,7 +211,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let cols = visible(inner.width);
     let command_width = usize::from(inner.width - needed(&cols) + MIN_COMMAND);
     let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
-    if state.rows.is_empty() {
+    if state.screen.rows.is_empty() {
         let [head, body] = inner.layout(&ratatui::layout::Layout::vertical([
             Constraint::Length(1),
             Constraint::Fill(1),
@@ -219,14 +234,16 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         return;
     }
     let tracks: Vec<&ProcessTrack> = state
+        .screen
         .rows
         .iter()
-        .filter_map(|k| state.processes.get(k))
+        .filter_map(|k| state.machine().processes.get(k))
         .collect();
     let selected = state
+        .screen
         .selected
         .as_ref()
-        .and_then(|k| state.rows.iter().position(|r| r == k));
+        .and_then(|k| state.screen.rows.iter().position(|r| r == k));
     // Only the rows on screen are built (formatting every process's cells each frame cost
     // more than the rest of the frame together).
     let shown = on_screen(tracks.len(), selected, inner.height.saturating_sub(1));

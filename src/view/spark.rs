@@ -4,7 +4,8 @@
 use ratatui::text::Span;
 
 use super::theme::Theme;
-use crate::model::{Ring, State};
+use crate::model::Ring;
+use crate::screen::State;
 
 /// The time a sparkline covers, cut into `width` equal columns ending at `end_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +23,10 @@ impl Window {
         let c = &state.config;
         let samples = usize::try_from(c.history_ms / c.interval_ms.max(1)).unwrap_or(usize::MAX);
         Window {
-            end_ms: state.last_sample_ms.unwrap_or(state.now_ms),
+            end_ms: state
+                .machine()
+                .last_sample_ms
+                .unwrap_or(state.machine().now_ms),
             span_ms: c.history_ms.max(1),
             width: avail.min(samples).max(1),
         }

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Msg, State};
 use gpumon::snapshot::{self, Snapshot};
 use gpumon::source::replay::ReplaySource;
 
@@ -12,11 +13,11 @@ use super::{TWO_GIB, fails_with, file, sparse};
 fn good() -> String {
     let source = ReplaySource::read("demo", gpumon::source::replay::DEMO, false).unwrap();
     let mut st = State::new(Config::new(source.header().interval_ms, 600_000));
-    st.update(Msg::Started(source.header().machine.clone()));
+    st.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
-        st.update(Msg::Sample(s.clone()));
+        st.update(Msg::from(Event::Sample(s.clone())));
     }
-    let snap = Snapshot::from_state(&st, st.now_ms);
+    let snap = Snapshot::from_state(&st, st.machine().now_ms);
     String::from_utf8(snap.to_json()).unwrap()
 }
 

@@ -6,10 +6,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gpumon::model::{MAX_ALERTS, Msg};
+use gpumon::model::{Event, MAX_ALERTS};
 use gpumon::record::{self, RecordError};
 use gpumon::recording::{Header, Writer};
 use gpumon::sampler::Factory;
+use gpumon::screen::Msg;
 use gpumon::snapshot::{self, Snapshot};
 use gpumon::source::scripted::{ScriptedSource, build};
 use gpumon::source::{Sample, Source};
@@ -116,7 +117,7 @@ async fn a_recording_is_owner_only_even_over_an_existing_file() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let pending = std::future::pending::<i32>();
     let n = record::record(scripted(2), &path, Duration::from_secs(1), None, pending).await;
-    assert_eq!(n.unwrap(), 2);
+    assert_eq!(n.unwrap().samples, 2);
     assert_eq!(mode(&path), 0o600);
     assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
 }
@@ -150,23 +151,27 @@ async fn a_full_disk_is_reported_for_recordings() {
 
 #[test]
 fn alerts_are_capped_and_the_dropped_ones_counted() {
-    let failure: gpumon::analysis::failure::Failure = serde_json::from_value(serde_json::json!({
+    let failure: gpumon::oom::failure::Failure = serde_json::from_value(serde_json::json!({
         "at_ms": 1, "log": "train.log", "line": 1, "pid": 7,
         "message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
     }))
     .unwrap();
     let mut st = state();
-    st.update(Msg::Started(build::machine()));
+    st.update(Msg::from(Event::Started(build::machine())));
     for i in 0..(MAX_ALERTS as u64 + 50) {
         let mut s = sample(1000 * i);
         s.failures = vec![failure.clone()];
-        st.update(Msg::Sample(s));
+        st.update(Msg::from(Event::Sample(s)));
     }
-    assert_eq!(st.alerts.len(), MAX_ALERTS);
-    assert!(st.alerts_dropped >= 50, "{}", st.alerts_dropped);
+    assert_eq!(st.machine().alerts.len(), MAX_ALERTS);
+    assert!(
+        st.machine().alerts_dropped >= 50,
+        "{}",
+        st.machine().alerts_dropped
+    );
     let snap = Snapshot::from_state(&st, 1_000_000);
     assert_eq!(
         (snap.alerts.len() as u64, snap.alerts_dropped),
-        (MAX_ALERTS as u64, st.alerts_dropped)
+        (MAX_ALERTS as u64, st.machine().alerts_dropped)
     );
 }

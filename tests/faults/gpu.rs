@@ -52,7 +52,7 @@ fn a_gpu_falls_off_the_bus_the_others_keep_updating_and_it_comes_back() {
     let mut st = state();
     feed(&mut source, &mut st, T0, 4);
     let uuid1 = build::gpu(1, 1, 0, 0).uuid;
-    let t1 = &st.gpus[&uuid1];
+    let t1 = &st.machine().gpus[&uuid1];
     assert_eq!(
         t1.lost_since_ms,
         Some(T0 + 2000),
@@ -61,7 +61,7 @@ fn a_gpu_falls_off_the_bus_the_others_keep_updating_and_it_comes_back() {
     assert!(matches!(t1.sample.status, GpuStatus::Lost { .. }));
     assert_eq!(t1.total, Some(80 * GIB), "its scale is kept while lost");
     assert!(t1.segments.is_none());
-    let t0 = &st.gpus[&build::gpu(0, 1, 0, 0).uuid];
+    let t0 = &st.machine().gpus[&build::gpu(0, 1, 0, 0).uuid];
     assert_eq!(t0.used.len(), 4);
     assert_eq!(
         t0.used.last().unwrap().value,
@@ -75,7 +75,7 @@ fn a_gpu_falls_off_the_bus_the_others_keep_updating_and_it_comes_back() {
     );
 
     feed(&mut source, &mut st, T0 + 4000, 2);
-    let t1 = &st.gpus[&uuid1];
+    let t1 = &st.machine().gpus[&uuid1];
     assert_eq!(t1.lost_since_ms, None, "back once NVML sees it again");
     assert_eq!(t1.sample.status, GpuStatus::Ok);
     assert_eq!(
@@ -85,7 +85,7 @@ fn a_gpu_falls_off_the_bus_the_others_keep_updating_and_it_comes_back() {
     );
     let gap: Vec<_> = t1.used.iter().map(|p| p.value.is_some()).collect();
     assert_eq!(gap, [true, true, false, false, false, true]);
-    assert_eq!(st.gpus.len(), 2);
+    assert_eq!(st.machine().gpus.len(), 2);
     assert!(!screen(&st).contains("lost since"));
 }
 
@@ -180,7 +180,7 @@ fn per_field_errors_on_a_process_are_na_and_its_gpu_sums_the_rest() {
     );
     let mut st = state();
     feed(&mut source, &mut st, T0, 2);
-    let t = st.gpus.values().next().unwrap();
+    let t = st.machine().gpus.values().next().unwrap();
     let seg = t.segments.unwrap();
     assert_eq!(
         (seg.processes, seg.other, t.unattributed),

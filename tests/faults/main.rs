@@ -10,7 +10,8 @@ mod sampler;
 use std::collections::{BTreeMap, HashMap};
 
 use gpumon::logs::LogWatch;
-use gpumon::model::{Config, Msg, State};
+use gpumon::model::{Config, Event};
+use gpumon::screen::{Msg, State};
 use gpumon::source::live::LiveSource;
 use gpumon::source::scripted::build;
 use gpumon::source::{
@@ -106,13 +107,13 @@ pub fn state() -> State {
 /// Starts `source` into `state` and feeds it `ticks` samples, stamped one second apart from
 /// `t0` (the state reads the sample's time, never a clock).
 pub fn feed(source: &mut impl Source, state: &mut State, t0: u64, ticks: u64) {
-    if state.machine.is_none() {
-        state.update(Msg::Started(source.machine().unwrap()));
+    if state.machine().info.is_none() {
+        state.update(Msg::from(Event::Started(source.machine().unwrap())));
     }
     for i in 0..ticks {
         let mut s = source.sample().unwrap();
         s.at_ms = t0 + i * 1000;
-        state.update(Msg::Sample(s));
+        state.update(Msg::from(Event::Sample(s)));
     }
 }
 

@@ -14,8 +14,9 @@ use super::{all_found, feed, host, listed, live, state};
 
 const T0: u64 = 1_763_800_000_000;
 
-fn keys(st: &gpumon::model::State, pid: u32) -> Vec<ProcKey> {
-    st.processes
+fn keys(st: &gpumon::screen::State, pid: u32) -> Vec<ProcKey> {
+    st.machine()
+        .processes
         .keys()
         .filter(|k| k.pid == pid)
         .cloned()
@@ -49,15 +50,15 @@ fn a_process_that_exits_between_the_nvml_list_and_the_proc_read_is_not_a_ghost()
     feed(&mut source, &mut st, T0, 4);
     let seven = keys(&st, 7);
     assert_eq!(seven.len(), 1, "one track, no namespace ghost: {seven:?}");
-    let t = &st.processes[&seven[0]];
+    let t = &st.machine().processes[&seven[0]];
     assert_eq!(t.key.start_time, Some(5000));
     assert_eq!(
         t.exited_ms,
         Some(T0 + 2000),
         "exited at the tick /proc lost it"
     );
-    assert!(!st.rows.contains(&seven[0]));
-    let eight = &st.processes[&keys(&st, 8)[0]];
+    assert!(!st.screen.rows.contains(&seven[0]));
+    let eight = &st.machine().processes[&keys(&st, 8)[0]];
     assert_eq!(eight.sample.user.reason(), Some(NOT_IN_NAMESPACE));
     assert_eq!(
         eight.exited_ms, None,
@@ -82,12 +83,12 @@ fn a_reused_pid_starts_a_new_history() {
     feed(&mut source, &mut st, T0, 5);
     let seven = keys(&st, 7);
     assert_eq!(seven.len(), 2, "{seven:?}");
-    let old = &st.processes[&seven
+    let old = &st.machine().processes[&seven
         .iter()
         .find(|k| k.start_time == Some(5000))
         .unwrap()
         .clone()];
-    let new = &st.processes[&seven
+    let new = &st.machine().processes[&seven
         .iter()
         .find(|k| k.start_time == Some(9000))
         .unwrap()
@@ -100,7 +101,7 @@ fn a_reused_pid_starts_a_new_history() {
         Some(5 * GIB),
         "not continued from the old process"
     );
-    assert_eq!(st.rows, vec![new.key.clone()]);
+    assert_eq!(st.screen.rows, vec![new.key.clone()]);
 }
 
 #[test]
@@ -123,7 +124,7 @@ fn another_users_unreadable_proc_files_are_na_with_the_reason() {
     );
     let mut st = state();
     feed(&mut source, &mut st, T0, 2);
-    let theirs = &st.processes[&keys(&st, 8)[0]];
+    let theirs = &st.machine().processes[&keys(&st, 8)[0]];
     assert_eq!(theirs.sample.settings.reason(), Some(NOT_READABLE));
     assert!(
         theirs
@@ -139,7 +140,7 @@ fn another_users_unreadable_proc_files_are_na_with_the_reason() {
         "the readable fields are kept"
     );
     assert_eq!(theirs.key.start_time, Some(6000));
-    assert_eq!(st.rows.len(), 2);
+    assert_eq!(st.screen.rows.len(), 2);
 }
 
 #[test]
@@ -195,12 +196,13 @@ fn exited_processes_are_dropped_after_the_grace_period() {
     let mut st = state();
     feed(&mut source, &mut st, T0, 3 * grace_ticks);
     assert!(
-        st.processes.len() as u64 <= grace_ticks + 2,
+        st.machine().processes.len() as u64 <= grace_ticks + 2,
         "{} tracks kept",
-        st.processes.len()
+        st.machine().processes.len()
     );
     assert!(
-        st.processes
+        st.machine()
+            .processes
             .keys()
             .all(|k| k.pid >= 100 + 2 * grace_ticks as u32 - 2)
     );

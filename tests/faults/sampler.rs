@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use gpumon::app::{self, Exit};
-use gpumon::model::{Msg, SourceState};
+use gpumon::model::{Event as HostEvent, SourceState};
 use gpumon::record::{self, RecordError};
 use gpumon::sampler::{self, Factory};
+use gpumon::screen::Msg;
 use gpumon::source::scripted::build::{self, GIB};
 use gpumon::source::{GpuReadout, MachineInfo, Sample, Source, SourceError};
 use tokio::sync::{Notify, mpsc};
@@ -60,14 +61,16 @@ async fn nvml_gone_after_start_shows_a_banner_backs_off_and_recovers() {
     for _ in 0..3 {
         st.update(rx.recv().await.unwrap());
     }
-    assert_eq!(st.source, SourceState::Running);
-    assert!(st.last_sample_ms.is_some());
+    assert_eq!(st.machine().source, SourceState::Running);
+    assert!(st.machine().last_sample_ms.is_some());
 
     up.store(false, Ordering::SeqCst);
     let mut failed_at = Vec::new();
     while failed_at.len() < 6 {
         let msg = rx.recv().await.unwrap();
-        assert!(matches!(&msg, Msg::SourceFailed { reason, .. } if reason == DOWN));
+        assert!(
+            matches!(&msg, Msg::Host(_, HostEvent::SourceFailed { reason, .. }) if reason == DOWN)
+        );
         failed_at.push(Instant::now());
         st.update(msg);
         assert!(screen(&st).contains("source failing since"), "the banner");
@@ -89,7 +92,7 @@ async fn nvml_gone_after_start_shows_a_banner_backs_off_and_recovers() {
     let before = Instant::now();
     let msg = loop {
         match rx.recv().await.unwrap() {
-            Msg::Sample(s) => break Msg::Sample(s),
+            Msg::Host(_, HostEvent::Sample(s)) => break Msg::from(HostEvent::Sample(s)),
             other => {
                 st.update(other);
             }
@@ -100,9 +103,9 @@ async fn nvml_gone_after_start_shows_a_banner_backs_off_and_recovers() {
         "recovers within a rebuild"
     );
     st.update(msg);
-    assert_eq!(st.source, SourceState::Running);
+    assert_eq!(st.machine().source, SourceState::Running);
     assert!(!screen(&st).contains("source failing"), "the banner goes");
-    assert_eq!(st.rows.len(), 1);
+    assert_eq!(st.screen.rows.len(), 1);
     task.abort();
 }
 
@@ -165,16 +168,19 @@ async fn a_slow_nvml_call_skips_ticks_instead_of_queueing_them() {
     let (factory, h) = slow(1);
     let (tx, mut rx) = mpsc::channel(64);
     let task = sampler::spawn(factory, Duration::from_secs(1), tx);
-    assert!(matches!(rx.recv().await, Some(Msg::Started(_))));
-    assert!(matches!(rx.recv().await, Some(Msg::Sample(s)) if s.at_ms == 0));
+    assert!(matches!(
+        rx.recv().await,
+        Some(Msg::Host(_, HostEvent::Started(_)))
+    ));
+    assert!(matches!(rx.recv().await, Some(Msg::Host(_, HostEvent::Sample(s))) if s.at_ms == 0));
     h.entered.notified().await;
     // Ten seconds pass while NVML answers (no persistence mode): ten ticks are missed.
     tokio::time::advance(Duration::from_secs(10)).await;
     h.release.send(()).unwrap();
-    assert!(matches!(rx.recv().await, Some(Msg::Sample(s)) if s.at_ms == 1));
+    assert!(matches!(rx.recv().await, Some(Msg::Host(_, HostEvent::Sample(s))) if s.at_ms == 1));
     let released = Instant::now();
     let mut after = Vec::new();
-    while let Ok(Some(Msg::Sample(_))) =
+    while let Ok(Some(Msg::Host(_, HostEvent::Sample(_)))) =
         tokio::time::timeout_at(released + Duration::from_millis(3500), rx.recv()).await
     {
         after.push((Instant::now() - released).as_millis());
@@ -231,9 +237,10 @@ async fn keys_are_answered_while_the_sampler_is_stuck_in_a_slow_call() {
         user
     );
     assert_eq!(exit.unwrap(), Exit::Quit, "q answered");
-    assert!(st.paused, "p answered");
+    assert!(st.screen.paused, "p answered");
     assert_eq!(
-        st.last_sample_ms, None,
+        st.machine().last_sample_ms,
+        None,
         "while the first sample was still being taken"
     );
     assert_eq!(
@@ -283,11 +290,17 @@ fn panics_after(fine: usize) -> Factory {
 async fn a_panic_in_the_source_is_reported_not_swallowed() {
     let (tx, mut rx) = mpsc::channel(16);
     sampler::spawn(panics_after(1), Duration::from_secs(1), tx);
-    assert!(matches!(rx.recv().await, Some(Msg::Started(_))));
-    assert!(matches!(rx.recv().await, Some(Msg::Sample(_))));
+    assert!(matches!(
+        rx.recv().await,
+        Some(Msg::Host(_, HostEvent::Started(_)))
+    ));
+    assert!(matches!(
+        rx.recv().await,
+        Some(Msg::Host(_, HostEvent::Sample(_)))
+    ));
     let msg = rx.recv().await;
     assert!(
-        matches!(&msg, Some(Msg::SourceFailed { reason, .. }) if reason.contains("panic")),
+        matches!(&msg, Some(Msg::Host(_, HostEvent::SourceFailed { reason, .. })) if reason.contains("panic")),
         "{msg:?}"
     );
     assert!(rx.recv().await.is_none(), "the sampler ends");

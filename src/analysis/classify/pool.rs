@@ -4,9 +4,9 @@
 
 use super::{Class, Rules, Verdict, device_rule, preallocating};
 use crate::analysis::context::Context;
-use crate::analysis::failure::{Dialect, Size};
-use crate::analysis::oom::sizes::human;
-use crate::source::Framework;
+use crate::oom::failure::{Dialect, Size};
+use crate::oom::sizes::human;
+use crate::sample::Framework;
 
 /// The JAX variables that size the pool, the newer name first (setting both is an error in JAX).
 const FRACTION_VARS: [&str; 2] = ["XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_MEM_FRACTION"];

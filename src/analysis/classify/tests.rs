@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::analysis::context::{GpuAt, Other};
-use crate::analysis::oom::parse_all;
 use crate::analysis::remedy::remedy;
+use crate::oom::parse_all;
 
 const GIB: u64 = 1 << 30;
 

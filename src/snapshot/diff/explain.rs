@@ -3,9 +3,9 @@
 
 use super::settings::{Env, jax, pct, pool, settings};
 use super::{Difference, Topic, label};
+use crate::sample::Framework;
 use crate::snapshot::lines::size;
 use crate::snapshot::{Gpu, Process, Snapshot};
-use crate::source::Framework;
 
 /// Differences in device memory below this are noise.
 const NOISE: u64 = 1 << 20;

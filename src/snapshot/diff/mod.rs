@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::lines::size;
 use super::{Gpu, Process, Snapshot};
-use crate::source::Framework;
+use crate::sample::Framework;
 pub use render::{render_json, render_text};
 
 /// The differences between snapshot A and snapshot B.

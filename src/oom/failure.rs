@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::analysis::oom::sizes::Size;
+pub use crate::oom::sizes::Size;
 
 /// One allocation failure as read from a log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use regex::Regex;
 
 use super::sizes::parse_exact;
 use super::{Event, Family, Kind, re};
-use crate::analysis::failure::{Allocator, Dialect, Numbers};
+use crate::oom::failure::{Allocator, Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| {
     re(

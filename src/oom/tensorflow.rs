@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::sizes::{Size, parse_exact, parse_human, tensor_bytes};
 use super::{Event, Family, Kind, cap, re};
-use crate::analysis::failure::{Allocator, Dialect, Numbers, Occupancy};
+use crate::oom::failure::{Allocator, Dialect, Numbers, Occupancy};
 
 const HSIZE: &str = r"[\d.]+ ?[KMGTPE]?i?B";
 

@@ -8,7 +8,7 @@ use regex::Regex;
 
 use super::sizes::{parse_exact, parse_human};
 use super::{Event, Family, Kind, re};
-use crate::analysis::failure::{Allocator, Dialect, Numbers};
+use crate::oom::failure::{Allocator, Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| {
     re(

@@ -90,7 +90,7 @@ jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while tr
 
 #[test]
 fn jax_0_11_header_occupancy_and_error_are_one_jax_failure() {
-    let log = include_str!("../../../tests/fixtures/logs/jax-pool-limit.log");
+    let log = include_str!("../../tests/fixtures/logs/jax-pool-limit.log");
     let out = parse_all(log.as_bytes());
     assert_eq!(out.len(), 1, "{out:#?}");
     let f = &out[0];

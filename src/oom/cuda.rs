@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::sizes::parse_exact;
 use super::{Event, Family, Kind, re};
-use crate::analysis::failure::{Dialect, Numbers};
+use crate::oom::failure::{Dialect, Numbers};
 
 static RAW: LazyLock<Regex> = LazyLock::new(|| {
     re(

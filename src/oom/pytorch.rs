@@ -7,7 +7,7 @@ use regex::Regex;
 
 use super::sizes::parse_human;
 use super::{Event, Family, Kind, re};
-use crate::analysis::failure::{Allocator, Dialect, Holder, Numbers};
+use crate::oom::failure::{Allocator, Dialect, Holder, Numbers};
 
 const SIZE: &str = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB)";
 /// Process entries kept from one message.

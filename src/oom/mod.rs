@@ -7,6 +7,7 @@
 
 mod cuda;
 mod cupy;
+pub mod failure;
 mod jax;
 mod pytorch;
 pub mod sizes;
@@ -17,7 +18,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::analysis::failure::{Allocator, Dialect, Failure, Numbers};
+use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
 use sizes::Size;
 
 /// Bytes of a line that are read; the rest of a longer line is dropped.

@@ -1,10 +1,73 @@
-//! The screen's side of `gpumon run`: what it knows about the command, and the question asked
-//! when the user quits while the command still runs (`k` stop it, `l` leave it, Esc stay).
+//! The screen's side of `gpumon run`: what it knows about the command, how the command ended,
+//! and the question asked when the user quits while it still runs (`k` stop it, `l` leave it,
+//! Esc stay).
 
-use super::RunEnd;
-use super::child::KILL_AFTER;
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Duration;
+
 use crate::input::Action;
-use crate::model::{Command, State};
+use crate::screen::{Command, State};
+
+/// How long a stopped command has after SIGTERM before SIGKILL.
+pub const KILL_AFTER: Duration = Duration::from_secs(5);
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    Exited(i32),
+    /// Killed by this signal.
+    Signaled(i32),
+    /// Its status could not be read.
+    Unknown,
+}
+
+impl RunEnd {
+    pub fn of(status: io::Result<ExitStatus>) -> RunEnd {
+        match status {
+            Ok(s) => match (s.code(), s.signal()) {
+                (Some(code), _) => RunEnd::Exited(code),
+                (None, Some(sig)) => RunEnd::Signaled(sig),
+                (None, None) => RunEnd::Unknown,
+            },
+            Err(_) => RunEnd::Unknown,
+        }
+    }
+
+    /// The status gpumon exits with: the command's, or 128 + the signal that killed it.
+    pub fn code(self) -> u8 {
+        match self {
+            RunEnd::Exited(c) => u8::try_from(c & 0xff).unwrap_or(1),
+            RunEnd::Signaled(s) => u8::try_from(128 + (s & 0x7f)).unwrap_or(1),
+            RunEnd::Unknown => 1,
+        }
+    }
+
+    /// "exited with status 3", "killed by SIGTERM".
+    pub fn describe(self) -> String {
+        match self {
+            RunEnd::Exited(c) => format!("exited with status {c}"),
+            RunEnd::Signaled(s) => match signal_name(s) {
+                Some(name) => format!("killed by {name}"),
+                None => format!("killed by signal {s}"),
+            },
+            RunEnd::Unknown => "ended (its status could not be read)".into(),
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        _ => return None,
+    })
+}
 
 /// The command `gpumon run` started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,12 +100,12 @@ impl RunInfo {
 impl State {
     /// Whether the quit question is open.
     pub fn asking(&self) -> bool {
-        self.run.as_ref().is_some_and(|r| r.asking)
+        self.screen.run.as_ref().is_some_and(|r| r.asking)
     }
 
     /// `q`: quits, or asks first while the command still runs (and waits while it is stopped).
     pub(crate) fn quit(&mut self) -> Option<Command> {
-        match &mut self.run {
+        match &mut self.screen.run {
             Some(r) if r.ended.is_none() => {
                 r.asking = !r.stopping;
                 None
@@ -53,12 +116,12 @@ impl State {
 
     /// A key while the quit question is open.
     pub(crate) fn answer(&mut self, a: Action) -> Option<Command> {
-        let r = self.run.as_mut()?;
+        let r = self.screen.run.as_mut()?;
         match a {
             Action::StopRun => {
                 r.asking = false;
                 r.stopping = true;
-                self.status = Some(format!(
+                self.screen.status = Some(format!(
                     "stopping {}: SIGTERM sent, SIGKILL in {}s",
                     r.command,
                     KILL_AFTER.as_secs()
@@ -76,12 +139,12 @@ impl State {
 
     /// The command ended: quits at once when the user was quitting, else says so.
     pub(crate) fn run_ended(&mut self, end: RunEnd) -> Option<Command> {
-        let r = self.run.as_mut()?;
+        let r = self.screen.run.as_mut()?;
         r.ended = Some(end);
         if r.asking || r.stopping {
             return Some(Command::Quit);
         }
-        self.status = Some(format!(
+        self.screen.status = Some(format!(
             "{} {}; q quits with its status",
             r.command,
             end.describe()
@@ -93,11 +156,12 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Config, Msg};
+    use crate::model::Config;
+    use crate::screen::Msg;
 
     fn state() -> State {
         let mut s = State::new(Config::new(1000, 60_000));
-        s.run = Some(RunInfo::new(42, "sh".into(), "run.log".into()));
+        s.screen.run = Some(RunInfo::new(42, "sh".into(), "run.log".into()));
         s
     }
 
@@ -123,7 +187,13 @@ mod tests {
         let mut s = state();
         key(&mut s, Action::Quit);
         assert_eq!(key(&mut s, Action::StopRun), Some(Command::StopRun));
-        assert!(s.status.as_deref().unwrap().starts_with("stopping sh"));
+        assert!(
+            s.screen
+                .status
+                .as_deref()
+                .unwrap()
+                .starts_with("stopping sh")
+        );
         assert_eq!(key(&mut s, Action::Quit), None, "q waits while it stops");
         assert!(!s.asking());
         assert_eq!(
@@ -137,7 +207,7 @@ mod tests {
         let mut s = state();
         assert_eq!(s.update(Msg::RunEnded(RunEnd::Exited(3))), None);
         assert_eq!(
-            s.status.as_deref(),
+            s.screen.status.as_deref(),
             Some("sh exited with status 3; q quits with its status")
         );
         assert_eq!(key(&mut s, Action::Quit), Some(Command::Quit));
@@ -148,7 +218,7 @@ mod tests {
             Some(Command::Quit)
         );
         let mut plain = state();
-        plain.run = None;
+        plain.screen.run = None;
         assert_eq!(key(&mut plain, Action::Quit), Some(Command::Quit));
     }
 }

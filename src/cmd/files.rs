@@ -1,0 +1,79 @@
+//! The file subcommands: `snapshot` (of the GPUs now, or of a recording's end), `diff` and
+//! `explain`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::{Fail, HINT, print_out, sources};
+use crate::cli::Format;
+use crate::model::{Config, Event, Machine};
+use crate::{pipeline, snapshot};
+
+pub(super) fn take_snapshot(
+    output: Option<&Path>,
+    format: Format,
+    replay: Option<&Path>,
+) -> Result<ExitCode, Fail> {
+    let config = |interval_ms| Config::new(interval_ms, 600_000);
+    let machine = match replay {
+        Some(path) => {
+            let source = sources::open_replay(path)?;
+            let mut machine = Machine::new(config(source.header().interval_ms));
+            pipeline::apply(
+                &mut machine,
+                Event::Started(source.header().machine.clone()),
+            );
+            for s in source.samples() {
+                pipeline::apply(&mut machine, Event::Sample(s.clone()));
+            }
+            machine
+        }
+        None => {
+            let start = |e: crate::source::SourceError| Fail::usage(format!("{e}\n{HINT}"));
+            let mut source = sources::live_factory(Vec::new())().map_err(start)?;
+            let mut machine = Machine::new(config(1000));
+            pipeline::apply(
+                &mut machine,
+                Event::Started(source.machine().map_err(start)?),
+            );
+            let sample = source.sample().map_err(Fail::runtime)?;
+            pipeline::apply(&mut machine, Event::Sample(sample));
+            machine
+        }
+    };
+    let now = machine.last_sample_ms.unwrap_or(machine.now_ms);
+    let snap = snapshot::Snapshot::of_machine(&machine, now);
+    let bytes = match format {
+        Format::Json => snap.to_json(),
+        Format::Text => snapshot::text::render(&snap).into_bytes(),
+    };
+    match output {
+        None => print_out(&String::from_utf8_lossy(&bytes)),
+        Some(p) if p == Path::new("-") => print_out(&String::from_utf8_lossy(&bytes)),
+        Some(p) => {
+            snapshot::write_atomic(p, &bytes).map_err(Fail::runtime)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+pub(super) fn diff(a: &Path, b: &Path, format: Format) -> Result<ExitCode, Fail> {
+    let read = |p: &Path| snapshot::read(p).map_err(|e| Fail::usage(e.to_string()));
+    let (sa, sb) = (read(a)?, read(b)?);
+    let d = snapshot::diff::diff(&sa, &sb);
+    let text = match format {
+        Format::Text => format!(
+            "A: {}\nB: {}\n{}",
+            a.display(),
+            b.display(),
+            snapshot::diff::render_text(&d)
+        ),
+        Format::Json => snapshot::diff::render_json(&d),
+    };
+    print_out(&text)
+}
+
+pub(super) fn explain(logs: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
+    let text = crate::analysis::explain::explain(logs, format).map_err(Fail::runtime)?;
+    print_out(&text)
+}

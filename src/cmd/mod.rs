@@ -1,0 +1,115 @@
+//! The subcommands behind `main.rs`: each in its own module, the real sources built in one
+//! place (`sources`), every failure turned into a [`Fail`] (one line on stderr and an exit status:
+//! 0 success, 1 runtime failure, 2 bad usage or no usable GPU/NVML).
+
+mod files;
+mod live;
+mod run;
+mod sources;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::record;
+
+const HINT: &str = "hint: `gpumon --demo` shows a real recording without a GPU";
+
+/// A failure and the status it exits with.
+pub struct Fail {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Fail {
+    pub fn usage(message: impl Into<String>) -> Self {
+        Fail {
+            code: 2,
+            message: message.into(),
+        }
+    }
+    pub fn runtime(message: impl std::fmt::Display) -> Self {
+        Fail {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Runs what the command line asks for.
+pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .max_blocking_threads(4)
+        .enable_all()
+        .build()
+        .map_err(Fail::runtime)?;
+    match cli.command {
+        None => runtime.block_on(live::live(cli.live)),
+        Some(Command::Record {
+            file,
+            duration,
+            interval,
+            logs,
+        }) => {
+            let recorded = runtime
+                .block_on(record::record(
+                    sources::live_factory(logs),
+                    &file,
+                    interval,
+                    duration,
+                    shutdown_signal(),
+                ))
+                .map_err(|e| match e {
+                    record::RecordError::Start(reason) => Fail::usage(format!("{reason}\n{HINT}")),
+                    other => Fail::runtime(other),
+                })?;
+            let n = recorded.samples;
+            eprintln!("gpumon: {n} samples written to {}", file.display());
+            for alert in &recorded.alerts {
+                eprintln!("gpumon: alert: {alert}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Snapshot {
+            output,
+            format,
+            replay,
+        }) => files::take_snapshot(output.as_deref(), format, replay.as_deref()),
+        Some(Command::Diff { a, b, format }) => files::diff(&a, &b, format),
+        Some(Command::Explain { logs, format }) => files::explain(&logs, format),
+        Some(Command::Run { log_dir, command }) => {
+            runtime.block_on(run::run_command(cli.live, &log_dir, &command))
+        }
+    }
+}
+
+pub(crate) fn signal_code(n: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(128 + n).unwrap_or(1))
+}
+
+/// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped) or SIGINT.
+pub(crate) async fn shutdown_signal() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => 15,
+        _ = hup.recv() => 1,
+        _ = int.recv() => 2,
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.
+pub(crate) fn print_out(text: &str) -> Result<ExitCode, Fail> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fail::runtime(e)),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

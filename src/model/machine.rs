@@ -1,0 +1,262 @@
+//! One machine's data: its GPUs, processes with their history rings, alerts and the state of its
+//! source, built from samples by a pure update (no clock, no I/O: each event carries its time).
+//!
+//! The screen's state (selection, filter, sort, …) lives in `screen` and only refers to machines.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Alert, Config, EXITED_GRACE_MS, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
+use crate::sample::{GpuSample, GpuStatus, MachineInfo, Sample};
+
+/// Where the samples stand.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceState {
+    /// The source is starting (NVML initialising).
+    Starting,
+    Running,
+    /// The last tick failed; the reason, and since when.
+    Failing {
+        since_ms: u64,
+        reason: String,
+    },
+    /// A replay reached its end.
+    Ended,
+}
+
+/// What the sampler reports about a machine.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Started(MachineInfo),
+    Sample(Sample),
+    SourceFailed {
+        at_ms: u64,
+        reason: String,
+    },
+    SourceEnded,
+    /// The current time, sent when no sample has come for a while (shows sample age).
+    Clock(u64),
+}
+
+/// Four segments of the memory bar, in bytes; they add up to `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segments {
+    pub total: u64,
+    /// Device memory of the listed processes (those whose memory NVML could read).
+    pub processes: u64,
+    /// Used memory not attributed to a listed process (`used - processes`, at least 0).
+    pub other: u64,
+    /// Driver/firmware reserved; `None` with NVML v1, where it is inside `used`.
+    pub reserved: Option<u64>,
+    pub free: u64,
+}
+
+/// One GPU: its latest sample and history.
+#[derive(Debug, Clone)]
+pub struct GpuTrack {
+    pub sample: GpuSample,
+    pub segments: Option<Segments>,
+    /// Used memory over the history window.
+    pub used: Ring,
+    /// Since when the GPU has been lost, if it is.
+    pub lost_since_ms: Option<u64>,
+    /// Total memory as last read; kept while the GPU is lost, so its history keeps its scale.
+    pub total: Option<u64>,
+    /// Processes on it whose device memory NVML could not give.
+    pub unattributed: usize,
+    /// Alerts that name this GPU.
+    pub alerts: usize,
+}
+
+/// One machine: what it is, where its samples stand, and everything derived from them.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub config: Config,
+    /// `None` until the source has started.
+    pub info: Option<MachineInfo>,
+    pub source: SourceState,
+    /// The latest time known (from samples or clock events).
+    pub now_ms: u64,
+    pub last_sample_ms: Option<u64>,
+    /// Keyed by UUID; shown in NVML index order.
+    pub gpus: BTreeMap<String, GpuTrack>,
+    pub processes: BTreeMap<ProcKey, ProcessTrack>,
+    /// Newest first, at most `MAX_ALERTS`.
+    pub alerts: Vec<Alert>,
+    pub alerts_dropped: u64,
+}
+
+impl Machine {
+    pub fn new(config: Config) -> Self {
+        Machine {
+            config,
+            info: None,
+            source: SourceState::Starting,
+            now_ms: 0,
+            last_sample_ms: None,
+            gpus: BTreeMap::new(),
+            processes: BTreeMap::new(),
+            alerts: Vec::new(),
+            alerts_dropped: 0,
+        }
+    }
+
+    /// GPUs in NVML index order.
+    pub fn gpus_in_order(&self) -> Vec<&GpuTrack> {
+        let mut v: Vec<&GpuTrack> = self.gpus.values().collect();
+        v.sort_by(|a, b| (a.sample.index, &a.sample.uuid).cmp(&(b.sample.index, &b.sample.uuid)));
+        v
+    }
+
+    pub fn gpu(&self, uuid: &str) -> Option<&GpuTrack> {
+        self.gpus.get(uuid)
+    }
+
+    /// Moves the clock forward without taking a sample in (a paused screen still ages).
+    pub fn observe_time(&mut self, at_ms: u64) {
+        self.now_ms = self.now_ms.max(at_ms);
+    }
+
+    /// Every event but a sample's content; samples go through [`Machine::ingest`].
+    pub fn update(&mut self, event: &Event) {
+        match event {
+            Event::Started(m) => {
+                self.info = Some(m.clone());
+                self.source = SourceState::Running;
+            }
+            Event::Sample(s) => self.observe_time(s.at_ms),
+            Event::SourceFailed { at_ms, reason } => {
+                self.observe_time(*at_ms);
+                let since_ms = match &self.source {
+                    SourceState::Failing { since_ms, .. } => *since_ms,
+                    _ => *at_ms,
+                };
+                self.source = SourceState::Failing {
+                    since_ms,
+                    reason: reason.clone(),
+                };
+            }
+            Event::SourceEnded => self.source = SourceState::Ended,
+            Event::Clock(now) => self.observe_time(*now),
+        }
+    }
+
+    /// Takes a sample in: GPU and process histories, exits, the bar's segments. Its failures are
+    /// left to analysis (see `pipeline::apply`).
+    pub fn ingest(&mut self, s: Sample) {
+        let at = s.at_ms;
+        self.last_sample_ms = Some(at);
+        self.source = SourceState::Running;
+        let cap = self.config.ring_capacity();
+
+        for g in s.gpus {
+            let track = self.gpus.entry(g.uuid.clone()).or_insert_with(|| GpuTrack {
+                sample: g.clone(),
+                segments: None,
+                used: Ring::new(cap),
+                lost_since_ms: None,
+                total: None,
+                unattributed: 0,
+                alerts: 0,
+            });
+            match &g.status {
+                GpuStatus::Ok => track.lost_since_ms = None,
+                GpuStatus::Lost { .. } => {
+                    track.lost_since_ms.get_or_insert(at);
+                }
+            }
+            track.used.push(at, g.memory.value().map(|m| m.used));
+            if let Some(m) = g.memory.value() {
+                track.total = Some(m.total);
+            }
+            track.sample = g;
+        }
+
+        for mut p in s.processes {
+            // Look the process up with a key that borrows the sample's UUID (no copy of it for
+            // a process already tracked), then hand the UUID back.
+            let key = ProcKey {
+                gpu_uuid: std::mem::take(&mut p.gpu_uuid),
+                pid: p.pid,
+                start_time: p.start_time.get(),
+            };
+            if let Some(track) = self.processes.get_mut(&key) {
+                p.gpu_uuid = key.gpu_uuid;
+                track.observe(p, at);
+            } else {
+                p.gpu_uuid.clone_from(&key.gpu_uuid);
+                let mut track = ProcessTrack::new(&p, at, cap);
+                track.observe(p, at);
+                self.processes.insert(key, track);
+            }
+        }
+        for t in self.processes.values_mut() {
+            if t.last_seen_ms < at && t.exited_ms.is_none() {
+                t.exited_ms = Some(at);
+            }
+        }
+        self.processes.retain(|_, t| {
+            t.exited_ms
+                .is_none_or(|e| at.saturating_sub(e) <= EXITED_GRACE_MS)
+        });
+
+        for track in self.gpus.values_mut() {
+            let (sum, unknown) = processes_on(&self.processes, &track.sample.uuid)
+                .filter(|t| t.exited_ms.is_none() && t.sample.gpu_uuid == track.sample.uuid)
+                .fold((0u64, 0usize), |(sum, n), t| {
+                    match t.sample.device_memory.get() {
+                        Some(b) => (sum.saturating_add(b), n),
+                        None => (sum, n + 1),
+                    }
+                });
+            track.unattributed = unknown;
+            track.segments = track.sample.memory.value().map(|m| Segments {
+                total: m.total,
+                processes: sum,
+                other: m.used.saturating_sub(sum),
+                reserved: m.reserved.get(),
+                free: m.free,
+            });
+        }
+    }
+
+    /// Adds alerts (newest first, bounded) and recounts each GPU's.
+    pub fn add_alerts(&mut self, alerts: Vec<Alert>) {
+        for alert in alerts {
+            self.alerts.insert(0, alert);
+            if self.alerts.len() > MAX_ALERTS {
+                self.alerts.truncate(MAX_ALERTS);
+                self.alerts_dropped += 1;
+            }
+        }
+        for g in self.gpus.values_mut() {
+            g.alerts = self
+                .alerts
+                .iter()
+                .filter(|a| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str()))
+                .count();
+        }
+    }
+
+    /// Forgets the peaks: each process's peak becomes its current device memory.
+    pub fn reset_peaks(&mut self) {
+        for t in self.processes.values_mut() {
+            t.peak = t.sample.device_memory.get();
+        }
+    }
+}
+
+/// The processes tracked on GPU `uuid`, in key order: processes are keyed by GPU first, so a
+/// GPU's are one range of the map (no scan of the others).
+pub fn processes_on<'a>(
+    processes: &'a BTreeMap<ProcKey, ProcessTrack>,
+    uuid: &str,
+) -> impl Iterator<Item = &'a ProcessTrack> + 'a {
+    let key = |pid, start_time| ProcKey {
+        gpu_uuid: uuid.to_string(),
+        pid,
+        start_time,
+    };
+    processes
+        .range(key(0, None)..=key(u32::MAX, Some(u64::MAX)))
+        .map(|(_, t)| t)
+}

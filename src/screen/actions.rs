@@ -1,0 +1,114 @@
+//! What each key's action does to the screen's state (and, for `r`, to the machine's peaks).
+
+use crate::input::Action;
+use crate::screen::{Command, Filter, Pane, State};
+
+impl State {
+    pub(crate) fn act(&mut self, a: Action) -> Option<Command> {
+        if self.asking() {
+            return self.answer(a);
+        }
+        match a {
+            Action::Quit => return self.quit(),
+            Action::StopRun | Action::LeaveRun => return None,
+            Action::Snapshot => return Some(Command::WriteSnapshot),
+            Action::Up => self.step(-1),
+            Action::Down => self.step(1),
+            Action::FilterPrompt => {
+                self.screen.prompt = Some(match &self.screen.filter {
+                    Some(Filter::Pid(p)) => p.to_string(),
+                    Some(Filter::Text(t)) => t.clone(),
+                    Some(Filter::Run { pid, .. }) => pid.to_string(),
+                    None => String::new(),
+                });
+            }
+            Action::PromptChar(c) => {
+                if let Some(p) = &mut self.screen.prompt
+                    && p.chars().count() < 64
+                    && !c.is_control()
+                {
+                    p.push(c);
+                }
+            }
+            Action::PromptBackspace => {
+                if let Some(p) = &mut self.screen.prompt {
+                    p.pop();
+                }
+            }
+            Action::PromptApply => {
+                if let Some(p) = self.screen.prompt.take() {
+                    self.screen.filter = Filter::parse(&p);
+                }
+            }
+            Action::Escape => {
+                if self.screen.help {
+                    self.screen.help = false;
+                } else if self.screen.prompt.take().is_none() {
+                    self.screen.filter = None;
+                }
+            }
+            Action::FilterSelected => {
+                if let Some(k) = &self.screen.selected {
+                    self.screen.filter = Some(Filter::Pid(k.pid));
+                }
+            }
+            Action::CycleSort => self.screen.sort = self.screen.sort.next(),
+            Action::TogglePause => self.screen.paused = !self.screen.paused,
+            Action::FocusNext => {
+                let order: Vec<String> = self
+                    .machine()
+                    .gpus_in_order()
+                    .iter()
+                    .map(|g| g.sample.uuid.clone())
+                    .collect();
+                self.screen.focus = match &self.screen.focus {
+                    None => order.first().cloned(),
+                    Some(f) => order
+                        .iter()
+                        .position(|u| u == f)
+                        .and_then(|i| order.get(i + 1).cloned()),
+                };
+            }
+            Action::FocusGpu(n) => {
+                let uuid = self
+                    .machine()
+                    .gpus_in_order()
+                    .get(usize::from(n))
+                    .map(|g| g.sample.uuid.clone());
+                if uuid.is_some() {
+                    self.screen.focus = uuid;
+                }
+            }
+            Action::ResetPeaks => self.machine_mut().reset_peaks(),
+            Action::ToggleHelp => self.screen.help = !self.screen.help,
+            Action::TogglePane => {
+                self.screen.pane = match self.screen.pane {
+                    Pane::Processes if !self.machine().alerts.is_empty() => Pane::Alerts,
+                    _ => Pane::Processes,
+                };
+            }
+        }
+        self.derive_rows();
+        None
+    }
+
+    fn step(&mut self, by: isize) {
+        if self.screen.pane == Pane::Alerts {
+            let last = self.machine().alerts.len().saturating_sub(1);
+            self.screen.alert_selected = self
+                .screen
+                .alert_selected
+                .saturating_add_signed(by)
+                .min(last);
+            return;
+        }
+        let pos = self
+            .screen
+            .selected
+            .as_ref()
+            .and_then(|k| self.screen.rows.iter().position(|r| r == k))
+            .map_or(0, |p| p.saturating_add_signed(by));
+        let pos = pos.min(self.screen.rows.len().saturating_sub(1));
+        self.screen.selected = self.screen.rows.get(pos).cloned();
+    }
+}

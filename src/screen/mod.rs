@@ -1,0 +1,167 @@
+//! The screen's state: which machine and process are selected, the filter, sort, focus, prompt,
+//! pane and status line. It refers to machines (`State::machines`, today exactly one) but the
+//! machines' data is theirs: samples reach them through `pipeline::apply`, keys change only this.
+
+mod actions;
+pub mod run;
+mod table;
+
+use crate::input::Action;
+use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
+use crate::pipeline;
+pub use run::{RunEnd, RunInfo};
+pub use table::{Filter, Sort};
+
+/// Messages that change the state.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// An event from the sampler of machine `n` (an index into `State::machines`).
+    Host(usize, Event),
+    Action(Action),
+    /// A line for the status bar (e.g. where a snapshot went, or why it failed).
+    Status(String),
+    /// `gpumon run`'s command ended.
+    RunEnded(RunEnd),
+}
+
+impl From<Event> for Msg {
+    /// An event of the first (local) machine.
+    fn from(event: Event) -> Self {
+        Msg::Host(0, event)
+    }
+}
+
+/// What the app loop must do after an update (the I/O that `State` does not do itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    WriteSnapshot,
+    /// Stop `gpumon run`'s command.
+    StopRun,
+}
+
+/// Which list Up/Down moves in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    Processes,
+    Alerts,
+}
+
+/// What the user is looking at and doing; every field is the screen's own.
+#[derive(Debug, Clone)]
+pub struct Screen {
+    /// The machine in view (an index into `State::machines`).
+    pub host: usize,
+    /// Derived: the processes shown, filtered and sorted.
+    pub rows: Vec<ProcKey>,
+    pub selected: Option<ProcKey>,
+    /// The GPU the table is narrowed to (by UUID).
+    pub focus: Option<String>,
+    pub filter: Option<Filter>,
+    /// The filter prompt's text while it is open.
+    pub prompt: Option<String>,
+    pub sort: Sort,
+    pub paused: bool,
+    pub help: bool,
+    pub pane: Pane,
+    pub alert_selected: usize,
+    pub status: Option<String>,
+    /// The command `gpumon run` started.
+    pub run: Option<RunInfo>,
+}
+
+impl Default for Screen {
+    fn default() -> Self {
+        Screen {
+            host: 0,
+            rows: Vec::new(),
+            selected: None,
+            focus: None,
+            filter: None,
+            prompt: None,
+            sort: Sort::DeviceMemory,
+            paused: false,
+            help: false,
+            pane: Pane::Processes,
+            alert_selected: 0,
+            status: None,
+            run: None,
+        }
+    }
+}
+
+/// The machines on screen and the screen's own state: what `view::render` draws.
+#[derive(Debug, Clone)]
+pub struct State {
+    pub config: Config,
+    /// Never empty: the local machine (or the replayed one) comes first.
+    pub machines: Vec<Machine>,
+    pub screen: Screen,
+}
+
+impl State {
+    /// One machine, not yet started.
+    pub fn new(config: Config) -> Self {
+        let machine = Machine::new(config.clone());
+        State::with_machines(config, vec![machine])
+    }
+
+    /// Several machines; an empty list gets one not yet started.
+    pub fn with_machines(config: Config, mut machines: Vec<Machine>) -> Self {
+        if machines.is_empty() {
+            machines.push(Machine::new(config.clone()));
+        }
+        State {
+            config,
+            machines,
+            screen: Screen::default(),
+        }
+    }
+
+    /// The machine in view.
+    pub fn machine(&self) -> &Machine {
+        self.machines
+            .get(self.screen.host)
+            .unwrap_or(&self.machines[0])
+    }
+
+    pub fn machine_mut(&mut self) -> &mut Machine {
+        let host = self.screen.host.min(self.machines.len() - 1);
+        &mut self.machines[host]
+    }
+
+    pub fn selected_process(&self) -> Option<&ProcessTrack> {
+        let key = self.screen.selected.as_ref()?;
+        self.machine().processes.get(key)
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Option<Command> {
+        match msg {
+            Msg::Host(n, event) => {
+                let paused = self.screen.paused;
+                let machine = self.machines.get_mut(n)?;
+                match event {
+                    // A paused screen keeps what it shows; time still moves.
+                    Event::Sample(s) if paused => machine.observe_time(s.at_ms),
+                    event => pipeline::apply(machine, event),
+                }
+                if n == self.screen.host {
+                    self.derive_rows();
+                }
+            }
+            Msg::Status(text) => self.screen.status = Some(text),
+            Msg::RunEnded(end) => return self.run_ended(end),
+            Msg::Action(a) => return self.act(a),
+        }
+        None
+    }
+
+    /// Recomputes the rows of the machine in view.
+    fn derive_rows(&mut self) {
+        let host = self.screen.host.min(self.machines.len() - 1);
+        self.screen.derive_rows(&self.machines[host]);
+    }
+}
+
+#[cfg(test)]
+mod tests;
