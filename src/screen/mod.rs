@@ -130,6 +130,18 @@ impl State {
         &mut self.machines[host]
     }
 
+    /// Puts machine `n` in view (ignored when there is none): its own rows, nothing selected
+    /// or focused from the previous one.
+    pub fn show_machine(&mut self, n: usize) {
+        if n < self.machines.len() && n != self.screen.host {
+            self.screen.host = n;
+            self.screen.selected = None;
+            self.screen.focus = None;
+            self.screen.alert_selected = 0;
+            self.derive_rows();
+        }
+    }
+
     pub fn selected_process(&self) -> Option<&ProcessTrack> {
         let key = self.screen.selected.as_ref()?;
         self.machine().processes.get(key)
