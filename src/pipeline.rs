@@ -16,9 +16,10 @@ pub fn apply(machine: &mut Machine, event: Event) {
     machine.update(&event);
     if let Event::Sample(mut sample) = event {
         let failures = std::mem::take(&mut sample.failures);
+        let notices = std::mem::take(&mut sample.notices);
         let at_ms = sample.at_ms;
         machine.ingest(sample);
-        let alerts = analysis::findings(machine, &failures, at_ms);
+        let alerts = analysis::findings(machine, &failures, &notices, at_ms);
         machine.add_alerts(alerts);
     }
 }

@@ -225,6 +225,7 @@ mod tests {
             gpus: vec![],
             processes: vec![],
             failures: vec![],
+            notices: Vec::new(),
         };
         w.sample(&s).unwrap();
         assert_eq!(read_all(&buf).unwrap(), vec![s]);

@@ -131,6 +131,7 @@ mod tests {
             gpus: vec![build::gpu(0, 100, 10, 1)],
             processes: vec![],
             failures: vec![],
+            notices: Vec::new(),
         }
     }
 

@@ -29,6 +29,7 @@ fn source(name: &str, pid: u32, gb: u64, command: &str) -> ScriptedSource {
             gpus: vec![g.clone()],
             processes: vec![process(pid, &g, gb * GIB, Framework::Pytorch, command)],
             failures: Vec::new(),
+            notices: Vec::new(),
         })
     });
     ScriptedSource::new(host(name), samples)

@@ -113,6 +113,7 @@ fn main_sample(k: u64) -> Sample {
         gpus: vec![gpu(0, total, u0, 615 * MIB), gpu(1, total, u1, 615 * MIB)],
         processes,
         failures,
+        notices: Vec::new(),
     }
 }
 
@@ -214,6 +215,7 @@ fn na_sample(k: u64) -> Sample {
         gpus: vec![g0, g1],
         processes: vec![outside, hidden, mine],
         failures: Vec::new(),
+        notices: Vec::new(),
     }
 }
 

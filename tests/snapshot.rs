@@ -95,6 +95,7 @@ fn scripted() -> State {
                 } else {
                     vec![]
                 },
+                notices: Vec::new(),
             }
         })
         .collect();
@@ -394,6 +395,7 @@ fn machine_snapshot(m: &Machine) -> Snapshot {
         gpus: vec![gpu],
         processes,
         failures: vec![],
+        notices: Vec::new(),
     };
     let snap = Snapshot::from_state(&run(info, vec![sample], &[]), T0);
     assert_schema_valid(&serde_json::to_value(&snap).unwrap());

@@ -38,6 +38,7 @@ fn sample(k: u64) -> Sample {
         gpus: vec![g],
         processes,
         failures: Vec::new(),
+        notices: Vec::new(),
     }
 }
 

@@ -61,6 +61,7 @@ pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
         gpus: gs,
         processes,
         failures: Vec::new(),
+        notices: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod classify;
 pub mod context;
 pub mod explain;
+pub mod pool;
 pub mod remedy;
 pub mod warnings;
 
@@ -12,13 +13,30 @@ use crate::oom::failure::{Dialect, Failure};
 use crate::oom::sizes::human;
 use context::Context;
 
-/// Everything to raise after `machine` took in a sample at `at_ms` whose logs showed `failures`:
-/// one alert per failure, then the risks its history shows (each raised once).
-pub fn findings(machine: &Machine, failures: &[Failure], at_ms: u64) -> Vec<Alert> {
+/// Everything to raise after `machine` took in a sample at `at_ms` whose logs showed `failures`
+/// and whose source said `notices`: one alert per failure, the notices, then the risks its
+/// history and its allocator probes show (each raised once).
+pub fn findings(
+    machine: &Machine,
+    failures: &[Failure],
+    notices: &[String],
+    at_ms: u64,
+) -> Vec<Alert> {
     let mut alerts: Vec<Alert> = failures
         .iter()
         .map(|f| alert_for_failure(f, machine))
         .collect();
+    alerts.extend(notices.iter().map(|n| Alert {
+        at_ms,
+        gpu_uuid: None,
+        pid: None,
+        level: Level::Notice,
+        class: "notice".into(),
+        confidence: None,
+        title: n.clone(),
+        evidence: Vec::new(),
+        remedy: None,
+    }));
     let risks = warnings::scan(machine, &alerts, at_ms);
     alerts.extend(risks);
     alerts

@@ -5,6 +5,17 @@ use crate::analysis::context::{Context, Other};
 use crate::oom::failure::{Dialect, Failure};
 use crate::sample::Framework;
 
+/// The dialect whose knobs apply to a process running `framework`.
+pub fn dialect_of(framework: Framework) -> Option<Dialect> {
+    match framework {
+        Framework::Pytorch => Some(Dialect::Pytorch),
+        Framework::Tensorflow => Some(Dialect::Tensorflow),
+        Framework::Jax => Some(Dialect::Jax),
+        Framework::Cupy => Some(Dialect::Cupy),
+        Framework::Other => None,
+    }
+}
+
 /// The framework whose knobs apply: the message's wording, else the process's libraries.
 fn framework(f: &Failure, ctx: &Context) -> Option<Dialect> {
     match (f.source, ctx.framework) {
@@ -32,7 +43,7 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
     let fw = framework(f, ctx);
     match v.class {
         Class::Fragmentation | Class::Split => defragment(fw, ctx),
-        Class::PoolLimit => raise_limit(f, fw, ctx),
+        Class::PoolLimit => raise_limit(f.numbers.allowed.map(|a| a.to_string()), fw, ctx),
         Class::DeviceFull if !v.holders.is_empty() => format!(
             "Free or move the other processes on this GPU: {}.",
             v.holders
@@ -61,7 +72,7 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
     }
 }
 
-fn defragment(fw: Option<Dialect>, ctx: &Context) -> String {
+pub fn defragment(fw: Option<Dialect>, ctx: &Context) -> String {
     match fw {
         Some(Dialect::Pytorch) => match torch_conf(ctx) {
             Some((var, val)) if val.to_ascii_lowercase().contains("expandable_segments:true") => format!(
@@ -80,14 +91,12 @@ fn defragment(fw: Option<Dialect>, ctx: &Context) -> String {
     }
 }
 
-fn raise_limit(f: &Failure, fw: Option<Dialect>, ctx: &Context) -> String {
+/// `allowed`: PyTorch's per-process cap as its message printed it, when known.
+pub fn raise_limit(allowed: Option<String>, fw: Option<Dialect>, ctx: &Context) -> String {
     let now = |k: &str| setting(ctx, k).map_or_else(String::new, |v| format!(" (now {v})"));
     match fw {
         Some(Dialect::Pytorch) => {
-            let allowed = f
-                .numbers
-                .allowed
-                .map_or_else(String::new, |a| format!(" (now {a} allowed)"));
+            let allowed = allowed.map_or_else(String::new, |a| format!(" (now {a} allowed)"));
             format!("Raise the fraction given to torch.cuda.set_per_process_memory_fraction{allowed}.")
         }
         Some(Dialect::Jax) => {

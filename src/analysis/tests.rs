@@ -27,6 +27,7 @@ fn sample(
         gpus,
         processes,
         failures,
+        notices: Vec::new(),
     }))
 }
 

@@ -4,6 +4,7 @@
 
 use std::cell::OnceCell;
 
+use crate::analysis::pool;
 use crate::model::units::{duration_ms, rate};
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -101,6 +102,14 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
                 evidence,
                 remedy,
             ));
+        }
+    }
+    let failed_since = |pid: u32, since: u64| {
+        alerts_of(Some(pid)).any(|a| a.level == Level::Failure && a.at_ms >= since)
+    };
+    for risk in pool::risks(machine, at_ms, &failed_since) {
+        if !raised(&out, risk.class, risk.pid, &risk.gpu) {
+            out.push(risk.into_alert(at_ms));
         }
     }
     for g in machine.gpus.values() {

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 pub enum Level {
     /// An allocation failure seen in a log.
     Failure,
-    /// A risk inferred from the memory history alone.
+    /// A risk inferred from the memory history or the allocator probe's figures.
     Suspected,
+    /// Something the source ignored, said once (a probe file it did not trust, and why).
+    Notice,
 }
 
 /// Something the user should know about, with the evidence and what to do.

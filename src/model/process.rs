@@ -36,6 +36,8 @@ pub struct ProcessTrack {
     pub last_seen_ms: u64,
     /// When it stopped being listed.
     pub exited_ms: Option<u64>,
+    /// The allocator probe's figures one sample earlier (to see counters rise).
+    pub prev_pool: Option<crate::sample::Pool>,
 }
 
 impl ProcessTrack {
@@ -49,6 +51,7 @@ impl ProcessTrack {
             first_seen_ms: at_ms,
             last_seen_ms: at_ms,
             exited_ms: None,
+            prev_pool: None,
         }
     }
 
@@ -61,7 +64,7 @@ impl ProcessTrack {
         self.growth = self.history.rate_per_s(GROWTH_WINDOW_MS);
         self.last_seen_ms = at_ms;
         self.exited_ms = None;
-        self.sample = p;
+        self.prev_pool = std::mem::replace(&mut self.sample, p).pool.value().cloned();
     }
 
     /// Host VMS over device memory, when both are known and device memory is not zero.

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::oom::failure::Failure;
 
+mod pool;
+pub use pool::Pool;
+
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reading<T> {
@@ -198,6 +201,9 @@ pub struct ProcessSample {
     /// The files its stdout/stderr go to, which gpumon follows for failures; n/a says why not
     /// ("not a file (stdout is a pipe, …)", "not readable (permission denied)").
     pub log: Reading<Vec<String>>,
+    /// Its framework's memory pool on this GPU, read by the allocator probe inside it; n/a says
+    /// why not (not started with the probe, a file gpumon did not trust, …).
+    pub pool: Reading<Pool>,
 }
 
 /// Everything gathered in one tick.
@@ -210,6 +216,9 @@ pub struct Sample {
     /// Allocation failures read from logs since the previous sample.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<Failure>,
+    /// Things the source ignored and says once (a probe file it did not trust, and why).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
 }
 
 mod wire;

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Framework, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, join, split};
+use super::{
+    Framework, GpuSample, GpuStatus, Memory, Pool, ProcessKind, ProcessSample, join, split,
+};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -94,6 +96,9 @@ pub struct ProcessWire {
     /// Absent in recordings made before it existed ("not recorded").
     #[serde(default)]
     log: Option<Vec<String>>,
+    /// Absent in recordings made before the allocator probe ("not recorded").
+    #[serde(default)]
+    pool: Option<Pool>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     unavailable: BTreeMap<String, String>,
 }
@@ -111,6 +116,7 @@ impl From<ProcessSample> for ProcessWire {
             framework: split(p.framework, "framework", &mut na),
             settings: split(p.settings, "settings", &mut na),
             log: split(p.log, "log", &mut na),
+            pool: split(p.pool, "pool", &mut na),
             pid: p.pid,
             gpu_uuid: p.gpu_uuid,
             kind: p.kind,
@@ -132,6 +138,7 @@ impl From<ProcessWire> for ProcessSample {
             framework: join(w.framework, "framework", na),
             settings: join(w.settings, "settings", na),
             log: join(w.log, "log", na),
+            pool: join(w.pool, "pool", na),
             pid: w.pid,
             gpu_uuid: w.gpu_uuid,
             kind: w.kind,

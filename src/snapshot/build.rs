@@ -206,6 +206,7 @@ fn alert(a: &Alert) -> AlertDoc {
         level: match a.level {
             Level::Failure => LevelDoc::Failure,
             Level::Suspected => LevelDoc::Suspected,
+            Level::Notice => LevelDoc::Notice,
         },
         class: a.class.clone(),
         confidence: a.confidence.clone(),

@@ -198,6 +198,7 @@ pub struct Process {
 pub enum LevelDoc {
     Failure,
     Suspected,
+    Notice,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -259,6 +259,7 @@ fn alerts(o: &mut Out, s: &Snapshot) {
         let level = match a.level {
             super::LevelDoc::Failure => "failure",
             super::LevelDoc::Suspected => "suspected",
+            super::LevelDoc::Notice => "notice",
         };
         let mut head = format!("{} {level} {}", a.at, a.class);
         if let Some(c) = &a.confidence {

@@ -2,20 +2,29 @@
 
 use std::collections::HashSet;
 
+use super::probe::{NOT_PROBED, PoolReader, ProbeScan};
 use super::{
-    GpuReader, HostProcess, HostReader, MachineInfo, ProcessSample, Reading, Sample, SourceError,
+    GpuProcess, GpuReader, HostProcess, HostReader, MachineInfo, ProcessKind, ProcessSample,
+    Reading, Sample, SourceError,
 };
 use crate::logs::{LogStatus, LogWatch};
+
+/// Why a probed process has no device memory: NVML does not list it (no NVML, another PID
+/// namespace, or a process that has not allocated yet).
+const NOT_LISTED: &str = "not listed by NVML";
+/// The GPU of a probed process whose probe could not name it.
+const UNKNOWN_GPU: &str = "GPU-unknown";
 
 /// Why host fields are missing for a PID that NVML lists but /proc does not have.
 pub const NOT_IN_NAMESPACE: &str =
     "not in this PID namespace (NVML reports host PIDs; run on the host or with --pid=host)";
 
-/// NVML + /proc, and the logs of the processes found, as one source.
+/// NVML + /proc, the logs of the processes found and their allocator probes, as one source.
 pub struct LiveSource<G, H> {
     gpu: G,
     host: H,
     logs: LogWatch,
+    pools: Option<Box<dyn PoolReader>>,
     /// The PIDs /proc had last tick: one of them missing now has exited since NVML listed it.
     in_proc: HashSet<u32>,
 }
@@ -26,8 +35,15 @@ impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
             gpu,
             host,
             logs,
+            pools: None,
             in_proc: HashSet::new(),
         }
+    }
+
+    /// Also reads the allocator probes' files.
+    pub fn with_pools(mut self, pools: Box<dyn PoolReader>) -> Self {
+        self.pools = Some(pools);
+        self
     }
 }
 
@@ -41,8 +57,16 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
     }
 
     fn sample(&mut self) -> Result<Sample, SourceError> {
-        let readout = self.gpu.read()?;
+        let mut readout = self.gpu.read()?;
         let at_ms = crate::clock::unix_ms();
+        let probes = self
+            .pools
+            .as_mut()
+            .map(|p| p.scan(at_ms))
+            .unwrap_or_default();
+        readout
+            .processes
+            .extend(probed_only(&readout.processes, &probes));
         let mut pids: Vec<u32> = readout.processes.iter().map(|p| p.pid).collect();
         pids.sort_unstable();
         pids.dedup();
@@ -66,6 +90,11 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
                 if let Some(log) = log {
                     s.log = log;
                 }
+                if let Some(report) = probes.reports.get(&s.pid)
+                    && s.start_time.value().is_some()
+                {
+                    s.pool = report.pool_for(&s, at_ms);
+                }
                 Some(s)
             })
             .collect();
@@ -76,8 +105,31 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
             gpus: readout.gpus,
             processes,
             failures,
+            notices: probes.notices,
         })
     }
+}
+
+/// Processes a probe reports that NVML does not list: one row per GPU its framework uses, with
+/// device memory n/a (without NVML, `gpumon run` still shows the job's pool this way).
+fn probed_only(listed: &[GpuProcess], probes: &ProbeScan) -> Vec<GpuProcess> {
+    let mut rows = Vec::new();
+    for report in probes.reports.values() {
+        if listed.iter().any(|p| p.pid == report.pid) {
+            continue;
+        }
+        for d in &report.devices {
+            rows.push(GpuProcess {
+                pid: report.pid,
+                gpu_uuid: d.uuid.clone().unwrap_or_else(|| UNKNOWN_GPU.to_string()),
+                kind: ProcessKind::Compute,
+                device_memory: Reading::na(NOT_LISTED),
+            });
+        }
+    }
+    rows.sort_by(|a, b| (a.pid, &a.gpu_uuid).cmp(&(b.pid, &b.gpu_uuid)));
+    rows.dedup_by(|a, b| a.pid == b.pid && a.gpu_uuid == b.gpu_uuid);
+    rows
 }
 
 /// Why a process's log is not followed when /proc does not have it.
@@ -86,9 +138,9 @@ const LOG_NOT_IN_NAMESPACE: &str = "not readable (not in this PID namespace)";
 /// One row: the driver's view of a process plus /proc's, or n/a with the reason. Its `log` is
 /// n/a until the source sets what the log watch found.
 pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
-    let log = match host {
-        Some(_) => Reading::na("not looked at yet"),
-        None => Reading::na(LOG_NOT_IN_NAMESPACE),
+    let (log, pool_reason) = match host {
+        Some(_) => (Reading::na("not looked at yet"), NOT_PROBED),
+        None => (Reading::na(LOG_NOT_IN_NAMESPACE), NOT_IN_NAMESPACE),
     };
     let host = host.unwrap_or_else(|| HostProcess {
         start_time: Reading::na(NOT_IN_NAMESPACE),
@@ -112,5 +164,6 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         framework: host.framework,
         settings: host.settings,
         log,
+        pool: Reading::na(pool_reason),
     }
 }

@@ -6,6 +6,7 @@ pub mod environ;
 pub mod framework;
 pub mod live;
 pub mod nvml;
+pub mod probe;
 pub mod procfs;
 pub mod replay;
 pub mod scripted;

@@ -99,6 +99,7 @@ pub mod build {
             framework: Reading::Value(framework),
             settings: Reading::Value(BTreeMap::new()),
             log: Reading::Value(vec![format!("/srv/log/{pid}.out")]),
+            pool: Reading::na(crate::source::probe::NOT_PROBED),
         }
     }
 }

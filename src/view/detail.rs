@@ -94,6 +94,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             or_na(kb(&s.rss)),
         ]),
     ];
+    out.extend(super::pool::lines(t, theme, width));
     // Why fields are n/a comes before the facts that are often n/a for the same reason.
     for (fields, reason) in reasons(t) {
         out.push(Line::styled(
@@ -128,6 +129,9 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     }
     if t.vms_ratio().is_some_and(|r| r > 1.0) {
         out.push(Line::styled(VMS_CAPTION, Style::new()));
+    }
+    if let Some(reason) = s.pool.reason() {
+        out.push(Line::styled(format!("pool n/a: {reason}"), theme.na));
     }
     out
 }

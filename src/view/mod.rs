@@ -27,6 +27,7 @@ mod footer;
 mod gpus;
 mod header;
 mod help;
+mod pool;
 mod processes;
 mod spark;
 mod text;

@@ -28,10 +28,11 @@ enum Col {
     Rss,
     Ratio,
     Growth,
+    Pool,
     Command,
 }
 
-const COLUMNS: [Col; 11] = [
+const COLUMNS: [Col; 12] = [
     Col::Gpu,
     Col::Pid,
     Col::User,
@@ -42,6 +43,7 @@ const COLUMNS: [Col; 11] = [
     Col::Rss,
     Col::Ratio,
     Col::Growth,
+    Col::Pool,
     Col::Command,
 ];
 
@@ -58,6 +60,7 @@ impl Col {
             Col::Rss => "RSS",
             Col::Ratio => "VMS/DEV",
             Col::Growth => "GROWTH",
+            Col::Pool => "ALLOC/POOL",
             Col::Command => "COMMAND",
         }
     }
@@ -69,6 +72,7 @@ impl Col {
             Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
             Col::User => 7,
             Col::Growth => 8,
+            Col::Pool => 11,
             Col::Command => MIN_COMMAND,
         }
     }
@@ -83,6 +87,7 @@ impl Col {
             Col::Ratio => 5,
             Col::Growth => 6,
             Col::Vms => 7,
+            Col::Pool => 8,
             Col::Gpu | Col::Pid | Col::Device | Col::Command => 0,
         }
     }
@@ -122,6 +127,7 @@ impl Col {
                 }
             }),
             Col::Growth => t.growth.map(units::rate),
+            Col::Pool => super::pool::cell(t),
             Col::Command => s.command.value().cloned(),
         };
         let (text, style) = match text {
@@ -150,9 +156,13 @@ fn needed(cols: &[Col]) -> u16 {
     cols.iter().map(|c| c.width()).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
 }
 
-/// The columns that fit in `width` (the selection marker included).
-fn visible(width: u16) -> Vec<Col> {
+/// The columns that fit in `width` (the selection marker included); ALLOC/POOL only when some
+/// process shown has allocator-probe figures.
+fn visible(width: u16, probed: bool) -> Vec<Col> {
     let mut cols = COLUMNS.to_vec();
+    if !probed {
+        cols.retain(|c| *c != Col::Pool);
+    }
     while needed(&cols) > width {
         let Some(worst) = cols
             .iter()
@@ -208,7 +218,13 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let cols = visible(inner.width);
+    let probed = state
+        .screen
+        .rows
+        .iter()
+        .filter_map(|k| state.machine().processes.get(k))
+        .any(|t| t.sample.pool.value().is_some());
+    let cols = visible(inner.width, probed);
     let command_width = usize::from(inner.width - needed(&cols) + MIN_COMMAND);
     let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
     if state.screen.rows.is_empty() {
@@ -282,9 +298,10 @@ mod tests {
 
     #[test]
     fn narrow_screens_drop_rss_and_peak_first() {
-        let all = visible(200);
+        assert_eq!(visible(200, true).len(), 12);
+        let all = visible(200, false);
         assert_eq!(all.len(), 11);
-        let at80 = visible(78);
+        let at80 = visible(78, false);
         assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
         assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
     }

@@ -27,6 +27,7 @@ fn sample(at_ms: u64) -> Sample {
         gpus: vec![build::gpu(0, 100, 10, 1)],
         processes: vec![],
         failures: vec![],
+        notices: Vec::new(),
     }
 }
 

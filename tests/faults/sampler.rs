@@ -133,6 +133,7 @@ impl Source for Slow {
             gpus: vec![build::gpu(0, 80 * GIB, 10 * GIB, GIB)],
             processes: vec![],
             failures: vec![],
+            notices: Vec::new(),
         })
     }
 }
@@ -278,6 +279,7 @@ impl Source for Panics {
             gpus: vec![build::gpu(0, 80 * GIB, 10 * GIB, GIB)],
             processes: vec![],
             failures: vec![],
+            notices: Vec::new(),
         })
     }
 }

@@ -1,0 +1,302 @@
+//! Risks read from the allocator probe's figures, before any failure: a pool fragmenting, a
+//! pool near its limit, cache one process could give back while its GPU is short; and an OOM the
+//! probe saw (or a probed process that died at its limit) when no log reached gpumon.
+
+use crate::analysis::context::Context;
+use crate::analysis::remedy::{defragment, dialect_of, raise_limit};
+use crate::model::{Alert, GpuTrack, Level, Machine, ProcessTrack, processes_on};
+use crate::oom::sizes::human;
+use crate::sample::Pool;
+
+/// Pools smaller than this are not worth a warning.
+const MIN_POOL: u64 = 512 << 20;
+/// Free bytes in a pool that count as "much", at least.
+const MIN_FREE: u64 = 512 << 20;
+/// A pool whose allocations reach this share of its limit (per mille) is near it.
+const NEAR_LIMIT_PERMILLE: u64 = 900;
+/// Releasable cache worth naming.
+const MIN_RELEASABLE: u64 = 1 << 30;
+/// A GPU with less free than this is short (or 2 % of its memory, whichever is larger).
+const SHORT_FREE: u64 = 1 << 30;
+/// A failure alert this close to a probe's OOM is the same failure, read from the log.
+const SAME_FAILURE_MS: u64 = 10_000;
+
+/// One finding before it becomes an alert: class, pid, GPU, level, title, evidence, remedy.
+pub struct Risk {
+    pub class: &'static str,
+    pub pid: Option<u32>,
+    pub gpu: String,
+    pub level: Level,
+    pub confidence: Option<&'static str>,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub remedy: String,
+}
+
+impl Risk {
+    pub fn into_alert(self, at_ms: u64) -> Alert {
+        Alert {
+            at_ms,
+            gpu_uuid: Some(self.gpu),
+            pid: self.pid,
+            level: self.level,
+            class: self.class.into(),
+            confidence: self.confidence.map(str::to_string),
+            title: self.title,
+            evidence: self.evidence,
+            remedy: Some(self.remedy),
+        }
+    }
+}
+
+/// The risks of every probed process on the machine at `at_ms` (raised or not: the caller
+/// keeps each (class, pid, GPU) to once). `failed(pid, since_ms)` says whether a log already
+/// reported a failure of that process since then.
+pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -> Vec<Risk> {
+    let mut out = Vec::new();
+    for g in machine.gpus.values() {
+        let on_gpu: Vec<&ProcessTrack> = processes_on(&machine.processes, &g.sample.uuid).collect();
+        for t in &on_gpu {
+            let Some(pool) = t.sample.pool.value() else {
+                continue;
+            };
+            if t.exited_ms.is_none() {
+                out.extend(fragmenting(t, pool));
+                out.extend(near_limit(t, pool));
+                out.extend(releasable(t, pool, g, &on_gpu));
+                out.extend(probe_oom(t, pool, g, at_ms, failed));
+            } else if t.exited_ms == Some(at_ms)
+                && !failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS))
+            {
+                out.extend(died_at_limit(t, pool));
+            }
+        }
+    }
+    out
+}
+
+fn context(t: &ProcessTrack) -> Context {
+    Context {
+        settings: t.sample.settings.value().cloned(),
+        framework: t.sample.framework.get(),
+        ..Context::default()
+    }
+}
+
+fn label(pool: &Pool) -> &'static str {
+    pool.framework.label()
+}
+
+/// The pool's figures as evidence lines, each only where the framework reports it.
+fn figures(pool: &Pool) -> Vec<String> {
+    let rows: [(&str, Option<u64>); 6] = [
+        ("allocated", pool.allocated),
+        ("held by the pool", pool.reserved),
+        ("cached, free", pool.cached_free),
+        ("stranded in split blocks", pool.stranded),
+        ("largest free block", pool.largest_free_block),
+        ("limit", pool.limit),
+    ];
+    let mut out: Vec<String> = rows
+        .iter()
+        .filter_map(|(name, v)| v.map(|b| format!("{name}: {}", human(b))))
+        .collect();
+    if let Some(r) = pool.alloc_retries.filter(|r| *r > 0) {
+        out.push(format!("allocation retries (cache flushes): {r}"));
+    }
+    out.push("figures from the allocator probe inside the process".into());
+    out
+}
+
+/// Much of the pool free, yet only in pieces smaller than what the job allocates; or the
+/// allocator flushing its cache to retry.
+fn fragmented(pool: &Pool, prev: Option<&Pool>) -> Option<String> {
+    let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
+    let free = pool.unusable_free()?;
+    let retries = match (pool.alloc_retries, prev.and_then(|p| p.alloc_retries)) {
+        (Some(now), Some(before)) if now > before => Some(now - before),
+        _ => None,
+    };
+    let much = free >= MIN_FREE.max(reserved / 4);
+    let pieces = pool
+        .largest_free_block
+        .filter(|b| b.saturating_mul(4) <= free && pool.largest_alloc.is_none_or(|a| *b < a));
+    match (much, pieces, retries) {
+        (true, Some(b), _) => Some(format!(
+            "{} free in the pool, but its largest free block is {}",
+            human(free),
+            human(b)
+        )),
+        (_, _, Some(n)) => Some(format!(
+            "the allocator flushed its cache to retry {n} time(s) since the last sample"
+        )),
+        _ => None,
+    }
+}
+
+fn fragmenting(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
+    let why = fragmented(pool, t.prev_pool.as_ref())?;
+    let pid = t.sample.pid;
+    Some(Risk {
+        class: "fragmentation-risk",
+        pid: Some(pid),
+        gpu: t.sample.gpu_uuid.clone(),
+        level: Level::Suspected,
+        confidence: None,
+        title: format!("pid {pid} {} pool fragmenting: {why}", label(pool)),
+        evidence: figures(pool),
+        remedy: defragment(dialect_of(pool.framework), &context(t)),
+    })
+}
+
+fn at_limit(pool: &Pool) -> Option<(u64, u64)> {
+    let (used, limit) = (pool.allocated?, pool.limit.filter(|l| *l > 0)?);
+    (used.saturating_mul(1000) >= limit.saturating_mul(NEAR_LIMIT_PERMILLE))
+        .then_some((used, limit))
+}
+
+fn near_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
+    let (used, limit) = at_limit(pool)?;
+    let pid = t.sample.pid;
+    Some(Risk {
+        class: "pool-near-limit",
+        pid: Some(pid),
+        gpu: t.sample.gpu_uuid.clone(),
+        level: Level::Suspected,
+        confidence: None,
+        title: format!(
+            "pid {pid} {} pool at {}% of its limit ({} of {})",
+            label(pool),
+            used.saturating_mul(100) / limit,
+            human(used),
+            human(limit)
+        ),
+        evidence: figures(pool),
+        remedy: raise_limit(None, dialect_of(pool.framework), &context(t)),
+    })
+}
+
+fn short(g: &GpuTrack) -> Option<u64> {
+    let m = g.sample.memory.value()?;
+    (m.free < SHORT_FREE.max(m.total / 50)).then_some(m.free)
+}
+
+fn releasable(
+    t: &ProcessTrack,
+    pool: &Pool,
+    g: &GpuTrack,
+    on_gpu: &[&ProcessTrack],
+) -> Option<Risk> {
+    let cache = pool.releasable().filter(|r| *r >= MIN_RELEASABLE)?;
+    let free = short(g)?;
+    let pid = t.sample.pid;
+    let others: Vec<String> = on_gpu
+        .iter()
+        .filter(|o| o.exited_ms.is_none() && o.sample.pid != pid)
+        .map(|o| format!("pid {}", o.sample.pid))
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    let remedy = match pool.framework {
+        crate::sample::Framework::Pytorch => format!(
+            "Call torch.cuda.empty_cache() in pid {pid} between phases, or set PYTORCH_ALLOC_CONF=garbage_collection_threshold:0.6 so it returns cache it does not use."
+        ),
+        crate::sample::Framework::Cupy => format!(
+            "Call cupy.get_default_memory_pool().free_all_blocks() in pid {pid}, or give it a limit with set_limit."
+        ),
+        _ => format!(
+            "Start pid {pid} with XLA_PYTHON_CLIENT_PREALLOCATE=false (or XLA_PYTHON_CLIENT_ALLOCATOR=platform) so its pool holds only what it uses."
+        ),
+    };
+    Some(Risk {
+        class: "releasable-cache",
+        pid: Some(pid),
+        gpu: t.sample.gpu_uuid.clone(),
+        level: Level::Suspected,
+        confidence: None,
+        title: format!(
+            "pid {pid} caches {} it could release while GPU{} has {} free for {}",
+            human(cache),
+            g.sample.index,
+            human(free),
+            others.join(", ")
+        ),
+        evidence: figures(pool),
+        remedy,
+    })
+}
+
+/// What a pool's last figures say about why it failed.
+fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
+    if let Some(why) = fragmented(pool, None) {
+        ("fragmentation", why)
+    } else if let Some((used, limit)) = at_limit(pool) {
+        (
+            "pool-limit",
+            format!("{} of its {} limit in use", human(used), human(limit)),
+        )
+    } else if let Some(free) = g.and_then(short) {
+        ("device-full", format!("the GPU had {} free", human(free)))
+    } else {
+        ("unknown", "the pool's figures do not show why".into())
+    }
+}
+
+fn failure_risk(t: &ProcessTrack, pool: &Pool, g: Option<&GpuTrack>, what: &str) -> Risk {
+    let (class, why) = verdict(pool, g);
+    let pid = t.sample.pid;
+    let ctx = context(t);
+    let dialect = dialect_of(pool.framework);
+    let remedy = match class {
+        "fragmentation" => defragment(dialect, &ctx),
+        "pool-limit" => raise_limit(None, dialect, &ctx),
+        _ => "Lower the peak (smaller batch) or free the GPU of other work; keep the job's output in a log gpumon can follow (`gpumon run`) for the exact request.".into(),
+    };
+    let mut evidence = figures(pool);
+    evidence.insert(0, why.clone());
+    Risk {
+        class,
+        pid: Some(pid),
+        gpu: t.sample.gpu_uuid.clone(),
+        level: Level::Failure,
+        confidence: Some("likely"),
+        title: format!(
+            "pid {pid} {} OOM {what}: {class} (likely), {why}",
+            pool.framework.label()
+        ),
+        evidence,
+        remedy,
+    }
+}
+
+/// PyTorch counts its OOMs: a count that rose is a failure, even when no log said so.
+fn probe_oom(
+    t: &ProcessTrack,
+    pool: &Pool,
+    g: &GpuTrack,
+    at_ms: u64,
+    failed: &dyn Fn(u32, u64) -> bool,
+) -> Option<Risk> {
+    let (now, before) = (pool.ooms?, t.prev_pool.as_ref().and_then(|p| p.ooms)?);
+    if now <= before || failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS)) {
+        return None;
+    }
+    Some(failure_risk(t, pool, Some(g), "seen by its probe (no log)"))
+}
+
+/// A probed process that ended with its pool at its limit or fragmented, no log seen.
+fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
+    let (class, _) = verdict(pool, None);
+    matches!(class, "fragmentation" | "pool-limit").then(|| {
+        failure_risk(
+            t,
+            pool,
+            None,
+            "at exit, from its last probe figures (no log)",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests;

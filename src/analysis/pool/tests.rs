@@ -1,0 +1,263 @@
+//! Probe alerts from scripted sequences of pool figures: each fires on the numbers that make it,
+//! and none fires on a healthy pool.
+
+use crate::model::{Alert, Config, Event, Level, Machine};
+use crate::pipeline;
+use crate::sample::{Framework, GpuSample, Pool, ProcessSample, Reading, Sample};
+use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
+
+const T0: u64 = 1_763_812_900_000;
+
+fn pool(framework: Framework) -> Pool {
+    Pool {
+        framework,
+        version: None,
+        at_ms: T0,
+        allocated: None,
+        reserved: None,
+        cached_free: None,
+        stranded: None,
+        largest_free_block: None,
+        largest_alloc: None,
+        limit: None,
+        peak_allocated: None,
+        peak_reserved: None,
+        alloc_retries: None,
+        ooms: None,
+    }
+}
+
+fn torch(allocated: u64, reserved: u64, stranded: u64, largest: u64) -> Pool {
+    Pool {
+        allocated: Some(allocated),
+        reserved: Some(reserved),
+        cached_free: Some(reserved - allocated),
+        stranded: Some(stranded),
+        largest_free_block: Some(largest),
+        alloc_retries: Some(0),
+        ooms: Some(0),
+        ..pool(Framework::Pytorch)
+    }
+}
+
+fn probed(pid: u32, g: &GpuSample, device: u64, p: Pool) -> ProcessSample {
+    ProcessSample {
+        pool: Reading::Value(p),
+        ..process(pid, g, device, Framework::Pytorch, "python train.py")
+    }
+}
+
+/// Runs the samples through the pipeline; returns the machine's alerts, oldest first.
+fn run(samples: Vec<(GpuSample, Vec<ProcessSample>)>) -> Vec<Alert> {
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    pipeline::apply(&mut m, Event::Started(machine()));
+    for (k, (g, processes)) in samples.into_iter().enumerate() {
+        let s = Sample {
+            at_ms: T0 + k as u64 * 1000,
+            gpus: vec![g],
+            processes,
+            failures: Vec::new(),
+            notices: Vec::new(),
+        };
+        pipeline::apply(&mut m, Event::Sample(s));
+    }
+    m.alerts.into_iter().rev().collect()
+}
+
+fn classes(alerts: &[Alert]) -> Vec<&str> {
+    alerts.iter().map(|a| a.class.as_str()).collect()
+}
+
+#[test]
+fn a_torch_cache_splitting_into_small_blocks_warns_before_the_oom() {
+    let g = gpu(0, 80 * GIB, 20 * GIB, GIB / 2);
+    // The verified pattern: stranded bytes climb while the largest free block stays 8 MiB.
+    let seq: Vec<_> = [(200, 2000), (400, 2600), (2304, 4300)]
+        .into_iter()
+        .map(|(stranded, reserved)| {
+            let p = torch(
+                (reserved - stranded) * MIB,
+                reserved * MIB,
+                stranded * MIB,
+                8 * MIB,
+            );
+            (
+                g.clone(),
+                vec![probed(873, &g, reserved * MIB + 500 * MIB, p)],
+            )
+        })
+        .collect();
+    let first_two = run(seq[..2].to_vec());
+    assert!(classes(&first_two).is_empty(), "{first_two:?}");
+    let alerts = run(seq);
+    assert_eq!(classes(&alerts), vec!["fragmentation-risk"]);
+    let a = &alerts[0];
+    assert_eq!((a.pid, a.level), (Some(873), Level::Suspected));
+    assert!(
+        a.title
+            .contains("2.25 GiB free in the pool, but its largest free block is 8.00 MiB"),
+        "{}",
+        a.title
+    );
+    assert!(
+        a.evidence
+            .iter()
+            .any(|e| e == "stranded in split blocks: 2.25 GiB"),
+        "{:?}",
+        a.evidence
+    );
+    assert!(
+        a.remedy
+            .as_deref()
+            .unwrap()
+            .contains("expandable_segments:True")
+    );
+}
+
+#[test]
+fn a_healthy_pool_raises_nothing() {
+    let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
+    let seq = (0..5)
+        .map(|k| {
+            let p = torch(8 * GIB + k * 200 * MIB, 10 * GIB, 100 * MIB, GIB);
+            (g.clone(), vec![probed(873, &g, 11 * GIB, p)])
+        })
+        .collect();
+    assert!(run(seq).is_empty());
+}
+
+#[test]
+fn climbing_allocation_retries_are_a_fragmentation_risk() {
+    let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
+    let seq = [0u64, 0, 3]
+        .into_iter()
+        .map(|retries| {
+            let p = Pool {
+                alloc_retries: Some(retries),
+                ..torch(6 * GIB, 8 * GIB, 200 * MIB, GIB)
+            };
+            (g.clone(), vec![probed(873, &g, 9 * GIB, p)])
+        })
+        .collect();
+    let alerts = run(seq);
+    assert_eq!(classes(&alerts), vec!["fragmentation-risk"]);
+    assert!(
+        alerts[0].title.contains("retry 3 time(s)"),
+        "{}",
+        alerts[0].title
+    );
+}
+
+fn jax(in_use: u64, limit: u64) -> Pool {
+    Pool {
+        allocated: Some(in_use),
+        reserved: Some(limit),
+        cached_free: Some(limit - in_use),
+        largest_free_block: Some(limit - in_use),
+        limit: Some(limit),
+        ..pool(Framework::Jax)
+    }
+}
+
+#[test]
+fn a_jax_pool_near_its_limit_is_named_with_its_numbers() {
+    let g = gpu(0, 80 * GIB, 30 * GIB, 40 * GIB);
+    let limit = 25_500 * MIB;
+    let at = |in_use| (g.clone(), vec![probed(677, &g, limit, jax(in_use, limit))]);
+    assert!(run(vec![at(12 * GIB), at(20 * GIB)]).is_empty());
+    let alerts = run(vec![at(20 * GIB), at(24 * GIB)]);
+    assert_eq!(classes(&alerts), vec!["pool-near-limit"]);
+    assert!(
+        alerts[0]
+            .title
+            .contains("at 96% of its limit (24.00 GiB of 24.90 GiB)"),
+        "{}",
+        alerts[0].title
+    );
+    assert!(alerts[0].remedy.as_deref().unwrap().contains("XLA"));
+}
+
+#[test]
+fn cache_one_process_could_release_is_named_when_its_gpu_is_short() {
+    let short = gpu(0, 80 * GIB, 79 * GIB + 500 * MIB, 0);
+    let roomy = gpu(0, 80 * GIB, 40 * GIB, 0);
+    let hog = |g: &GpuSample| probed(813, g, 10 * GIB, torch(2 * GIB, 10 * GIB, GIB, GIB));
+    let other = |g: &GpuSample| process(837, g, 30 * GIB, Framework::Jax, "python serve.py");
+    let alerts = run(vec![(short.clone(), vec![hog(&short), other(&short)])]);
+    assert_eq!(classes(&alerts), vec!["releasable-cache"]);
+    let free = crate::oom::sizes::human(short.memory.value().unwrap().free);
+    let want =
+        format!("pid 813 caches 7.00 GiB it could release while GPU0 has {free} free for pid 837");
+    assert_eq!(alerts[0].title, want);
+    assert!(run(vec![(roomy.clone(), vec![hog(&roomy), other(&roomy)])]).is_empty());
+    assert!(
+        run(vec![(short.clone(), vec![hog(&short)])]).is_empty(),
+        "alone: nobody is short"
+    );
+}
+
+#[test]
+fn an_oom_the_probe_counted_is_a_failure_even_without_a_log() {
+    let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
+    let frag = |ooms| {
+        let p = Pool {
+            ooms: Some(ooms),
+            ..torch(4 * GIB, 9 * GIB, 5 * GIB, 6 * MIB)
+        };
+        (g.clone(), vec![probed(873, &g, 9 * GIB, p)])
+    };
+    let alerts = run(vec![frag(0), frag(1)]);
+    let failure: Vec<&Alert> = alerts
+        .iter()
+        .filter(|a| a.level == Level::Failure)
+        .collect();
+    assert_eq!(failure.len(), 1, "{alerts:?}");
+    assert_eq!(failure[0].class, "fragmentation");
+    assert_eq!(failure[0].confidence.as_deref(), Some("likely"));
+    assert!(
+        failure[0].title.contains("seen by its probe (no log)"),
+        "{}",
+        failure[0].title
+    );
+}
+
+#[test]
+fn a_probed_process_that_dies_at_its_limit_is_explained_from_its_last_figures() {
+    let g = gpu(0, 80 * GIB, 30 * GIB, 40 * GIB);
+    let limit = 25 * GIB;
+    let alive = (
+        g.clone(),
+        vec![probed(677, &g, limit, jax(limit - 100 * MIB, limit))],
+    );
+    let gone = (g.clone(), vec![]);
+    let alerts = run(vec![alive, gone]);
+    let failure: Vec<&Alert> = alerts
+        .iter()
+        .filter(|a| a.level == Level::Failure)
+        .collect();
+    assert_eq!(failure.len(), 1, "{alerts:?}");
+    assert_eq!(failure[0].class, "pool-limit");
+    assert!(
+        failure[0]
+            .title
+            .contains("at exit, from its last probe figures"),
+        "{}",
+        failure[0].title
+    );
+}
+
+#[test]
+fn a_notice_from_the_source_is_said_once_as_a_notice() {
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    let s = Sample {
+        at_ms: T0,
+        gpus: vec![],
+        processes: vec![],
+        failures: Vec::new(),
+        notices: vec!["probe file /tmp/gpumon-0/probe/9.json ignored: oversized".into()],
+    };
+    pipeline::apply(&mut m, Event::Sample(s));
+    assert_eq!(m.alerts.len(), 1);
+    assert_eq!(m.alerts[0].level, Level::Notice);
+    assert!(m.alerts[0].title.contains("oversized"));
+}

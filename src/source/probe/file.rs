@@ -1,0 +1,153 @@
+//! One probe file (`gpumon.probe/1`): parsed and checked into a [`ProbeReport`], or the reason
+//! it is not to be trusted. Pure: the checks that need the file system live in `dir.rs`.
+
+use serde::Deserialize;
+
+use super::{DevicePool, ProbeReport};
+use crate::sample::{Framework, Pool};
+
+/// The version of the format this gpumon reads.
+pub const SCHEMA: &str = "gpumon.probe/1";
+/// A file larger than this is not a probe file.
+pub const MAX_BYTES: u64 = 64 * 1024;
+
+#[derive(Deserialize)]
+struct Doc {
+    schema: String,
+    pid: u32,
+    start_time: u64,
+    at_ms: u64,
+    interval_ms: u64,
+    #[serde(default)]
+    stopped: Option<String>,
+    #[serde(default)]
+    frameworks: Vec<FrameworkDoc>,
+}
+
+#[derive(Deserialize)]
+struct FrameworkDoc {
+    name: String,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    devices: Vec<DeviceDoc>,
+}
+
+#[derive(Deserialize)]
+struct DeviceDoc {
+    index: u32,
+    #[serde(default)]
+    uuid: Option<String>,
+    #[serde(default)]
+    allocated: Option<u64>,
+    #[serde(default)]
+    reserved: Option<u64>,
+    #[serde(default)]
+    cached_free: Option<u64>,
+    #[serde(default)]
+    stranded: Option<u64>,
+    #[serde(default)]
+    largest_free_block: Option<u64>,
+    #[serde(default)]
+    largest_alloc: Option<u64>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    peak_allocated: Option<u64>,
+    #[serde(default)]
+    peak_reserved: Option<u64>,
+    #[serde(default)]
+    alloc_retries: Option<u64>,
+    #[serde(default)]
+    ooms: Option<u64>,
+}
+
+/// Parses a probe file named for `pid`; the error is a reason for a person.
+pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(format!(
+            "oversized ({} bytes, at most {MAX_BYTES})",
+            bytes.len()
+        ));
+    }
+    // Only the schema first: a newer version is named as such, not as malformed.
+    #[derive(Deserialize)]
+    struct Head {
+        schema: Option<String>,
+    }
+    let head: Head =
+        serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))?;
+    match head.schema.as_deref() {
+        Some(SCHEMA) => {}
+        Some(other) => return Err(format!("schema {other:?}, this gpumon reads {SCHEMA}")),
+        None => return Err("malformed (no schema)".into()),
+    }
+    let doc: Doc =
+        serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))?;
+    debug_assert_eq!(doc.schema, SCHEMA);
+    if doc.pid != pid {
+        return Err(format!(
+            "describes pid {} but is named for pid {pid}",
+            doc.pid
+        ));
+    }
+    let mut devices = Vec::new();
+    for f in doc.frameworks {
+        let framework = match f.name.as_str() {
+            "pytorch" => Framework::Pytorch,
+            "jax" => Framework::Jax,
+            "cupy" => Framework::Cupy,
+            "tensorflow" => Framework::Tensorflow,
+            other => return Err(format!("unknown framework {other:?}")),
+        };
+        for d in f.devices {
+            let uuid = d.uuid.filter(|u| valid_uuid(u));
+            devices.push(DevicePool {
+                index: d.index,
+                uuid,
+                pool: Pool {
+                    framework,
+                    version: f.version.clone(),
+                    at_ms: doc.at_ms,
+                    allocated: d.allocated,
+                    reserved: d.reserved,
+                    cached_free: d.cached_free,
+                    stranded: d.stranded,
+                    largest_free_block: d.largest_free_block,
+                    largest_alloc: d.largest_alloc,
+                    limit: d.limit,
+                    peak_allocated: d.peak_allocated,
+                    peak_reserved: d.peak_reserved,
+                    alloc_retries: d.alloc_retries,
+                    ooms: d.ooms,
+                },
+            });
+        }
+    }
+    if devices.len() > 64 {
+        return Err(format!(
+            "{} devices: more than any machine has",
+            devices.len()
+        ));
+    }
+    Ok(ProbeReport {
+        pid: doc.pid,
+        start_time: doc.start_time,
+        at_ms: doc.at_ms,
+        interval_ms: doc.interval_ms,
+        stopped: doc.stopped.map(|s| s.chars().take(200).collect()),
+        devices,
+    })
+}
+
+/// `GPU-` and hex digits with dashes, as NVML names GPUs; anything else is not a GPU's name.
+fn valid_uuid(u: &str) -> bool {
+    u.len() <= 64
+        && u.strip_prefix("GPU-").is_some_and(|rest| {
+            !rest.is_empty() && rest.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+        })
+}
+
+fn one_line(e: &serde_json::Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
