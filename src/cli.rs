@@ -114,6 +114,10 @@ and its log is still followed."
         /// Where the log `gpumon-run-<cmd>-<UTC>.log` is created
         #[arg(long, default_value = ".")]
         log_dir: PathBuf,
+        /// Start the command without the allocator probe (its Python processes then show no
+        /// pool figures)
+        #[arg(long)]
+        no_probe: bool,
         /// The command and its arguments, after `--`
         #[arg(
             required = true,
@@ -123,6 +127,32 @@ and its log is still followed."
         )]
         command: Vec<OsString>,
     },
+    /// The allocator probe for jobs gpumon does not start (sbatch, Kubernetes, torchrun,
+    /// notebooks)
+    Probe {
+        #[command(subcommand)]
+        what: ProbeCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProbeCommand {
+    /// Print the `export` lines that start the probe in every Python process launched after
+    /// them: `eval "$(gpumon probe env)"`
+    Env {
+        /// Where the hook is written (a directory every node of the job can read; default:
+        /// next to the probe directory)
+        #[arg(long)]
+        hook_dir: Option<PathBuf>,
+        /// Where the probes write their files (default: the per-user directory gpumon reads)
+        #[arg(long)]
+        probe_dir: Option<PathBuf>,
+        /// How often the probes write
+        #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
+        interval: Duration,
+    },
+    /// Print the hook itself (`sitecustomize.py`), to bake into an image
+    Hook,
 }
 
 /// A duration like `1s`, `500ms`, `10m`; rejects zero, negatives and absurd values.

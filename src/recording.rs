@@ -1,5 +1,8 @@
-//! Recordings: NDJSON, a header line (`gpumon.recording/1`, the machine, the interval) and one
+//! Recordings: NDJSON, a header line (`gpumon.recording/2`, the machine, the interval) and one
 //! `Sample` per line. `gpumon record` writes them, `--replay` and `--demo` read them.
+//!
+//! Version 2 adds each process's allocator-probe `pool` and the samples' `notices`; version 1
+//! files (without them) still read, their pools "not recorded".
 
 use std::io::{BufRead, Write};
 
@@ -7,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::sample::{MachineInfo, Sample};
 
-pub const SCHEMA: &str = "gpumon.recording/1";
+pub const SCHEMA: &str = "gpumon.recording/2";
+/// Earlier versions this gpumon still reads.
+pub const OLDER: &[&str] = &["gpumon.recording/1"];
 
 /// Lines longer than this are refused rather than read into memory.
 pub const MAX_LINE: usize = 16 << 20;
@@ -80,10 +85,11 @@ impl<R: BufRead> Reader<R> {
         let probe: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| reader.json_fault(&e))?;
         match probe.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {}
+            Some(s) if s == SCHEMA || OLDER.contains(&s) => {}
             Some(other) => {
                 return Err(reader.bad(format!(
-                    "schema {other:?} is not supported (this gpumon reads {SCHEMA})"
+                    "schema {other:?} is not supported (this gpumon reads {SCHEMA} and {})",
+                    OLDER.join(", ")
                 )));
             }
             None => return Err(reader.bad("no \"schema\" field: not a gpumon recording")),

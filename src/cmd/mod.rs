@@ -4,6 +4,7 @@
 
 mod files;
 mod live;
+mod probe;
 mod run;
 mod sources;
 
@@ -78,9 +79,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
         }) => files::take_snapshot(output.as_deref(), format, replay.as_deref()),
         Some(Command::Diff { a, b, format }) => files::diff(&a, &b, format),
         Some(Command::Explain { logs, format }) => files::explain(&logs, format),
-        Some(Command::Run { log_dir, command }) => {
-            runtime.block_on(run::run_command(cli.live, &log_dir, &command))
-        }
+        Some(Command::Run {
+            log_dir,
+            no_probe,
+            command,
+        }) => runtime.block_on(run::run_command(cli.live, &log_dir, &command, !no_probe)),
+        Some(Command::Probe { what }) => probe::probe(what),
     }
 }
 

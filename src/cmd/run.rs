@@ -22,6 +22,7 @@ pub(super) async fn run_command(
     args: LiveArgs,
     dir: &Path,
     argv: &[OsString],
+    probe: bool,
 ) -> Result<ExitCode, Fail> {
     if args.demo || args.replay.is_some() {
         return Err(Fail::usage(
@@ -39,7 +40,18 @@ pub(super) async fn run_command(
     let mut logs = vec![log.absolute.clone()];
     logs.extend(args.logs.iter().cloned());
     let watch = LogWatch::new(&logs);
-    let child = run::child::spawn(argv, &log.file).map_err(|e| {
+    let env = if probe {
+        let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
+        let env = super::probe::prepare(None, None, ms).map_err(|e| {
+            Fail::usage(format!(
+                "cannot set up the allocator probe: {e} (--no-probe runs without it)"
+            ))
+        })?;
+        env.vars()
+    } else {
+        Vec::new()
+    };
+    let child = run::child::spawn(argv, &log.file, &env).map_err(|e| {
         let _ = std::fs::remove_file(&log.absolute);
         Fail::usage(format!("cannot start {}: {e}", program.to_string_lossy()))
     })?;

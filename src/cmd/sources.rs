@@ -12,6 +12,8 @@ use crate::sampler::Factory;
 use crate::source::Source;
 use crate::source::live::LiveSource;
 use crate::source::nvml::NvmlReader;
+use crate::source::probe::dir::ProbeDirs;
+use crate::source::probe::{PoolReader, default_dir};
 use crate::source::procfs::ProcReader;
 use crate::source::replay::ReplaySource;
 
@@ -19,7 +21,8 @@ pub(super) fn live_factory(logs: Vec<PathBuf>) -> Factory {
     Arc::new(move || {
         let gpu = NvmlReader::new()?;
         let host = ProcReader::new()?;
-        Ok(Box::new(LiveSource::new(gpu, host, LogWatch::new(&logs))) as Box<dyn Source>)
+        let live = LiveSource::new(gpu, host, LogWatch::new(&logs)).with_pools(pool_reader());
+        Ok(Box::new(live) as Box<dyn Source>)
     })
 }
 
@@ -36,8 +39,11 @@ pub(super) fn run_factory(first: LogWatch, logs: Vec<PathBuf>) -> Factory {
             .and_then(|mut w| w.take())
             .unwrap_or_else(|| LogWatch::new(&logs));
         Ok(match NvmlReader::new() {
-            Ok(gpu) => Box::new(LiveSource::new(gpu, host, watch)) as Box<dyn Source>,
-            Err(e) => Box::new(LiveSource::new(NoGpu::new(e.to_string()), host, watch)),
+            Ok(gpu) => Box::new(LiveSource::new(gpu, host, watch).with_pools(pool_reader()))
+                as Box<dyn Source>,
+            Err(e) => Box::new(
+                LiveSource::new(NoGpu::new(e.to_string()), host, watch).with_pools(pool_reader()),
+            ),
         })
     })
 }
@@ -59,4 +65,23 @@ pub(super) fn open_replay(path: &Path) -> Result<ReplaySource, Fail> {
         std::fs::File::open(path).map_err(|e| Fail::usage(format!("{}: {e}", path.display())))?;
     ReplaySource::read(&path.display().to_string(), BufReader::new(file), false)
         .map_err(|e| Fail::usage(e.to_string()))
+}
+
+/// The user's probe directory: `GPUMON_PROBE_DIR` when it is an absolute path, else the
+/// per-user default.
+pub(super) fn probe_dir() -> PathBuf {
+    match std::env::var_os("GPUMON_PROBE_DIR").map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => default_dir(
+            rustix::process::getuid().as_raw(),
+            std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+        ),
+    }
+}
+
+/// The probe files of this user's jobs; root also reads every user's.
+fn pool_reader() -> Box<dyn PoolReader> {
+    let uid = rustix::process::getuid().as_raw();
+    let root = rustix::process::geteuid().is_root();
+    Box::new(ProbeDirs::new(vec![probe_dir()], root, uid))
 }

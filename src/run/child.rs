@@ -14,13 +14,15 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::screen::run::KILL_AFTER;
 use crate::screen::{Msg, RunEnd};
 
-/// Starts `argv` with stdin from /dev/null and stdout+stderr going to `log`.
-pub fn spawn(argv: &[OsString], log: &File) -> io::Result<Child> {
+/// Starts `argv` with stdin from /dev/null, stdout+stderr going to `log`, and `env` added to
+/// the environment it inherits.
+pub fn spawn(argv: &[OsString], log: &File, env: &[(&str, OsString)]) -> io::Result<Child> {
     let Some((program, args)) = argv.split_first() else {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "no command"));
     };
     Command::new(program)
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log.try_clone()?)

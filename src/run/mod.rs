@@ -13,3 +13,4 @@
 pub mod child;
 pub mod log_file;
 pub mod no_gpu;
+pub mod probe;

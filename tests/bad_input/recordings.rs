@@ -42,8 +42,8 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ),
         (
             "version.ndjson",
-            br#"{"schema": "gpumon.recording/2"}"#.to_vec(),
-            "line 1: schema \"gpumon.recording/2\" is not supported",
+            br#"{"schema": "gpumon.recording/9"}"#.to_vec(),
+            "line 1: schema \"gpumon.recording/9\" is not supported",
         ),
         (
             "foreign.ndjson",

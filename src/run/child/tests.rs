@@ -15,7 +15,7 @@ fn argv(script: &str) -> Vec<OsString> {
 /// Starts `script` with its output in a new log in `dir`.
 fn start(dir: &std::path::Path, script: &str) -> (Handle, mpsc::Receiver<Msg>, log_file::RunLog) {
     let log = log_file::create(dir, OsStr::new("sh"), 0).unwrap();
-    let child = spawn(&argv(script), &log.file).unwrap();
+    let child = spawn(&argv(script), &log.file, &[]).unwrap();
     let (tx, rx) = mpsc::channel(4);
     (watch(child, tx), rx, log)
 }
@@ -78,7 +78,7 @@ fn statuses_in_words_and_numbers() {
     assert_eq!(RunEnd::Signaled(9).code(), 137);
     assert_eq!(RunEnd::Signaled(64).describe(), "killed by signal 64");
     assert_eq!(RunEnd::Unknown.code(), 1);
-    assert!(spawn(&[], &tempfile::tempfile().unwrap()).is_err());
+    assert!(spawn(&[], &tempfile::tempfile().unwrap(), &[]).is_err());
     let missing = [OsString::from("/nonexistent/cmd")];
-    assert!(spawn(&missing, &tempfile::tempfile().unwrap()).is_err());
+    assert!(spawn(&missing, &tempfile::tempfile().unwrap(), &[]).is_err());
 }

@@ -302,3 +302,59 @@ fn the_default_directory_is_per_user() {
         Path::new("/tmp/gpumon-7/probe")
     );
 }
+
+#[test]
+fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
+    use crate::recording::{Header, Reader, Writer};
+    let g = gpu(0, 80 * GIB, 10 * GIB, GIB);
+    let report = parse(doc(873, &g.uuid).as_bytes(), 873).unwrap();
+    let mut p = process(873, &g, 10 * GIB, Framework::Pytorch, "python train.py");
+    p.pool = report.pool_for(&p, NOW);
+    let unprobed = process(874, &g, GIB, Framework::Jax, "python serve.py");
+    let sample = crate::sample::Sample {
+        at_ms: NOW,
+        gpus: vec![g],
+        processes: vec![p, unprobed],
+        failures: Vec::new(),
+        notices: vec!["probe file /x ignored: oversized".into()],
+    };
+    let mut bytes = Vec::new();
+    let mut w = Writer::new(
+        &mut bytes,
+        &Header::new(crate::source::scripted::build::machine(), 1000),
+    )
+    .unwrap();
+    w.sample(&sample).unwrap();
+    drop(w);
+    let (header, mut r) = Reader::open("rec", bytes.as_slice()).unwrap();
+    assert_eq!(header.schema, "gpumon.recording/2");
+    assert_eq!(r.next_sample().unwrap().unwrap(), sample);
+
+    // The same sample as version 1 wrote it: no pool, no notices.
+    let text = String::from_utf8(bytes)
+        .unwrap()
+        .replace("gpumon.recording/2", "gpumon.recording/1");
+    let old: String = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if let Some(ps) = v.get_mut("processes").and_then(|p| p.as_array_mut()) {
+                for p in ps {
+                    let o = p.as_object_mut().unwrap();
+                    o.remove("pool");
+                    if let Some(na) = o.get_mut("unavailable").and_then(|n| n.as_object_mut()) {
+                        na.remove("pool");
+                    }
+                }
+            }
+            if let Some(o) = v.as_object_mut() {
+                o.remove("notices");
+            }
+            v.to_string() + "\n"
+        })
+        .collect();
+    let (_, mut r) = Reader::open("old", old.as_bytes()).unwrap();
+    let back = r.next_sample().unwrap().unwrap();
+    assert_eq!(back.processes[0].pool.reason(), Some("not recorded"));
+    assert!(back.notices.is_empty());
+}

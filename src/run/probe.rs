@@ -1,0 +1,187 @@
+//! Getting the allocator probe into a job: the embedded hook written into a private directory,
+//! and the environment that puts it first on `PYTHONPATH` and tells it where to write.
+//!
+//! Used by `gpumon run` (a throw-away hook directory, removed when gpumon exits) and by
+//! `gpumon probe env` (a lasting one, for launchers gpumon does not start).
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, DirBuilder};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::source::probe::{HOOK_FILE, HOOK_SOURCE};
+
+/// The environment a probed job starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeEnv {
+    pub probe_dir: PathBuf,
+    pub hook_dir: PathBuf,
+    pub interval_ms: u64,
+    /// `PYTHONPATH` with the hook directory first, then what the job had.
+    pub python_path: OsString,
+}
+
+impl ProbeEnv {
+    pub fn new(
+        probe_dir: PathBuf,
+        hook_dir: PathBuf,
+        interval_ms: u64,
+        old_path: Option<&OsStr>,
+    ) -> Self {
+        let mut python_path = hook_dir.clone().into_os_string();
+        if let Some(old) = old_path.filter(|p| !p.is_empty()) {
+            python_path.push(":");
+            python_path.push(old);
+        }
+        ProbeEnv {
+            probe_dir,
+            hook_dir,
+            interval_ms: interval_ms.clamp(100, 60_000),
+            python_path,
+        }
+    }
+
+    /// The variables to set, in order.
+    pub fn vars(&self) -> Vec<(&'static str, OsString)> {
+        vec![
+            ("GPUMON_PROBE_DIR", self.probe_dir.clone().into_os_string()),
+            (
+                "GPUMON_PROBE_HOOK_DIR",
+                self.hook_dir.clone().into_os_string(),
+            ),
+            (
+                "GPUMON_PROBE_INTERVAL_MS",
+                self.interval_ms.to_string().into(),
+            ),
+            ("PYTHONPATH", self.python_path.clone()),
+        ]
+    }
+
+    /// `export` lines for a POSIX shell; PYTHONPATH keeps what the shell has at that moment.
+    pub fn exports(&self) -> String {
+        let q = |p: &Path| shell_quote(&p.to_string_lossy());
+        format!(
+            "export GPUMON_PROBE_DIR={}\nexport GPUMON_PROBE_HOOK_DIR={}\nexport GPUMON_PROBE_INTERVAL_MS={}\nexport PYTHONPATH={}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n",
+            q(&self.probe_dir),
+            q(&self.hook_dir),
+            self.interval_ms,
+            q(&self.hook_dir),
+        )
+    }
+}
+
+/// Single-quoted for a POSIX shell.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Creates `dir` (and its parents) owner-only, or checks that an existing one is the user's own
+/// and writable by nobody else: a directory someone else made in /tmp is refused.
+pub fn private_dir(dir: &Path, uid: u32) -> io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let meta = fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Err(io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    if meta.uid() != uid {
+        return Err(io::Error::other(format!(
+            "{} belongs to uid {}, not to this user (uid {uid}): refusing to use it",
+            dir.display(),
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(io::Error::other(format!(
+            "{} is writable by others (mode {:o}): refusing to use it",
+            dir.display(),
+            meta.mode() & 0o777
+        )));
+    }
+    Ok(())
+}
+
+/// Writes the embedded hook as `dir/sitecustomize.py` (temp file + rename, mode 0600).
+pub fn write_hook(dir: &Path) -> io::Result<PathBuf> {
+    let path = dir.join(HOOK_FILE);
+    let tmp = dir.join(format!(".{HOOK_FILE}.{}.tmp", std::process::id()));
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&tmp)?;
+    file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    file.write_all(HOOK_SOURCE.as_bytes())?;
+    file.sync_all()?;
+    fs::rename(&tmp, &path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hook_goes_first_on_the_python_path_and_the_exports_quote_paths() {
+        let env = ProbeEnv::new(
+            PathBuf::from("/tmp/gpumon-7/probe"),
+            PathBuf::from("/tmp/it's/hook"),
+            5,
+            Some(OsStr::new("/opt/lib")),
+        );
+        assert_eq!(env.python_path, OsString::from("/tmp/it's/hook:/opt/lib"));
+        assert_eq!(env.interval_ms, 100, "clamped");
+        let text = env.exports();
+        assert!(
+            text.contains("export GPUMON_PROBE_HOOK_DIR='/tmp/it'\\''s/hook'"),
+            "{text}"
+        );
+        assert!(
+            text.contains("export PYTHONPATH='/tmp/it'\\''s/hook'\"${PYTHONPATH:+:$PYTHONPATH}\"")
+        );
+        let bare = ProbeEnv::new("/p".into(), "/h".into(), 1000, Some(OsStr::new("")));
+        assert_eq!(bare.python_path, OsString::from("/h"));
+    }
+
+    #[test]
+    fn directories_are_private_and_someone_elses_is_refused() {
+        let base = tempfile::tempdir().unwrap();
+        let uid = rustix::process::getuid().as_raw();
+        let dir = base.path().join("a/b");
+        private_dir(&dir, uid).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        assert!(
+            private_dir(&dir, uid + 1)
+                .unwrap_err()
+                .to_string()
+                .contains("refusing")
+        );
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(
+            private_dir(&dir, uid)
+                .unwrap_err()
+                .to_string()
+                .contains("writable by others")
+        );
+    }
+
+    #[test]
+    fn the_hook_is_written_whole_and_owner_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_hook(dir.path()).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), HOOK_SOURCE);
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+}
