@@ -319,13 +319,11 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         notices: vec!["probe file /x ignored: oversized".into()],
     };
     let mut bytes = Vec::new();
-    let mut w = Writer::new(
-        &mut bytes,
-        &Header::new(crate::source::scripted::build::machine(), 1000),
-    )
-    .unwrap();
-    w.sample(&sample).unwrap();
-    drop(w);
+    {
+        let header = Header::new(crate::source::scripted::build::machine(), 1000);
+        let mut w = Writer::new(&mut bytes, &header).unwrap();
+        w.sample(&sample).unwrap();
+    }
     let (header, mut r) = Reader::open("rec", bytes.as_slice()).unwrap();
     assert_eq!(header.schema, "gpumon.recording/2");
     assert_eq!(r.next_sample().unwrap().unwrap(), sample);
