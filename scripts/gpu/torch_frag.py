@@ -38,7 +38,7 @@ if mode in ("fraction", "fill"):
             break
         keep.append(torch.empty(6 * MiB, dtype=torch.uint8, device=dev))
     del keep[1::2]
-    time.sleep(3)
+    time.sleep(float(os.environ.get("FRAG_WAIT_S", "3")))
     try:
         big = torch.empty(512 * MiB, dtype=torch.uint8, device=dev)
     except torch.OutOfMemoryError as e:
