@@ -2,6 +2,7 @@
 //!
 //! Real sources (NVML, /proc) are built only by `main.rs`; tests use the scripted and replay sources.
 
+pub mod container;
 pub mod environ;
 pub mod framework;
 pub mod live;
