@@ -70,6 +70,7 @@ fn live_parts(s: &Sample) -> (FakeGpu, FakeHost) {
                 rss: p.rss.clone(),
                 framework: p.framework.clone(),
                 settings: p.settings.clone(),
+                container: p.container.clone(),
             };
             (p.pid, h)
         })

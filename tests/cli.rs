@@ -71,7 +71,7 @@ fn a_bad_recording_names_its_line() {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", vec![], "empty file"),
         ("foreign", b"{\"hello\": 1}\n".to_vec(), "line 1"),
-        ("newer", b"{\"schema\": \"gpumon.recording/2\"}\n".to_vec(), "not supported"),
+        ("newer", b"{\"schema\": \"gpumon.recording/9\"}\n".to_vec(), "not supported"),
         ("binary", b"\x00\xff\xfe garbage\n".to_vec(), "line 1"),
         ("types", [first_line, b"\n{\"at_ms\": \"soon\", \"gpus\": [], \"processes\": []}\n"].concat(), "line 2"),
         ("negative", [first_line, b"\n{\"at_ms\": 1, \"gpus\": [{\"uuid\": \"u\", \"index\": 0, \"name\": \"n\", \"pci_bus_id\": null, \"status\": {\"state\": \"ok\"}, \"memory\": {\"total\": -5, \"used\": 0, \"free\": 0, \"reserved\": null}, \"utilization\": null, \"temperature_c\": null, \"power_mw\": null}], \"processes\": []}\n"].concat(), "line 2"),

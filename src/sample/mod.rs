@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::oom::failure::Failure;
 
+mod placement;
 mod pool;
+pub use placement::Placement;
 pub use pool::Pool;
 
 /// A value that was read, or the reason it could not be.
@@ -204,6 +206,8 @@ pub struct ProcessSample {
     /// Its framework's memory pool on this GPU, read by the allocator probe inside it; n/a says
     /// why not (not started with the probe, a file gpumon did not trust, …).
     pub pool: Reading<Pool>,
+    /// Its container, pod, Slurm job or service (read once per process).
+    pub container: Reading<Placement>,
 }
 
 /// Everything gathered in one tick.

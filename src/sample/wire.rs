@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Framework, GpuSample, GpuStatus, Memory, Pool, ProcessKind, ProcessSample, join, split,
+    Framework, GpuSample, GpuStatus, Memory, Placement, Pool, ProcessKind, ProcessSample, join,
+    split,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -99,6 +100,9 @@ pub struct ProcessWire {
     /// Absent in recordings made before the allocator probe ("not recorded").
     #[serde(default)]
     pool: Option<Pool>,
+    /// Absent in recordings made before containers were read ("not recorded").
+    #[serde(default)]
+    container: Option<Placement>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     unavailable: BTreeMap<String, String>,
 }
@@ -117,6 +121,7 @@ impl From<ProcessSample> for ProcessWire {
             settings: split(p.settings, "settings", &mut na),
             log: split(p.log, "log", &mut na),
             pool: split(p.pool, "pool", &mut na),
+            container: split(p.container, "container", &mut na),
             pid: p.pid,
             gpu_uuid: p.gpu_uuid,
             kind: p.kind,
@@ -139,6 +144,7 @@ impl From<ProcessWire> for ProcessSample {
             settings: join(w.settings, "settings", na),
             log: join(w.log, "log", na),
             pool: join(w.pool, "pool", na),
+            container: join(w.container, "container", na),
             pid: w.pid,
             gpu_uuid: w.gpu_uuid,
             kind: w.kind,

@@ -73,9 +73,15 @@ impl Filter {
     fn matches(&self, t: &ProcessTrack) -> bool {
         match self {
             Filter::Pid(p) => t.sample.pid == *p,
-            Filter::Text(text) => [&t.sample.command, &t.sample.user]
-                .iter()
-                .any(|r| r.value().is_some_and(|v| v.to_lowercase().contains(text))),
+            Filter::Text(text) => {
+                [&t.sample.command, &t.sample.user]
+                    .iter()
+                    .any(|r| r.value().is_some_and(|v| v.to_lowercase().contains(text)))
+                    || t.sample.container.value().is_some_and(|c| {
+                        c.short.to_lowercase().contains(text)
+                            || c.full.to_lowercase().contains(text)
+                    })
+            }
             Filter::Run { pid, log } => {
                 t.sample.pid == *pid || t.sample.log.value().is_some_and(|l| l.contains(log))
             }

@@ -371,3 +371,21 @@ pub fn read(proc_root: &Path, pid: u32) -> Reading<ContainerInfo> {
 
 #[cfg(test)]
 mod tests;
+
+impl From<ContainerInfo> for crate::sample::Placement {
+    fn from(info: ContainerInfo) -> Self {
+        crate::sample::Placement {
+            short: info
+                .container
+                .as_ref()
+                .map(Container::short)
+                .unwrap_or_default(),
+            full: info
+                .container
+                .as_ref()
+                .map(Container::full)
+                .unwrap_or_default(),
+            namespace_pid: info.namespace_pid,
+        }
+    }
+}

@@ -150,6 +150,7 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         rss: Reading::na(NOT_IN_NAMESPACE),
         framework: Reading::na(NOT_IN_NAMESPACE),
         settings: Reading::na(NOT_IN_NAMESPACE),
+        container: Reading::na(NOT_IN_NAMESPACE),
     });
     ProcessSample {
         pid: p.pid,
@@ -165,5 +166,6 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         settings: host.settings,
         log,
         pool: Reading::na(pool_reason),
+        container: host.container,
     }
 }

@@ -74,6 +74,7 @@ pub struct HostProcess {
     pub rss: Reading<u64>,
     pub framework: Reading<Framework>,
     pub settings: Reading<std::collections::BTreeMap<String, String>>,
+    pub container: Reading<crate::sample::Placement>,
 }
 
 /// The host side of the live source (/proc through sysinfo in production, a fake in tests).

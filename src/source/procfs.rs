@@ -1,7 +1,7 @@
 //! The host side of the live source: what /proc says about the PIDs NVML lists (via sysinfo).
 //!
 //! Only the PIDs asked about are read (never a walk of /proc, never their tasks). Facts that do
-//! not change during a process's life (user, command, framework, settings) are read once per
+//! not change during a process's life (user, command, framework, settings, container) are read once per
 //! process, identified by (pid, start time); memory is read every tick.
 
 use std::collections::hash_map::Entry;
@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use sysinfo::{Pid, Process, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
 
-use super::{Framework, HostProcess, HostReader, Reading, SourceError, environ, framework};
+use super::{
+    Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
+};
+use crate::sample::Placement;
 
 /// What is read once per process lifetime.
 struct Lifetime {
@@ -18,6 +21,7 @@ struct Lifetime {
     command: Reading<String>,
     framework: Reading<Framework>,
     settings: Reading<BTreeMap<String, String>>,
+    container: Reading<Placement>,
 }
 
 /// Reads /proc for the PIDs it is given.
@@ -86,6 +90,7 @@ fn lifetime(pid: u32, p: &Process, names: &mut HashMap<u32, String>) -> Lifetime
         command: Reading::Value(command(p)),
         framework: framework::read(pid),
         settings: environ::read(pid),
+        container: container::read(std::path::Path::new("/proc"), pid).map(Placement::from),
     }
 }
 
@@ -145,6 +150,7 @@ impl HostReader for ProcReader {
                 rss: Reading::Value(p.memory()),
                 framework: life.framework.clone(),
                 settings: life.settings.clone(),
+                container: life.container.clone(),
             };
             found.insert(n, host);
         }

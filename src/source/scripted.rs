@@ -100,6 +100,11 @@ pub mod build {
             settings: Reading::Value(BTreeMap::new()),
             log: Reading::Value(vec![format!("/srv/log/{pid}.out")]),
             pool: Reading::na(crate::source::probe::NOT_PROBED),
+            container: Reading::Value(crate::sample::Placement {
+                short: String::new(),
+                full: String::new(),
+                namespace_pid: None,
+            }),
         }
     }
 }

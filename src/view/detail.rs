@@ -116,6 +116,12 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             or_na(s.framework.value().map(|f| f.label().to_string())),
         ]),
     ]);
+    if let Some(c) = s.container.value().filter(|c| !c.full.is_empty()) {
+        let inside = c
+            .namespace_pid
+            .map_or_else(String::new, |p| format!(" (pid {p} inside)"));
+        out.push(Line::raw(format!("in {}{inside}", c.full)));
+    }
     out.extend(log_lines(&s.log, theme, usize::from(width)));
     out.push(Line::from(vec![Span::raw("settings "), settings]));
     // One setting a line; a long one breaks after its '=' rather than inside a word.
@@ -175,6 +181,7 @@ fn reasons(t: &ProcessTrack) -> Vec<(Vec<&'static str>, String)> {
         ("RSS", s.rss.reason()),
         ("framework", s.framework.reason()),
         ("settings", s.settings.reason()),
+        ("container", s.container.reason()),
     ];
     let mut groups: Vec<(Vec<&'static str>, String)> = Vec::new();
     for (field, reason) in fields {

@@ -29,10 +29,11 @@ enum Col {
     Ratio,
     Growth,
     Pool,
+    Container,
     Command,
 }
 
-const COLUMNS: [Col; 12] = [
+const COLUMNS: [Col; 13] = [
     Col::Gpu,
     Col::Pid,
     Col::User,
@@ -44,6 +45,7 @@ const COLUMNS: [Col; 12] = [
     Col::Ratio,
     Col::Growth,
     Col::Pool,
+    Col::Container,
     Col::Command,
 ];
 
@@ -61,6 +63,7 @@ impl Col {
             Col::Ratio => "VMS/DEV",
             Col::Growth => "GROWTH",
             Col::Pool => "ALLOC/POOL",
+            Col::Container => "CONTAINER",
             Col::Command => "COMMAND",
         }
     }
@@ -73,6 +76,7 @@ impl Col {
             Col::User => 7,
             Col::Growth => 8,
             Col::Pool => 11,
+            Col::Container => 16,
             Col::Command => MIN_COMMAND,
         }
     }
@@ -88,12 +92,13 @@ impl Col {
             Col::Growth => 6,
             Col::Vms => 7,
             Col::Pool => 8,
+            Col::Container => 2,
             Col::Gpu | Col::Pid | Col::Device | Col::Command => 0,
         }
     }
 
     fn right_aligned(self) -> bool {
-        !matches!(self, Col::User | Col::Fw | Col::Command)
+        !matches!(self, Col::User | Col::Fw | Col::Container | Col::Command)
     }
 
     /// The cell of `t` in this column; COMMAND is cut to `command_width` with an ellipsis.
@@ -128,6 +133,7 @@ impl Col {
             }),
             Col::Growth => t.growth.map(units::rate),
             Col::Pool => super::pool::cell(t),
+            Col::Container => s.container.value().map(|c| c.short.clone()),
             Col::Command => s.command.value().cloned(),
         };
         let (text, style) = match text {
@@ -135,7 +141,7 @@ impl Col {
             None => ("n/a".to_string(), theme.na),
         };
         let text = match self {
-            Col::User => fit(&text, usize::from(self.width()), theme.g.ellipsis),
+            Col::User | Col::Container => fit(&text, usize::from(self.width()), theme.g.ellipsis),
             Col::Command => fit(&text, command_width, theme.g.ellipsis),
             _ => text,
         };
@@ -156,13 +162,24 @@ fn needed(cols: &[Col]) -> u16 {
     cols.iter().map(|c| c.width()).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
 }
 
-/// The columns that fit in `width` (the selection marker included); ALLOC/POOL only when some
-/// process shown has allocator-probe figures.
-fn visible(width: u16, probed: bool) -> Vec<Col> {
+/// Which optional columns the processes shown have something for.
+#[derive(Debug, Clone, Copy, Default)]
+struct Optional {
+    /// Allocator-probe figures (ALLOC/POOL).
+    probed: bool,
+    /// A container, pod, job or service (CONTAINER).
+    placed: bool,
+}
+
+/// The columns that fit in `width` (the selection marker included); the optional ones only when
+/// a process shown has something for them.
+fn visible(width: u16, optional: Optional) -> Vec<Col> {
     let mut cols = COLUMNS.to_vec();
-    if !probed {
-        cols.retain(|c| *c != Col::Pool);
-    }
+    cols.retain(|c| match c {
+        Col::Pool => optional.probed,
+        Col::Container => optional.placed,
+        _ => true,
+    });
     while needed(&cols) > width {
         let Some(worst) = cols
             .iter()
@@ -218,13 +235,23 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let probed = state
-        .screen
-        .rows
-        .iter()
-        .filter_map(|k| state.machine().processes.get(k))
-        .any(|t| t.sample.pool.value().is_some());
-    let cols = visible(inner.width, probed);
+    let shown = || {
+        state
+            .screen
+            .rows
+            .iter()
+            .filter_map(|k| state.machine().processes.get(k))
+    };
+    let optional = Optional {
+        probed: shown().any(|t| t.sample.pool.value().is_some()),
+        placed: shown().any(|t| {
+            t.sample
+                .container
+                .value()
+                .is_some_and(|c| !c.short.is_empty())
+        }),
+    };
+    let cols = visible(inner.width, optional);
     let command_width = usize::from(inner.width - needed(&cols) + MIN_COMMAND);
     let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
     if state.screen.rows.is_empty() {
@@ -298,10 +325,14 @@ mod tests {
 
     #[test]
     fn narrow_screens_drop_rss_and_peak_first() {
-        assert_eq!(visible(200, true).len(), 12);
-        let all = visible(200, false);
+        let both = Optional {
+            probed: true,
+            placed: true,
+        };
+        assert_eq!(visible(220, both).len(), 13);
+        let all = visible(200, Optional::default());
         assert_eq!(all.len(), 11);
-        let at80 = visible(78, false);
+        let at80 = visible(78, Optional::default());
         assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
         assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
     }

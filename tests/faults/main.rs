@@ -96,6 +96,11 @@ pub fn host(start_time: u64) -> HostProcess {
         rss: Reading::Value(build::GIB),
         framework: Reading::Value(Framework::Pytorch),
         settings: Reading::Value(BTreeMap::new()),
+        container: Reading::Value(gpumon::sample::Placement {
+            short: "slurm:48211.0".into(),
+            full: "slurm job 48211 step 0".into(),
+            namespace_pid: None,
+        }),
     }
 }
 

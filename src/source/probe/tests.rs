@@ -223,6 +223,7 @@ impl HostReader for Host {
                     rss: p.rss,
                     framework: p.framework,
                     settings: p.settings,
+                    container: p.container,
                 };
                 (pid, h)
             })
