@@ -5,10 +5,10 @@
 //! The budget (see `gpumon::model::history`): a ring holds at most `Config::ring_capacity()`
 //! points (`history / interval + 1`, 601 with the defaults) of 24 bytes, and never allocates room
 //! for more; one ring per GPU and one per tracked process. Tracked processes are the ones listed
-//! in the latest sample plus those that exited less than `EXITED_GRACE_MS` ago; alerts are capped
+//! in the latest sample plus those that exited less than `DEFAULT_KEEP_EXITED_MS` ago; alerts are capped
 //! at `MAX_ALERTS`.
 
-use gpumon::model::{Config, EXITED_GRACE_MS, Event, MAX_ALERTS};
+use gpumon::model::{Config, DEFAULT_KEEP_EXITED_MS, Event, MAX_ALERTS};
 use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
@@ -66,7 +66,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
         })));
 
         // Listed now, or exited within the grace period (a sample a second).
-        let bound = most_alive + (EXITED_GRACE_MS / 1000 + 1) as usize * born(k).count().max(2);
+        let bound = most_alive + (DEFAULT_KEEP_EXITED_MS / 1000 + 1) as usize * born(k).count().max(2);
         assert!(
             state.machine().processes.len() <= bound,
             "tick {k}: {} tracked, budget {bound}",

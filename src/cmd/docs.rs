@@ -28,7 +28,7 @@ mod tests {
     fn completions_and_man_name_the_subcommands_and_flags() {
         for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
             let script = completions(shell);
-            for word in ["snapshot", "--keep-exited", "--read-only"] {
+            for word in ["snapshot", "keep-exited", "read-only"] {
                 assert!(script.contains(word), "{shell}: {word}");
             }
         }

@@ -27,7 +27,9 @@ mod footer;
 mod gpus;
 mod header;
 mod help;
+mod life;
 mod processes;
+mod signal;
 mod spark;
 mod text;
 mod theme;
@@ -101,6 +103,9 @@ pub fn render(frame: &mut Frame, state: &State) {
     footer::render(frame, footer_area, state, &theme);
     if state.screen.help {
         help::render(frame, area, &theme);
+    }
+    if let Some(ask) = &state.screen.signal {
+        signal::render(frame, area, ask, &theme);
     }
 }
 

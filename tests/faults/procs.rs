@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use gpumon::model::{EXITED_GRACE_MS, ProcKey};
+use gpumon::model::{DEFAULT_KEEP_EXITED_MS, ProcKey};
 use gpumon::source::environ::NOT_READABLE;
 use gpumon::source::live::{NOT_IN_NAMESPACE, join};
 use gpumon::source::procfs::ProcReader;
@@ -182,7 +182,7 @@ fn only_memory_settings_are_read_from_a_process_environment() {
 #[test]
 fn exited_processes_are_dropped_after_the_grace_period() {
     let g = build::gpu(0, 80 * GIB, 10 * GIB, GIB);
-    let grace_ticks = EXITED_GRACE_MS / 1000;
+    let grace_ticks = DEFAULT_KEEP_EXITED_MS / 1000;
     let mut source = live(
         move |tick| {
             // A new short-lived process every tick: PID 100 + tick, one tick each.
