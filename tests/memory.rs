@@ -66,7 +66,8 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
         })));
 
         // Listed now, or exited within the grace period (a sample a second).
-        let bound = most_alive + (DEFAULT_KEEP_EXITED_MS / 1000 + 1) as usize * born(k).count().max(2);
+        let bound =
+            most_alive + (DEFAULT_KEEP_EXITED_MS / 1000 + 1) as usize * born(k).count().max(2);
         assert!(
             state.machine().processes.len() <= bound,
             "tick {k}: {} tracked, budget {bound}",

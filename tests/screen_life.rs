@@ -31,13 +31,7 @@ fn sample(k: u64) -> Sample {
             Framework::Jax,
             "python train.py",
         ),
-        process(
-            4521,
-            &g1,
-            3 * GIB,
-            Framework::Tensorflow,
-            "python serve.py",
-        ),
+        process(4521, &g1, 3 * GIB, Framework::Tensorflow, "python serve.py"),
     ];
     if k <= OOM_TICK + 1 {
         let grown = 20 * GIB + k * 4 * GIB;
@@ -63,8 +57,16 @@ fn sample(k: u64) -> Sample {
         parsed.into_failure(T0 + k * 1000, log, Some(pid))
     };
     let failures = match k {
-        OOM_TICK => vec![failure("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which 2.00 GiB is free. Including non-PyTorch memory, this process has 100.00 GiB memory in use. Of the allocated memory 80.00 GiB is allocated by PyTorch, and 18.00 GiB is reserved by PyTorch but unallocated.", "/srv/log/873.out", 873)],
-        25 => vec![failure("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8192,8192] and type float on /job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc", "/srv/log/4521.out", 4521)],
+        OOM_TICK => vec![failure(
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which 2.00 GiB is free. Including non-PyTorch memory, this process has 100.00 GiB memory in use. Of the allocated memory 80.00 GiB is allocated by PyTorch, and 18.00 GiB is reserved by PyTorch but unallocated.",
+            "/srv/log/873.out",
+            873,
+        )],
+        25 => vec![failure(
+            "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[8192,8192] and type float on /job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc",
+            "/srv/log/4521.out",
+            4521,
+        )],
         _ => Vec::new(),
     };
     Sample {
@@ -123,7 +125,11 @@ fn an_exited_oomed_process_stays_selectable_with_its_cause() {
     // It no longer counts toward GPU0's bar: the processes segment is 4312's alone.
     let g0 = s.machine().gpus_in_order()[0].segments.unwrap();
     assert_eq!(g0.processes, 14 * GIB);
-    assert_eq!(s.screen.rows.last().map(|k| k.pid), Some(873), "exited last");
+    assert_eq!(
+        s.screen.rows.last().map(|k| k.pid),
+        Some(873),
+        "exited last"
+    );
 
     // From the alert about it, Enter selects it.
     act(&mut s, &[Action::TogglePane, Action::Down]);
@@ -136,7 +142,10 @@ fn an_exited_oomed_process_stays_selectable_with_its_cause() {
     assert_eq!(s.screen.pane, Pane::Processes);
     assert_eq!(s.selected_process().map(|t| t.key.pid), Some(873));
     let wide = check("exited_oom_selected", &s);
-    assert!(wide.contains("[exited 17s ago, OOM: fragmentation]"), "{wide}");
+    assert!(
+        wide.contains("[exited 17s ago, OOM: fragmentation]"),
+        "{wide}"
+    );
     assert!(wide.contains("remedy"), "the failure's remedy: {wide}");
 }
 
@@ -157,7 +166,10 @@ fn a_jump_then_flat_reads_flat_with_its_last_step() {
         "{wide}"
     );
     // The filter narrows the alerts too: none is about 4312.
-    assert!(wide.contains("alerts (0), +2 hidden by the filter"), "{wide}");
+    assert!(
+        wide.contains("alerts (0), +2 hidden by the filter"),
+        "{wide}"
+    );
 }
 
 #[test]
@@ -168,7 +180,11 @@ fn alerts_follow_the_gpu_in_focus() {
     let shown: Vec<_> = gpumon::screen::alerts::shown(&s.screen, s.machine()).collect();
     assert!(!shown.is_empty());
     let g1 = &s.machine().gpus_in_order()[1].sample.uuid;
-    assert!(shown.iter().all(|a| a.gpu_uuid.as_ref().is_none_or(|g| g == g1)));
+    assert!(
+        shown
+            .iter()
+            .all(|a| a.gpu_uuid.as_ref().is_none_or(|g| g == g1))
+    );
     let hidden = s.machine().alerts.len() - shown.len();
     let wide = check("alerts_focus", &s);
     assert!(wide.contains(&format!("+{hidden} on other GPUs")), "{wide}");

@@ -33,7 +33,10 @@ mod tests {
             }
         }
         let page = man().unwrap();
-        assert!(page.starts_with(".ie") || page.contains(".TH gpumon"), "{page}");
+        assert!(
+            page.starts_with(".ie") || page.contains(".TH gpumon"),
+            "{page}"
+        );
         assert!(page.contains("keep\\-exited"), "{page}");
     }
 }

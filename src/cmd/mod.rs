@@ -80,7 +80,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
         Some(Command::Diff { a, b, format }) => files::diff(&a, &b, format),
         Some(Command::Explain { logs, format }) => files::explain(&logs, format),
         Some(Command::Completions { shell }) => print_out(&docs::completions(shell)),
-        Some(Command::Man) => docs::man().map_err(Fail::runtime).and_then(|t| print_out(&t)),
+        Some(Command::Man) => docs::man()
+            .map_err(Fail::runtime)
+            .and_then(|t| print_out(&t)),
         Some(Command::Run { log_dir, command }) => {
             runtime.block_on(run::run_command(cli.live, &log_dir, &command))
         }

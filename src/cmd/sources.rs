@@ -96,9 +96,14 @@ mod tests {
     #[test]
     fn a_reused_or_exited_pid_is_never_signalled() {
         let times = ProcStartTimes;
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let pid = child.id();
-        let start = times.start_time(pid).expect("a running child has a start time");
+        let start = times
+            .start_time(pid)
+            .expect("a running child has a start time");
         let req = |start_time| SignalRequest {
             pid,
             start_time,

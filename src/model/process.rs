@@ -121,12 +121,21 @@ mod tests {
                 0 => assert_eq!(t.growth, None, "one reading"),
                 1..5 => assert_eq!(t.growth, Some(0.0), "flat before the jump"),
                 _ if since_jump < GROWTH_WINDOW_MS => {
-                    assert!(t.growth.unwrap() > 0.0, "tick {k}: the jump is in the window");
+                    assert!(
+                        t.growth.unwrap() > 0.0,
+                        "tick {k}: the jump is in the window"
+                    );
                 }
                 _ => assert_eq!(t.growth, Some(0.0), "tick {k}: flat once the jump left"),
             }
         }
         let jump = i128::from(12 * GIB);
-        assert_eq!(t.last_change, Some(Change { at_ms: at(5), by: jump }));
+        assert_eq!(
+            t.last_change,
+            Some(Change {
+                at_ms: at(5),
+                by: jump
+            })
+        );
     }
 }

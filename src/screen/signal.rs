@@ -3,8 +3,8 @@
 //! The state only asks: sending is I/O, done by the app loop on `Command::Signal`, after it has
 //! re-checked the process by (pid, start time).
 
-pub use crate::input::Sig;
 use crate::input::Action;
+pub use crate::input::Sig;
 use crate::model::units;
 use crate::screen::{Command, State};
 

@@ -81,10 +81,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         if let Some(link) = super::life::alert_link(state, a) {
             lines.push(Line::styled(link, theme.key));
         }
-        frame.render_widget(
-            Paragraph::new(lines).wrap(Wrap { trim: false }),
-            rest,
-        );
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rest);
     }
 }
 
