@@ -10,6 +10,7 @@ use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use ratatui::style::Modifier;
 
 /// 2025-11-22 12:01:40 UTC.
 const T0: u64 = 1_763_812_900_000;
@@ -142,6 +143,21 @@ fn an_exited_oomed_process_stays_selectable_with_its_cause() {
     assert_eq!(s.screen.pane, Pane::Processes);
     assert_eq!(s.selected_process().map(|t| t.key.pid), Some(873));
     let wide = check("exited_oom_selected", &s);
+    let (terminal, _) = text(&s, 120, 40);
+    let buf = terminal.backend().buffer();
+    let line = |y| -> String { (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect() };
+    let row = (0..buf.area.height)
+        .find(|&y| line(y).contains("[exited"))
+        .expect("the exited row");
+    let pid_cell = (0..buf.area.width)
+        .map(|x| &buf[(x, row)])
+        .find(|c| c.symbol() == "8")
+        .unwrap();
+    assert!(
+        pid_cell.modifier.contains(Modifier::DIM),
+        "dimmed: {pid_cell:?}"
+    );
+    assert_ne!(pid_cell.fg, pid_cell.bg, "readable when selected");
     assert!(
         wide.contains("[exited 17s ago, OOM: fragmentation]"),
         "{wide}"

@@ -3,7 +3,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
 
@@ -257,9 +257,10 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let shown = on_screen(tracks.len(), selected, inner.height.saturating_sub(1));
     let rows = tracks[shown.clone()].iter().map(|t| {
         let row = Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width)));
-        // Exited processes stay a while, dimmed.
+        // Exited processes stay a while, dimmed (not greyed: the selection's grey background
+        // would hide grey text).
         if t.exited_ms.is_some() {
-            row.style(theme.na)
+            row.style(Style::new().add_modifier(Modifier::DIM))
         } else {
             row
         }
