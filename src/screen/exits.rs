@@ -108,3 +108,36 @@ impl State {
         self.screen.pane = Pane::Processes;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::model::{Config, Event};
+    use crate::sample::{Framework, Sample};
+    use crate::screen::{Msg, RunEnd, RunInfo, State};
+    use crate::source::scripted::build::{GIB, gpu, machine, process};
+
+    /// `gpumon run`'s command, listed once then gone: its cause is how the command ended.
+    #[test]
+    fn the_run_commands_end_is_its_cause() {
+        let mut state = State::new(Config::new(1000, 60_000));
+        state.screen.run = Some(RunInfo::new(42, "python job.py".into(), "run.log".into()));
+        state.update(Msg::from(Event::Started(machine())));
+        let g = gpu(0, 80 * GIB, 4 * GIB, GIB);
+        let listed = vec![process(42, &g, GIB, Framework::Pytorch, "python job.py")];
+        for (k, processes) in [listed, Vec::new()].into_iter().enumerate() {
+            state.update(Msg::from(Event::Sample(Sample {
+                at_ms: 1000 * (k as u64 + 1),
+                gpus: vec![g.clone()],
+                processes,
+                failures: Vec::new(),
+            })));
+        }
+        let cause = |s: &State| {
+            let t = s.machine().processes.values().next().unwrap();
+            s.exit_cause(t).map(|c| c.label())
+        };
+        assert_eq!(cause(&state).as_deref(), Some("exited"));
+        state.update(Msg::RunEnded(RunEnd::Signaled(9)));
+        assert_eq!(cause(&state).as_deref(), Some("killed by SIGKILL"));
+    }
+}
