@@ -39,6 +39,8 @@ pub struct Options {
     pub live_clock: bool,
     /// Where `Command::StopRun` goes (`gpumon run`'s command).
     pub stop_run: Option<mpsc::Sender<()>>,
+    /// Re-checks a process before `Command::Signal` signals it; `None` where signals are off.
+    pub start_times: Option<std::sync::Arc<dyn crate::kill::StartTimes>>,
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -87,6 +89,8 @@ where
                 Some(Ok(Event::Key(key))) => {
                     let action = if state.asking() {
                         input::map_answer(key)
+                    } else if state.screen.signal.is_some() {
+                        input::map_signal(key)
                     } else {
                         input::map(key, state.screen.prompt.is_some())
                     };
@@ -100,6 +104,17 @@ where
                             if let Some(stop) = &options.stop_run {
                                 let _ = stop.try_send(());
                             }
+                        }
+                        Some(Command::Suspend) => {
+                            crate::terminal::suspend().map_err(|e| TerminalError(e.to_string()))?;
+                            terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
+                        }
+                        Some(Command::Signal(req)) => {
+                            let text = match &options.start_times {
+                                Some(times) => crate::kill::send(times.as_ref(), req).describe(req),
+                                None => "signals are off on this screen".into(),
+                            };
+                            state.update(Msg::Status(text));
                         }
                         None => {}
                     }

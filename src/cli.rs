@@ -62,6 +62,12 @@ pub struct LiveArgs {
     /// Draw with ASCII only (automatic when the locale is not UTF-8)
     #[arg(long)]
     pub ascii: bool,
+    /// How long exited processes stay on screen, dimmed, for inspection (e.g. 30s, 5m)
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub keep_exited: Duration,
+    /// Never signal processes (disables K / F9)
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,6 +133,13 @@ and its log is still followed."
         )]
         command: Vec<OsString>,
     },
+    /// Print a shell completion script (e.g. `source <(gpumon completions bash)`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; e.g. `gpumon man | man -l -`)
+    Man,
     /// The allocator probe for jobs gpumon does not start (sbatch, Kubernetes, torchrun,
     /// notebooks)
     Probe {

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod cmd;
 pub mod format;
 pub mod input;
+pub mod kill;
 pub mod logs;
 pub mod model;
 pub mod oom;

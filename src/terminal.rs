@@ -36,6 +36,18 @@ pub fn restore() {
     let _ = execute!(stdout(), LeaveAlternateScreen, Show);
 }
 
+/// Ctrl-Z: puts the terminal back, stops gpumon with SIGTSTP as the terminal's own Ctrl-Z would
+/// (the shell takes over), and once continued (`fg`) sets the screen up again; the caller then
+/// redraws all of it.
+pub fn suspend() -> io::Result<()> {
+    use rustix::process::{Signal, getpid, kill_process};
+    restore();
+    // The stop takes effect before `kill` returns: this line runs again after SIGCONT.
+    kill_process(getpid(), Signal::TSTP)?;
+    enable_raw_mode()?;
+    execute!(stdout(), EnterAlternateScreen, Hide)
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         restore();

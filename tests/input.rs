@@ -225,5 +225,9 @@ fn reset_peaks_and_identity_by_start_time() {
     );
     let new = tracks.iter().find(|t| t.exited_ms.is_none()).unwrap();
     assert_eq!(new.history.len(), 1, "a reused PID starts a new history");
-    assert_eq!(pids(&s).iter().filter(|p| **p == 200).count(), 1);
+    assert_eq!(
+        pids(&s).iter().filter(|p| **p == 200).count(),
+        2,
+        "both on screen, the old one as exited"
+    );
 }

@@ -5,10 +5,10 @@
 //! The budget (see `gpumon::model::history`): a ring holds at most `Config::ring_capacity()`
 //! points (`history / interval + 1`, 601 with the defaults) of 24 bytes, and never allocates room
 //! for more; one ring per GPU and one per tracked process. Tracked processes are the ones listed
-//! in the latest sample plus those that exited less than `EXITED_GRACE_MS` ago; alerts are capped
-//! at `MAX_ALERTS`.
+//! in the latest sample plus those that exited less than `Config::keep_exited_ms` ago (a minute
+//! here, to keep the day's run short; the bound scales with it); alerts are capped at `MAX_ALERTS`.
 
-use gpumon::model::{Config, EXITED_GRACE_MS, Event, MAX_ALERTS};
+use gpumon::model::{Config, Event, MAX_ALERTS};
 use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
@@ -26,7 +26,11 @@ fn born(k: u64) -> std::ops::Range<u64> {
 
 #[test]
 fn a_day_of_pid_churn_stays_within_the_ring_budget() {
-    let config = Config::new(1000, 600_000);
+    let config = Config {
+        keep_exited_ms: 60_000,
+        ..Config::new(1000, 600_000)
+    };
+    let keep_s = config.keep_exited_ms / 1000;
     let cap = config.ring_capacity();
     assert_eq!(cap, 601);
     let mut state = State::new(config);
@@ -67,7 +71,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
         })));
 
         // Listed now, or exited within the grace period (a sample a second).
-        let bound = most_alive + (EXITED_GRACE_MS / 1000 + 1) as usize * born(k).count().max(2);
+        let bound = most_alive + (keep_s + 1) as usize * born(k).count().max(2);
         assert!(
             state.machine().processes.len() <= bound,
             "tick {k}: {} tracked, budget {bound}",

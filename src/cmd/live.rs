@@ -63,6 +63,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     if let Some(text) = &args.filter {
         state.screen.filter = Filter::parse(text);
     }
+    state.screen.signals_off = signals_off(&args);
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let sampler = sampler::spawn(factory, tick, tx);
@@ -70,6 +71,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: speed.is_none(),
         stop_run: None,
+        start_times: sources::start_times(state.screen.signals_off.is_none()),
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();
@@ -103,6 +105,21 @@ pub(super) fn config(
         ascii: args.ascii || !locale_is_utf8(),
         color: !args.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
         replay_speed: speed,
+        keep_exited_ms: u64::try_from(args.keep_exited.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// Why the screen must not signal processes, if it must not: `--read-only`, or processes that
+/// are not this machine's (a replay, the demo).
+pub(super) fn signals_off(args: &LiveArgs) -> Option<String> {
+    if args.read_only {
+        Some("--read-only".into())
+    } else if args.demo {
+        Some("the demo replays a recording".into())
+    } else if args.replay.is_some() {
+        Some("a replay's processes are not this machine's".into())
+    } else {
+        None
     }
 }
 

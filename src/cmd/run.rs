@@ -71,6 +71,7 @@ pub(super) async fn run_command(
         log: log.absolute.display().to_string(),
     });
     state.screen.run = Some(RunInfo::new(pid, command.clone(), log.shown.clone()));
+    state.screen.signals_off = super::live::signals_off(&args);
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let mut handle = run::child::watch(child, tx.clone());
     let sampler = sampler::spawn(sources::run_factory(watch, logs), args.interval, tx);
@@ -78,6 +79,7 @@ pub(super) async fn run_command(
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: true,
         stop_run: Some(handle.stopper()),
+        start_times: sources::start_times(state.screen.signals_off.is_none()),
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Fail;
+use crate::kill::StartTimes;
 use crate::logs::LogWatch;
 use crate::run::no_gpu::NoGpu;
 use crate::sampler::Factory;
@@ -16,6 +17,28 @@ use crate::source::probe::dir::ProbeDirs;
 use crate::source::probe::{PoolReader, default_dir};
 use crate::source::procfs::ProcReader;
 use crate::source::replay::ReplaySource;
+
+/// Start times read from /proc/PID/stat (through sysinfo, as the samples read them), for the
+/// re-check before a signal; `None` when signals are off.
+pub(super) fn start_times(enabled: bool) -> Option<Arc<dyn StartTimes>> {
+    enabled.then(|| Arc::new(ProcStartTimes) as Arc<dyn StartTimes>)
+}
+
+struct ProcStartTimes;
+
+impl StartTimes for ProcStartTimes {
+    fn start_time(&self, pid: u32) -> Option<u64> {
+        use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+        let mut sys = System::new().ok()?;
+        let pid = Pid::from_u32(pid);
+        sys.refresh_processes_specifics(
+            ProcessesToUpdate::Some(&[pid]),
+            true,
+            ProcessRefreshKind::nothing(),
+        );
+        sys.process(pid).map(sysinfo::Process::start_time)
+    }
+}
 
 pub(super) fn live_factory(logs: Vec<PathBuf>) -> Factory {
     Arc::new(move || {
@@ -84,4 +107,38 @@ fn pool_reader() -> Box<dyn PoolReader> {
     let uid = rustix::process::getuid().as_raw();
     let root = rustix::process::geteuid().is_root();
     Box::new(ProbeDirs::new(vec![probe_dir()], root, uid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kill::{Outcome, send};
+    use crate::screen::{Sig, SignalRequest};
+
+    /// The real re-check on a real child: its start time is read, a request with another start
+    /// time (what a reused PID looks like) is refused and leaves it running, and once it has
+    /// exited nothing is signalled.
+    #[test]
+    fn a_reused_or_exited_pid_is_never_signalled() {
+        let times = ProcStartTimes;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = times
+            .start_time(pid)
+            .expect("a running child has a start time");
+        let req = |start_time| SignalRequest {
+            pid,
+            start_time,
+            signal: Sig::Term,
+        };
+        assert_eq!(send(&times, req(start + 1)), Outcome::Reused);
+        assert!(child.try_wait().unwrap().is_none(), "not signalled");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(times.start_time(pid), None);
+        assert_eq!(send(&times, req(start)), Outcome::Gone);
+    }
 }

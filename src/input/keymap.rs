@@ -2,7 +2,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::Action;
+use super::{Action, Sig};
 
 /// One line of the help overlay: the keys and what they do.
 pub struct Binding {
@@ -34,7 +34,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "o",
-        help: "cycle the sort: device memory, growth, VMS, PID, GPU",
+        help: "cycle the sort: device memory, growth (rate over the last 10s, flat when unchanged), VMS, PID, GPU",
     },
     Binding {
         keys: "p  Space",
@@ -46,7 +46,15 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "a",
-        help: "move between processes and alerts",
+        help: "move between processes and alerts (the alerts of the focused GPU and filter)",
+    },
+    Binding {
+        keys: "Enter",
+        help: "in the alerts: select the alert's process (exited ones stay a while, dimmed)",
+    },
+    Binding {
+        keys: "K  F9",
+        help: "signal the selected process: t SIGTERM, i SIGINT, 9 SIGKILL (asks first)",
     },
     Binding {
         keys: "r",
@@ -55,6 +63,10 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: "s",
         help: "write a snapshot to --snapshot-dir",
+    },
+    Binding {
+        keys: "Ctrl-Z",
+        help: "suspend gpumon; the shell's fg brings it back",
     },
     Binding {
         keys: "?",
@@ -68,7 +80,11 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         return None;
     }
     if key.modifiers.contains(KeyModifiers::CONTROL) {
-        return matches!(key.code, KeyCode::Char('c')).then_some(Action::Quit);
+        return match key.code {
+            KeyCode::Char('c') => Some(Action::Quit),
+            KeyCode::Char('z') => Some(Action::Suspend),
+            _ => None,
+        };
     }
     if prompt {
         return match key.code {
@@ -94,6 +110,8 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('r') => Action::ResetPeaks,
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,
+        KeyCode::Char('K') | KeyCode::F(9) => Action::Signal,
+        KeyCode::Enter => Action::Enter,
         _ => return None,
     })
 }
@@ -109,6 +127,23 @@ pub fn map_answer(key: KeyEvent) -> Option<Action> {
     match key.code {
         KeyCode::Char('k' | 'K') => Some(Action::StopRun),
         KeyCode::Char('l' | 'L') => Some(Action::LeaveRun),
+        KeyCode::Esc => Some(Action::Escape),
+        _ => None,
+    }
+}
+
+/// The action for a key while the signal dialog is open: `t` SIGTERM, `i` SIGINT, `9`
+/// SIGKILL, Esc cancels; nothing else (a stray key never sends a signal).
+pub fn map_signal(key: KeyEvent) -> Option<Action> {
+    if key.kind == KeyEventKind::Release
+        || !key.modifiers.difference(KeyModifiers::SHIFT).is_empty()
+    {
+        return None;
+    }
+    match key.code {
+        KeyCode::Char('t' | 'T') => Some(Action::SendSignal(Sig::Term)),
+        KeyCode::Char('i' | 'I') => Some(Action::SendSignal(Sig::Int)),
+        KeyCode::Char('9') => Some(Action::SendSignal(Sig::Kill)),
         KeyCode::Esc => Some(Action::Escape),
         _ => None,
     }
@@ -140,6 +175,25 @@ mod tests {
             map(key(KeyCode::Char('3')), false),
             Some(Action::FocusGpu(2))
         );
+    }
+
+    #[test]
+    fn the_signal_dialog_takes_t_i_9_and_esc_only() {
+        assert_eq!(
+            map_signal(key(KeyCode::Char('t'))),
+            Some(Action::SendSignal(Sig::Term))
+        );
+        assert_eq!(
+            map_signal(key(KeyCode::Char('9'))),
+            Some(Action::SendSignal(Sig::Kill))
+        );
+        assert_eq!(map_signal(key(KeyCode::Esc)), Some(Action::Escape));
+        assert_eq!(map_signal(key(KeyCode::Char('K'))), None);
+        assert_eq!(map_signal(key(KeyCode::Enter)), None);
+        assert_eq!(map(key(KeyCode::F(9)), false), Some(Action::Signal));
+        assert_eq!(map(key(KeyCode::Char('k')), false), Some(Action::Up));
+        let ctrl_z = KeyEvent::new(KeyCode::Char('z'), KeyModifiers::CONTROL);
+        assert_eq!(map(ctrl_z, false), Some(Action::Suspend));
     }
 
     #[test]

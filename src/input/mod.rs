@@ -2,7 +2,7 @@
 
 pub mod keymap;
 
-pub use keymap::{KEYMAP, map, map_answer};
+pub use keymap::{KEYMAP, map, map_answer, map_signal};
 
 /// Everything a key can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,4 +36,30 @@ pub enum Action {
     StopRun,
     /// Quit question of `gpumon run`: leave the command running.
     LeaveRun,
+    /// Ctrl-Z: suspend gpumon (the shell's `fg` brings it back).
+    Suspend,
+    /// Open the signal dialog for the selected process.
+    Signal,
+    /// The signal dialog's answer.
+    SendSignal(Sig),
+    /// Enter: in the alerts, select the alert's process.
+    Enter,
+}
+
+/// The signals the signal dialog offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sig {
+    Term,
+    Int,
+    Kill,
+}
+
+impl Sig {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sig::Term => "SIGTERM",
+            Sig::Int => "SIGINT",
+            Sig::Kill => "SIGKILL",
+        }
+    }
 }

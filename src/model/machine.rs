@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Alert, Config, EXITED_GRACE_MS, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
+use crate::model::{Alert, Config, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuSample, GpuStatus, MachineInfo, Sample};
 
 /// Where the samples stand.
@@ -194,10 +194,9 @@ impl Machine {
                 t.exited_ms = Some(at);
             }
         }
-        self.processes.retain(|_, t| {
-            t.exited_ms
-                .is_none_or(|e| at.saturating_sub(e) <= EXITED_GRACE_MS)
-        });
+        let keep = self.config.keep_exited_ms;
+        self.processes
+            .retain(|_, t| t.exited_ms.is_none_or(|e| at.saturating_sub(e) <= keep));
 
         for track in self.gpus.values_mut() {
             let (sum, unknown) = processes_on(&self.processes, &track.sample.uuid)

@@ -12,12 +12,13 @@ use crate::sample::Reading;
 pub use alert::{Alert, Level};
 pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
-pub use process::{ProcKey, ProcessTrack};
+pub use process::{Change, ProcKey, ProcessTrack};
 
-/// How long an exited process is kept (for analysis and snapshots) before it is dropped.
-pub const EXITED_GRACE_MS: u64 = 60_000;
-/// Window of the growth rate.
-pub const GROWTH_WINDOW_MS: u64 = 60_000;
+/// How long an exited process is kept (on screen, for analysis and snapshots) before it is
+/// dropped, unless `Config::keep_exited_ms` says otherwise (`--keep-exited`).
+pub const DEFAULT_KEEP_EXITED_MS: u64 = 5 * 60_000;
+/// Window of the growth rate: short, so a process that stopped growing reads as flat soon.
+pub const GROWTH_WINDOW_MS: u64 = 10_000;
 /// Alerts kept; older ones are dropped and counted.
 pub const MAX_ALERTS: usize = 200;
 
@@ -31,6 +32,8 @@ pub struct Config {
     pub color: bool,
     /// Replay speed when the samples come from a recording.
     pub replay_speed: Option<f64>,
+    /// How long an exited process stays (`--keep-exited`).
+    pub keep_exited_ms: u64,
 }
 
 impl Config {
@@ -42,6 +45,7 @@ impl Config {
             ascii: false,
             color: false,
             replay_speed: None,
+            keep_exited_ms: DEFAULT_KEEP_EXITED_MS,
         }
     }
 

@@ -43,6 +43,24 @@ pub fn rate(bytes_per_s: f64) -> String {
     format!("{sign}{size}/s")
 }
 
+/// A growth rate as the table shows it: "flat" when memory did not change, else [`rate`].
+pub fn growth(bytes_per_s: f64) -> String {
+    if bytes_per_s == 0.0 {
+        "flat".into()
+    } else {
+        rate(bytes_per_s)
+    }
+}
+
+/// A signed change of memory: "+11.9G", "-512M".
+pub fn change(by: i128) -> String {
+    let sign = if by < 0 { "-" } else { "+" };
+    format!(
+        "{sign}{}",
+        compact(u64::try_from(by.unsigned_abs()).unwrap_or(u64::MAX))
+    )
+}
+
 /// A duration in whole units: "45s", "12m", "3h", "2d".
 pub fn duration_ms(ms: u64) -> String {
     let s = ms / 1000;
@@ -109,6 +127,10 @@ mod tests {
         assert_eq!(rate(12.5 * MIB as f64), "+12.5M/s");
         assert_eq!(duration_ms(600_000), "10m");
         assert_eq!(kb(25_270_272 * 1024 + 1000), "25270272 kB");
+        assert_eq!(growth(0.0), "flat");
+        assert_eq!(growth(12.0 * MIB as f64), "+12M/s");
+        assert_eq!(change(-512 * i128::from(MIB)), "-512M");
+        assert_eq!(change(i128::from(11 * 1024 * MIB + 900 * MIB)), "+11.9G");
     }
 
     #[test]

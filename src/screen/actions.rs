@@ -8,9 +8,15 @@ impl State {
         if self.asking() {
             return self.answer(a);
         }
+        if self.screen.signal.is_some() {
+            return self.answer_signal(a);
+        }
         match a {
             Action::Quit => return self.quit(),
-            Action::StopRun | Action::LeaveRun => return None,
+            Action::StopRun | Action::LeaveRun | Action::SendSignal(_) => return None,
+            Action::Suspend => return Some(Command::Suspend),
+            Action::Signal => self.ask_signal(),
+            Action::Enter => self.select_alert_process(),
             Action::Snapshot => return Some(Command::WriteSnapshot),
             Action::Up => self.step(-1),
             Action::Down => self.step(1),
@@ -83,7 +89,7 @@ impl State {
             Action::ToggleHelp => self.screen.help = !self.screen.help,
             Action::TogglePane => {
                 self.screen.pane = match self.screen.pane {
-                    Pane::Processes if !self.machine().alerts.is_empty() => Pane::Alerts,
+                    Pane::Processes if !self.screen.alert_rows.is_empty() => Pane::Alerts,
                     _ => Pane::Processes,
                 };
             }
@@ -94,7 +100,7 @@ impl State {
 
     fn step(&mut self, by: isize) {
         if self.screen.pane == Pane::Alerts {
-            let last = self.machine().alerts.len().saturating_sub(1);
+            let last = self.screen.alert_rows.len().saturating_sub(1);
             self.screen.alert_selected = self
                 .screen
                 .alert_selected

@@ -3,13 +3,17 @@
 //! machines' data is theirs: samples reach them through `pipeline::apply`, keys change only this.
 
 mod actions;
+pub mod alerts;
+pub mod exits;
 pub mod run;
+pub mod signal;
 mod table;
 
 use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
 pub use run::{RunEnd, RunInfo};
+pub use signal::{Sig, SignalAsk, SignalRequest};
 pub use table::{Filter, Sort};
 
 /// Messages that change the state.
@@ -38,6 +42,10 @@ pub enum Command {
     WriteSnapshot,
     /// Stop `gpumon run`'s command.
     StopRun,
+    /// Ctrl-Z: give the terminal back and stop, like any terminal program.
+    Suspend,
+    /// Signal a process, once re-checked by (pid, start time).
+    Signal(SignalRequest),
 }
 
 /// Which list Up/Down moves in.
@@ -64,10 +72,19 @@ pub struct Screen {
     pub paused: bool,
     pub help: bool,
     pub pane: Pane,
+    /// Position in `alert_rows`.
     pub alert_selected: usize,
+    /// Derived: the alerts shown (indices into the machine's), those about the focus and filter.
+    pub alert_rows: Vec<usize>,
+    /// Derived: how many alerts the focus and filter hide, as the list says it ("+3 on other GPUs").
+    pub alerts_hidden: Option<String>,
     pub status: Option<String>,
     /// The command `gpumon run` started.
     pub run: Option<RunInfo>,
+    /// The signal dialog, while it is open.
+    pub signal: Option<SignalAsk>,
+    /// Why signals cannot be sent from this screen (`--read-only`, a replay), if they cannot.
+    pub signals_off: Option<String>,
 }
 
 impl Default for Screen {
@@ -84,8 +101,12 @@ impl Default for Screen {
             help: false,
             pane: Pane::Processes,
             alert_selected: 0,
+            alert_rows: Vec::new(),
+            alerts_hidden: None,
             status: None,
             run: None,
+            signal: None,
+            signals_off: None,
         }
     }
 }

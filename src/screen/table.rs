@@ -70,7 +70,7 @@ impl Filter {
         }
     }
 
-    fn matches(&self, t: &ProcessTrack) -> bool {
+    pub(crate) fn matches(&self, t: &ProcessTrack) -> bool {
         match self {
             Filter::Pid(p) => t.sample.pid == *p,
             Filter::Text(text) => {
@@ -90,12 +90,12 @@ impl Filter {
 }
 
 impl Screen {
-    /// Recomputes the visible rows and keeps the selection on a visible row.
+    /// Recomputes the visible rows (exited processes after the running ones) and keeps the
+    /// selection on a visible row.
     pub(crate) fn derive_rows(&mut self, machine: &Machine) {
         let mut rows: Vec<&ProcessTrack> = machine
             .processes
             .values()
-            .filter(|t| t.exited_ms.is_none())
             .filter(|t| self.focus.as_ref().is_none_or(|f| &t.sample.gpu_uuid == f))
             .filter(|t| self.filter.as_ref().is_none_or(|f| f.matches(t)))
             .collect();
@@ -116,7 +116,8 @@ impl Screen {
                 Sort::Pid => a.sample.pid.cmp(&b.sample.pid),
                 Sort::Gpu => gpu_index(a).cmp(&gpu_index(b)),
             };
-            by.then_with(|| a.key.cmp(&b.key))
+            let exited = a.exited_ms.is_some().cmp(&b.exited_ms.is_some());
+            exited.then(by).then_with(|| a.key.cmp(&b.key))
         });
         let old_pos = self
             .selected
@@ -139,8 +140,6 @@ impl Screen {
             let pos = old_pos.unwrap_or(0).min(self.rows.len().saturating_sub(1));
             self.selected = self.rows.get(pos).cloned();
         }
-        self.alert_selected = self
-            .alert_selected
-            .min(machine.alerts.len().saturating_sub(1));
+        self.derive_alerts(machine);
     }
 }

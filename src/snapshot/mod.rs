@@ -174,7 +174,8 @@ pub struct Process {
     pub peak: Option<u64>,
     pub vms: Option<u64>,
     pub rss: Option<u64>,
-    /// Device memory growth over the last minute, bytes per second.
+    /// Device memory growth over the last 10 s (`model::GROWTH_WINDOW_MS`), bytes per second;
+    /// 0 when device memory did not change in that window.
     pub growth_bytes_per_s: Option<i64>,
     /// Memory-related variables of the initial environment (name -> value).
     pub settings: Option<BTreeMap<String, String>>,

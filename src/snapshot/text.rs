@@ -81,7 +81,11 @@ fn header(o: &mut Out, s: &Snapshot) {
     };
     let shown = s.processes.iter().filter(|p| p.shown).count();
     let exited = s.processes.iter().filter(|p| p.exited_at.is_some()).count();
-    let hidden = s.processes.len() - shown - exited;
+    let hidden = s
+        .processes
+        .iter()
+        .filter(|p| !p.shown && p.exited_at.is_none())
+        .count();
     o.para(
         0,
         &format!(
@@ -170,12 +174,13 @@ fn process_table(o: &mut Out, s: &Snapshot) {
         return;
     }
     o.row(&format!(
-        "  {:<3} {:<7} {:<8} {:<5} {:>7} {:>7} {:>7} {:>7} {:>7} {}",
-        "GPU", "PID", "USER", "FW", "DEVICE", "PEAK", "VMS", "RSS", "GROWTH", "COMMAND"
+        "  {:<3} {:<7} {:<8} {:<5} {:>7} {:>7} {:>7} {:>7} {:>8} {}",
+        "GPU", "PID", "USER", "FW", "DEVICE", "PEAK", "VMS", "RSS", "GROW/10s", "COMMAND"
     ));
     for p in &s.processes {
         o.row(&format!(
-            "{} {:<3} {:<7} {:<8} {:<5} {:>7} {:>7} {:>7} {:>7} {:>7} {}",
+            // 80 columns: a growth rate takes up to 8 ("+12.5M/s"), the command what is left.
+            "{} {:<3} {:<7} {:<8} {:<5} {:>7} {:>7} {:>7} {:>7} {:>8} {}",
             mark(p),
             gpu_label(s, &p.gpu_uuid),
             p.pid,
@@ -186,14 +191,14 @@ fn process_table(o: &mut Out, s: &Snapshot) {
             size(p.vms),
             size(p.rss),
             growth(p.growth_bytes_per_s),
-            fit(or_na(p.command.as_deref()), 11),
+            fit(or_na(p.command.as_deref()), 10),
         ));
     }
 }
 
 #[allow(clippy::cast_precision_loss)]
 fn growth(v: Option<i64>) -> String {
-    v.map_or_else(|| "n/a".to_string(), |g| units::rate(g as f64))
+    v.map_or_else(|| "n/a".to_string(), |g| units::growth(g as f64))
 }
 
 fn mark(p: &Process) -> char {

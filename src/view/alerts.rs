@@ -10,16 +10,21 @@ use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 use super::text::{fit, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
+use crate::screen::alerts::shown;
 use crate::screen::{Pane, State};
 
 pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
-    let mut title = format!(" alerts ({})", state.machine().alerts.len());
+    let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
+    let mut title = format!(" alerts ({})", alerts.len());
+    if let Some(hidden) = &state.screen.alerts_hidden {
+        title = format!("{title}, {hidden}");
+    }
     if state.machine().alerts_dropped > 0 {
         title = format!("{title}, {} older dropped", state.machine().alerts_dropped);
     }
     if state.screen.pane == Pane::Alerts {
         title.push_str(&format!("{}a returns to processes", theme.g.sep));
-    } else if !state.machine().alerts.is_empty() {
+    } else if !alerts.is_empty() {
         title.push_str(&format!("{}a for details", theme.g.sep));
     }
     let block = block
@@ -27,7 +32,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         .padding(Padding::horizontal(1));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    if state.machine().alerts.is_empty() {
+    if alerts.is_empty() {
         frame.render_widget(Paragraph::new(Line::styled("no alerts", theme.na)), inner);
         return;
     }
@@ -35,15 +40,13 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let active = state.screen.pane == Pane::Alerts;
     let height = usize::from(inner.height);
     if !active {
-        frame.render_widget(Paragraph::new(list(state, theme, width, height)), inner);
+        frame.render_widget(Paragraph::new(list(&alerts, theme, width, height)), inner);
         return;
     }
     // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.
-    let list_rows = (height / 3).max(1).min(state.machine().alerts.len());
+    let list_rows = (height / 3).max(1).min(alerts.len());
     let first = state.screen.alert_selected.saturating_sub(list_rows - 1);
-    let lines: Vec<Line<'static>> = state
-        .machine()
-        .alerts
+    let lines: Vec<Line<'static>> = alerts
         .iter()
         .enumerate()
         .skip(first)
@@ -73,26 +76,20 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         ..inner
     };
     frame.render_widget(Paragraph::new(lines), top);
-    if let Some(a) = state.machine().alerts.get(state.screen.alert_selected) {
-        frame.render_widget(
-            Paragraph::new(evidence(a, theme)).wrap(Wrap { trim: false }),
-            rest,
-        );
+    if let Some(a) = alerts.get(state.screen.alert_selected) {
+        let mut lines = evidence(a, theme);
+        if let Some(link) = super::life::alert_link(state, a) {
+            lines.push(Line::styled(link, theme.key));
+        }
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rest);
     }
 }
 
 /// Every alert, one per line, wrapped when they all fit that way.
-fn list(state: &State, theme: &Theme, width: usize, height: usize) -> Vec<Line<'static>> {
-    let wrapped: Vec<Vec<String>> = state
-        .machine()
-        .alerts
-        .iter()
-        .map(|a| wrap(&summary(a), width))
-        .collect();
+fn list(alerts: &[&Alert], theme: &Theme, width: usize, height: usize) -> Vec<Line<'static>> {
+    let wrapped: Vec<Vec<String>> = alerts.iter().map(|a| wrap(&summary(a), width)).collect();
     let all_fit = wrapped.iter().map(Vec::len).sum::<usize>() <= height;
-    state
-        .machine()
-        .alerts
+    alerts
         .iter()
         .zip(wrapped)
         .flat_map(|(a, lines)| {

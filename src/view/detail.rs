@@ -95,6 +95,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
         ]),
     ];
     out.extend(super::pool::lines(t, theme, width));
+    out.extend(super::life::detail_lines(t, state, theme));
     // Why fields are n/a comes before the facts that are often n/a for the same reason.
     for (fields, reason) in reasons(t) {
         out.push(Line::styled(

@@ -27,8 +27,10 @@ mod footer;
 mod gpus;
 mod header;
 mod help;
+mod life;
 mod pool;
 mod processes;
+mod signal;
 mod spark;
 mod text;
 mod theme;
@@ -102,6 +104,9 @@ pub fn render(frame: &mut Frame, state: &State) {
     footer::render(frame, footer_area, state, &theme);
     if state.screen.help {
         help::render(frame, area, &theme);
+    }
+    if let Some(ask) = &state.screen.signal {
+        signal::render(frame, area, ask, &theme);
     }
 }
 

@@ -3,7 +3,7 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::Style;
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
 
@@ -61,7 +61,8 @@ impl Col {
             Col::Vms => "VMS",
             Col::Rss => "RSS",
             Col::Ratio => "VMS/DEV",
-            Col::Growth => "GROWTH",
+            // The window of the rate (`GROWTH_WINDOW_MS`).
+            Col::Growth => "GROW/10s",
             Col::Pool => "ALLOC/POOL",
             Col::Container => "CONTAINER",
             Col::Command => "COMMAND",
@@ -131,10 +132,17 @@ impl Col {
                     format!("{r:.0}x")
                 }
             }),
-            Col::Growth => t.growth.map(units::rate),
+            Col::Growth if t.exited_ms.is_some() => Some("-".into()),
+            Col::Growth => t.growth.map(units::growth),
             Col::Pool => super::pool::cell(t),
             Col::Container => s.container.value().map(|c| c.short.clone()),
-            Col::Command => s.command.value().cloned(),
+            Col::Command => match super::life::exit_label(state, t) {
+                Some(label) => Some(format!(
+                    "[{label}] {}",
+                    s.command.value().map_or("n/a", String::as_str)
+                )),
+                None => s.command.value().cloned(),
+            },
         };
         let (text, style) = match text {
             Some(v) => (v, Style::new()),
@@ -290,9 +298,16 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     // Only the rows on screen are built (formatting every process's cells each frame cost
     // more than the rest of the frame together).
     let shown = on_screen(tracks.len(), selected, inner.height.saturating_sub(1));
-    let rows = tracks[shown.clone()]
-        .iter()
-        .map(|t| Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width))));
+    let rows = tracks[shown.clone()].iter().map(|t| {
+        let row = Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width)));
+        // Exited processes stay a while, dimmed (not greyed: the selection's grey background
+        // would hide grey text).
+        if t.exited_ms.is_some() {
+            row.style(Style::new().add_modifier(Modifier::DIM))
+        } else {
+            row
+        }
+    });
     let table = Table::new(rows, cols.iter().map(|c| width_of(*c)))
         .header(header)
         .row_highlight_style(theme.selected)
@@ -322,6 +337,12 @@ fn width_of(c: Col) -> Constraint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_growth_header_names_the_window() {
+        let window = units::duration_ms(crate::model::GROWTH_WINDOW_MS);
+        assert_eq!(Col::Growth.title(), format!("GROW/{window}"));
+    }
 
     #[test]
     fn narrow_screens_drop_rss_and_peak_first() {

@@ -59,6 +59,49 @@ impl Session {
         Session { name, dir }
     }
 
+    /// An interactive bash (job control on, prompt `gpumon-test$ `) in a detached tmux session,
+    /// for tests that need the shell itself: Ctrl-Z, `fg`.
+    pub fn shell(tag: &str, size: (u16, u16)) -> Session {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("gpumon-e2e-{tag}-{}", std::process::id());
+        let (x, y) = (size.0.to_string(), size.1.to_string());
+        let cwd = dir.path().display().to_string();
+        let ok = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                &x,
+                "-y",
+                &y,
+                "-c",
+                &cwd,
+            ])
+            .args(["-e", "LANG=C.UTF-8", "-e", "TERM=xterm-256color"])
+            .args([
+                "-e",
+                "PS1=gpumon-test$ ",
+                "-e",
+                "GPUMON_NVML_LIB=/nonexistent/libnvidia-ml.so.1",
+            ])
+            .args(["bash", "--norc", "--noprofile", "-i"])
+            .status()
+            .expect("tmux must be installed (.ci/run installs it)");
+        assert!(ok.success());
+        Session { name, dir }
+    }
+
+    /// Whether the pane shows the alternate screen (a full-screen program is up).
+    pub fn alternate_on(&self) -> bool {
+        let out = Command::new("tmux")
+            .args(["display", "-p", "-t", &self.name, "#{alternate_on}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
     pub fn path(&self, file: &str) -> PathBuf {
         self.dir.path().join(file)
     }

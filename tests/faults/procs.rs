@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use gpumon::model::{EXITED_GRACE_MS, ProcKey};
+use gpumon::model::{DEFAULT_KEEP_EXITED_MS, ProcKey};
 use gpumon::source::environ::NOT_READABLE;
 use gpumon::source::live::{NOT_IN_NAMESPACE, join};
 use gpumon::source::procfs::ProcReader;
@@ -57,7 +57,11 @@ fn a_process_that_exits_between_the_nvml_list_and_the_proc_read_is_not_a_ghost()
         Some(T0 + 2000),
         "exited at the tick /proc lost it"
     );
-    assert!(!st.screen.rows.contains(&seven[0]));
+    assert_eq!(
+        st.screen.rows.last(),
+        Some(&seven[0]),
+        "kept on screen as exited, after the running ones"
+    );
     let eight = &st.machine().processes[&keys(&st, 8)[0]];
     assert_eq!(eight.sample.user.reason(), Some(NOT_IN_NAMESPACE));
     assert_eq!(
@@ -101,7 +105,11 @@ fn a_reused_pid_starts_a_new_history() {
         Some(5 * GIB),
         "not continued from the old process"
     );
-    assert_eq!(st.screen.rows, vec![new.key.clone()]);
+    assert_eq!(
+        st.screen.rows,
+        vec![new.key.clone(), old.key.clone()],
+        "the new one, then the old one as exited"
+    );
 }
 
 #[test]
@@ -182,7 +190,7 @@ fn only_memory_settings_are_read_from_a_process_environment() {
 #[test]
 fn exited_processes_are_dropped_after_the_grace_period() {
     let g = build::gpu(0, 80 * GIB, 10 * GIB, GIB);
-    let grace_ticks = EXITED_GRACE_MS / 1000;
+    let grace_ticks = DEFAULT_KEEP_EXITED_MS / 1000;
     let mut source = live(
         move |tick| {
             // A new short-lived process every tick: PID 100 + tick, one tick each.
