@@ -1,0 +1,1 @@
+"""Stand-in for jax._src."""
