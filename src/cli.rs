@@ -94,6 +94,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Serve the samples over HTTP (Prometheus `/metrics`, `/snapshot`, `/healthz`), no screen
+    Serve(crate::serve::args::ServeArgs),
     /// Find and classify the allocation failures in logs
     Explain {
         #[arg(required = true)]
@@ -142,7 +144,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn parse_interval(s: &str) -> Result<Duration, String> {
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < MIN_INTERVAL {
         return Err(format!("{s:?}: the interval must be at least 100ms"));
@@ -157,7 +159,7 @@ fn parse_history(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
-fn parse_speed(s: &str) -> Result<f64, String> {
+pub fn parse_speed(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && (0.01..=1000.0).contains(&x) => Ok(x),
         _ => Err(format!(

@@ -8,6 +8,7 @@
 //! - `recording`, `snapshot`: the versioned file formats
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
 //! - `run`: `gpumon run`, a command under the screen with its output in a followed log
+//! - `serve`: `gpumon serve`, the samples over HTTP (Prometheus `/metrics`, `/snapshot`)
 
 pub mod analysis;
 pub mod app;
@@ -20,6 +21,7 @@ pub mod record;
 pub mod recording;
 pub mod run;
 pub mod sampler;
+pub mod serve;
 pub mod snapshot;
 pub mod source;
 pub mod terminal;

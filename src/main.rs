@@ -107,7 +107,29 @@ fn run(cli: Cli) -> Result<ExitCode, Fail> {
         Some(Command::Run { log_dir, command }) => {
             runtime.block_on(run_command(cli.live, &log_dir, &command))
         }
+        Some(Command::Serve(args)) => runtime.block_on(serve(args)),
     }
+}
+
+/// `gpumon serve`: the live source, the demo or a recording, served over HTTP until a signal.
+async fn serve(args: gpumon::serve::args::ServeArgs) -> Result<ExitCode, Fail> {
+    let recorded = match (&args.replay, args.demo) {
+        (Some(path), _) => Some(open_replay(path)?),
+        (None, true) => Some(ReplaySource::demo().map_err(Fail::runtime)?),
+        (None, false) => None,
+    };
+    let spacing = recorded.as_ref().map(|s| s.header().interval_ms);
+    let factory = recorded.map_or_else(|| live_factory(args.logs.clone()), replay_factory);
+    gpumon::serve::run(factory, &args, spacing, shutdown_signal())
+        .await
+        .map_err(|e| match e {
+            gpumon::serve::ServeError::Start(reason) => Fail::usage(format!(
+                "{reason}\nhint: `gpumon serve --demo` serves a real recording without a GPU"
+            )),
+            listen @ gpumon::serve::ServeError::Listen { .. } => Fail::runtime(listen),
+            other => Fail::usage(other.to_string()),
+        })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The live screen (or a replay of a recording in it).

@@ -551,3 +551,27 @@ fn failure(at_ms: u64, log: &str, line: u64, pid: Option<u32>, message: &str) ->
     f.line = line;
     f
 }
+
+#[test]
+fn container_and_pool_are_optional_fields_of_a_process() {
+    let mut snap = taken();
+    let plain = serde_json::to_value(&snap).unwrap();
+    assert!(
+        plain["processes"][0].get("pool").is_none()
+            && plain["processes"][0].get("container").is_none()
+    );
+    snap.processes[0].container = Some("slurm:48211.0".into());
+    snap.processes[0].pool = Some(snapshot::PoolDoc {
+        framework: "pytorch".into(),
+        allocated: Some(1),
+        reserved: Some(3),
+        cached_free: Some(2),
+        stranded: Some(1),
+        largest_free_block: None,
+        limit: None,
+    });
+    let doc = serde_json::to_value(&snap).unwrap();
+    assert_schema_valid(&doc);
+    let back: Snapshot = serde_json::from_value(doc).unwrap();
+    assert_eq!(back, snap);
+}

@@ -175,6 +175,8 @@ fn process(state: &State, t: &ProcessTrack, shown: bool) -> Process {
         growth_bytes_per_s: split(growth, "growth_bytes_per_s", &mut na),
         settings: split(s.settings.clone(), "settings", &mut na),
         log: split(s.log.clone(), "log", &mut na),
+        container: None,
+        pool: None,
         shown,
         selected: state.selected.as_ref() == Some(&t.key),
         first_seen_at: time_ms(t.first_seen_ms),

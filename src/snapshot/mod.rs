@@ -181,6 +181,13 @@ pub struct Process {
     /// The files its stdout/stderr go to, followed for failures (absent in older snapshots).
     #[serde(default)]
     pub log: Option<Vec<String>>,
+    /// Container, pod or job it runs in, short form (`k8s:3f2a…/trainer`, `slurm:48211.0`,
+    /// `docker:9c1e…`); absent when none or not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// The allocator pool on this GPU as the probe reports it; absent without the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolDoc>,
     /// A row of the table (not hidden by the filter or focus, not exited).
     pub shown: bool,
     pub selected: bool,
@@ -191,6 +198,20 @@ pub struct Process {
     pub history: Vec<Point>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: Unavailable,
+}
+
+/// A framework's memory pool on one GPU (the probe's device figures), bytes as reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolDoc {
+    /// The probe's framework name: "pytorch", "jax", "cupy" or "tensorflow".
+    pub framework: String,
+    pub allocated: Option<u64>,
+    pub reserved: Option<u64>,
+    pub cached_free: Option<u64>,
+    pub stranded: Option<u64>,
+    pub largest_free_block: Option<u64>,
+    pub limit: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
