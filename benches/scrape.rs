@@ -28,11 +28,11 @@ fn scrape(c: &mut Criterion) {
     for (gpus, procs) in [(8, 500), (8, 4000)] {
         let state = warm_state(gpus, procs, 3, false);
         let snapshot = Snapshot::from_state(&state, state.now_ms);
-        let published = Arc::new(Published {
+        let published = Arc::new(Published::new(
             snapshot,
-            ooms: BTreeMap::new(),
-            sampled_at: Some(Instant::now()),
-        });
+            BTreeMap::new(),
+            Some(Instant::now()),
+        ));
         let id = format!("{gpus}x{procs}");
         group.bench_function(BenchmarkId::new("openmetrics", &id), |b| {
             b.iter(|| metrics::encode(Arc::clone(black_box(&published)), Some(0.5), SELECT));

@@ -157,11 +157,7 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config) -> Reply {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "no sample yet\n");
     };
     if path == "/snapshot" {
-        return reply(
-            StatusCode::OK,
-            "application/json",
-            published.snapshot.to_json(),
-        );
+        return reply(StatusCode::OK, "application/json", published.json());
     }
     let age = published.sampled_at.map(|t| t.elapsed().as_secs_f64());
     let accept = req

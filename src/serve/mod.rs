@@ -13,9 +13,10 @@ mod tests;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use hyper::body::Bytes;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 
@@ -37,6 +38,31 @@ pub struct Published {
     pub ooms: BTreeMap<String, u64>,
     /// When the last sample arrived (the server's clock); `None`: no sample yet.
     pub sampled_at: Option<Instant>,
+    /// `/snapshot`'s body, made by the first request and shared by all (one copy in memory
+    /// however many clients read it).
+    json: OnceLock<Bytes>,
+}
+
+impl Published {
+    pub fn new(
+        snapshot: Snapshot,
+        ooms: BTreeMap<String, u64>,
+        sampled_at: Option<Instant>,
+    ) -> Self {
+        Published {
+            snapshot,
+            ooms,
+            sampled_at,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The snapshot as `gpumon snapshot` writes it.
+    pub fn json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| Bytes::from(self.snapshot.to_json()))
+            .clone()
+    }
 }
 
 /// The receiving side of what `run` publishes; `None` until the source has started.
@@ -149,11 +175,8 @@ async fn publish_all(
         };
         let snapshot = Snapshot::from_state(&state, now);
         count_failures(&mut ooms, &mut counted, &snapshot);
-        publish.send_replace(Some(Arc::new(Published {
-            snapshot,
-            ooms: ooms.clone(),
-            sampled_at,
-        })));
+        let published = Published::new(snapshot, ooms.clone(), sampled_at);
+        publish.send_replace(Some(Arc::new(published)));
     }
 }
 

@@ -59,11 +59,8 @@ fn alert(class: &str, level: &str, pid: Option<u32>, at: &str) -> serde_json::Va
 }
 
 fn encode(s: Snapshot, select: Select) -> String {
-    let p = Published {
-        snapshot: s,
-        ooms: BTreeMap::from([("fragmentation".to_string(), 2)]),
-        sampled_at: None,
-    };
+    let ooms = BTreeMap::from([("fragmentation".to_string(), 2)]);
+    let p = Published::new(s, ooms, None);
     metrics::encode(Arc::new(p), Some(1.5), select)
 }
 
