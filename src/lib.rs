@@ -8,6 +8,7 @@
 //! - `recording`, `snapshot`: the versioned file formats
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
 //! - `run`: `gpumon run`, a command under the screen with its output in a followed log
+//! - `serve`: `gpumon serve`, the samples over HTTP (Prometheus `/metrics`, `/snapshot`)
 
 pub mod analysis;
 pub mod app;
@@ -27,6 +28,7 @@ pub mod run;
 pub mod sample;
 pub mod sampler;
 pub mod screen;
+pub mod serve;
 pub mod snapshot;
 pub mod source;
 pub mod terminal;

@@ -187,7 +187,7 @@ fn snapshot_of_a_recording_writes_a_private_file() {
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "gpumon.snapshot/1");
+    assert_eq!(doc["schema"], "gpumon.snapshot/2");
     let classes: Vec<&str> = doc["alerts"]
         .as_array()
         .unwrap()

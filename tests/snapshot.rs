@@ -307,7 +307,7 @@ fn reading_bad_files_gives_one_line_errors() {
         ),
         (
             "future.json",
-            with(&|v| v["schema"] = "gpumon.snapshot/2".into()),
+            with(&|v| v["schema"] = "gpumon.snapshot/3".into()),
             "newer than this gpumon reads",
         ),
         (
@@ -322,7 +322,7 @@ fn reading_bad_files_gives_one_line_errors() {
         (
             "negative.json",
             with(&|v| v["gpus"][0]["memory"]["used"] = (-5).into()),
-            "invalid gpumon.snapshot/1 document: invalid value: integer `-5`",
+            "invalid gpumon.snapshot/2 document: invalid value: integer `-5`",
         ),
         (
             "extra.json",
@@ -553,4 +553,28 @@ fn failure(at_ms: u64, log: &str, line: u64, pid: Option<u32>, message: &str) ->
     let mut f = parsed.remove(0).into_failure(at_ms, log, pid);
     f.line = line;
     f
+}
+
+#[test]
+fn container_and_pool_are_optional_fields_of_a_process() {
+    let mut snap = taken();
+    let plain = serde_json::to_value(&snap).unwrap();
+    assert!(
+        plain["processes"][0].get("pool").is_none()
+            && plain["processes"][0].get("container").is_none()
+    );
+    snap.processes[0].container = Some("slurm:48211.0".into());
+    snap.processes[0].pool = Some(snapshot::PoolDoc {
+        framework: "pytorch".into(),
+        allocated: Some(1),
+        reserved: Some(3),
+        cached_free: Some(2),
+        stranded: Some(1),
+        largest_free_block: None,
+        limit: None,
+    });
+    let doc = serde_json::to_value(&snap).unwrap();
+    assert_schema_valid(&doc);
+    let back: Snapshot = serde_json::from_value(doc).unwrap();
+    assert_eq!(back, snap);
 }

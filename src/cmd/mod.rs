@@ -7,6 +7,7 @@ mod files;
 mod live;
 mod probe;
 mod run;
+mod serve;
 mod sources;
 
 use std::io::Write;
@@ -90,6 +91,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
             command,
         }) => runtime.block_on(run::run_command(cli.live, &log_dir, &command, !no_probe)),
         Some(Command::Probe { what }) => probe::probe(what),
+        Some(Command::Serve(args)) => runtime.block_on(serve::serve(args)),
     }
 }
 

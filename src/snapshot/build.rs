@@ -2,14 +2,14 @@
 //! time the caller gives.
 
 use super::{
-    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, Process, SCHEMA, Snapshot,
-    SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
+    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, PoolDoc, Process, SCHEMA,
+    Snapshot, SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
 };
 use crate::model::{
     Alert, GpuTrack, Level, Machine as MachineData, ProcessTrack, Ring, SourceState,
 };
 use crate::sample::split;
-use crate::sample::{GpuStatus, MachineInfo, Reading};
+use crate::sample::{Framework, GpuStatus, MachineInfo, Pool, Reading};
 use crate::screen::{Filter, Screen, Sort, State};
 
 /// Why machine facts are missing before the source has started.
@@ -162,6 +162,25 @@ fn gpu(t: &GpuTrack) -> Gpu {
     }
 }
 
+fn pool_doc(p: Pool) -> PoolDoc {
+    let framework = match p.framework {
+        Framework::Pytorch => "pytorch",
+        Framework::Jax => "jax",
+        Framework::Cupy => "cupy",
+        Framework::Tensorflow => "tensorflow",
+        Framework::Other => "other",
+    };
+    PoolDoc {
+        framework: framework.to_string(),
+        allocated: p.allocated,
+        reserved: p.reserved,
+        cached_free: p.cached_free,
+        stranded: p.stranded,
+        largest_free_block: p.largest_free_block,
+        limit: p.limit,
+    }
+}
+
 fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
     let s = &t.sample;
     let mut na = Unavailable::new();
@@ -191,6 +210,15 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
         growth_bytes_per_s: split(growth, "growth_bytes_per_s", &mut na),
         settings: split(s.settings.clone(), "settings", &mut na),
         log: split(s.log.clone(), "log", &mut na),
+        container: split(
+            s.container
+                .clone()
+                .map(|c| (!c.short.is_empty()).then_some(c.short)),
+            "container",
+            &mut na,
+        )
+        .flatten(),
+        pool: split(s.pool.clone().map(pool_doc), "pool", &mut na),
         shown,
         selected: screen.selected.as_ref() == Some(&t.key),
         first_seen_at: time_ms(t.first_seen_ms),

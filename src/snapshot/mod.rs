@@ -1,4 +1,4 @@
-//! Snapshots: one JSON document (`gpumon.snapshot/1`) of what the screen shows, what the filter
+//! Snapshots: one JSON document (`gpumon.snapshot/2`) of what the screen shows, what the filter
 //! hides and the history behind it; its text form, safe writing, reading back, and `gpumon diff`.
 //!
 //! The types here are the document (DTOs), separate from `State`: unavailable readings are
@@ -26,7 +26,9 @@ pub use read::{MAX_BYTES, parse, read};
 pub use write::{file_name, write_atomic, write_to_dir};
 
 /// The schema this gpumon writes and reads.
-pub const SCHEMA: &str = "gpumon.snapshot/1";
+pub const SCHEMA: &str = "gpumon.snapshot/2";
+/// Earlier versions this gpumon still reads (2 added each process's `pool` and `container`).
+pub const OLDER: &[&str] = &["gpumon.snapshot/1"];
 
 /// Reasons of unavailable fields, keyed by field name (`memory.reserved` for nested ones).
 pub type Unavailable = BTreeMap<String, String>;
@@ -182,6 +184,13 @@ pub struct Process {
     /// The files its stdout/stderr go to, followed for failures (absent in older snapshots).
     #[serde(default)]
     pub log: Option<Vec<String>>,
+    /// Container, pod or job it runs in, short form (`k8s:3f2a…/trainer`, `slurm:48211.0`,
+    /// `docker:9c1e…`); absent when none or not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// The allocator pool on this GPU as the probe reports it; absent without the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<PoolDoc>,
     /// A row of the table (not hidden by the filter or focus, not exited).
     pub shown: bool,
     pub selected: bool,
@@ -192,6 +201,20 @@ pub struct Process {
     pub history: Vec<Point>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: Unavailable,
+}
+
+/// A framework's memory pool on one GPU (the probe's device figures), bytes as reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolDoc {
+    /// The probe's framework name: "pytorch", "jax", "cupy" or "tensorflow".
+    pub framework: String,
+    pub allocated: Option<u64>,
+    pub reserved: Option<u64>,
+    pub cached_free: Option<u64>,
+    pub stranded: Option<u64>,
+    pub largest_free_block: Option<u64>,
+    pub limit: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,8 +274,12 @@ pub enum SnapshotError {
     NotSnapshot { path: PathBuf, what: String },
     #[error("{}: schema {found:?} is newer than this gpumon reads ({SCHEMA}); use a newer gpumon", path.display())]
     Newer { path: PathBuf, found: String },
-    #[error("{}: invalid {SCHEMA} document: {what}", path.display())]
-    Invalid { path: PathBuf, what: String },
+    #[error("{}: invalid {schema} document: {what}", path.display())]
+    Invalid {
+        path: PathBuf,
+        schema: String,
+        what: String,
+    },
 }
 
 /// Last second RFC 3339 can write with a four-digit year.

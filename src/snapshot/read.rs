@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{SCHEMA, Snapshot, SnapshotError};
+use super::{OLDER, SCHEMA, Snapshot, SnapshotError};
 
 /// Larger files are refused rather than read into memory.
 pub const MAX_BYTES: u64 = 256 << 20;
@@ -64,11 +64,11 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
         Some(serde_json::Value::String(s)) => s.as_str(),
         Some(_) => return Err(not_snapshot("\"schema\" is not a string")),
     };
-    if schema != SCHEMA {
+    if schema != SCHEMA && !OLDER.contains(&schema) {
         let newer = schema
             .strip_prefix(FAMILY)
             .and_then(|v| v.parse::<u32>().ok())
-            .is_some_and(|v| v > 1);
+            .is_some_and(|v| v > 2);
         if newer {
             return Err(SnapshotError::Newer {
                 path,
@@ -82,6 +82,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
     // Parsed again from the bytes, so an error names its line and column.
     serde_json::from_slice(bytes).map_err(|e| SnapshotError::Invalid {
         path,
+        schema: schema.to_string(),
         what: one_line(&e),
     })
 }
@@ -131,7 +132,7 @@ mod tests {
         assert!(err("{\"a\": 1}").contains("no \"schema\""));
         assert!(err("{\"schema\": 1}").contains("not a string"));
         assert!(err("{\"schema\": \"gpumon.recording/1\"}").contains("not a gpumon snapshot"));
-        assert!(err("{\"schema\": \"gpumon.snapshot/2\"}").contains("newer"));
+        assert!(err("{\"schema\": \"gpumon.snapshot/3\"}").contains("newer"));
         let s = err("{\"schema\": \"gpumon.snapshot/1\"}");
         assert!(
             s.contains("invalid gpumon.snapshot/1 document: missing field"),

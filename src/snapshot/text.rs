@@ -246,6 +246,25 @@ fn process_details(o: &mut Out, s: &Snapshot) {
         if let Some(files) = &p.log {
             o.para(2, &format!("log followed: {}", files.join(", ")));
         }
+        if let Some(c) = &p.container {
+            o.para(2, &format!("in {c}"));
+        }
+        if let Some(pool) = &p.pool {
+            let b = |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), units::compact);
+            o.para(
+                2,
+                &format!(
+                    "{} pool (probe): allocated {} of {} held, {} free ({} stranded), largest free block {}, limit {}",
+                    pool.framework,
+                    b(pool.allocated),
+                    b(pool.reserved),
+                    b(pool.cached_free),
+                    b(pool.stranded),
+                    b(pool.largest_free_block),
+                    b(pool.limit)
+                ),
+            );
+        }
         o.para(2, &format!("device over time {}", history(&p.history)));
         reasons(o, 2, &p.unavailable);
     }

@@ -7,6 +7,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::format::Format;
+pub use serve::ServeArgs;
+
+mod serve;
 
 /// Shortest sampling interval accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -102,6 +105,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Serve the samples over HTTP (Prometheus `/metrics`, `/snapshot`, `/healthz`), no screen
+    Serve(ServeArgs),
     /// Find and classify the allocation failures in logs
     Explain {
         #[arg(required = true)]
@@ -181,7 +186,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
-fn parse_interval(s: &str) -> Result<Duration, String> {
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < MIN_INTERVAL {
         return Err(format!("{s:?}: the interval must be at least 100ms"));
@@ -196,7 +201,7 @@ fn parse_history(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
-fn parse_speed(s: &str) -> Result<f64, String> {
+pub fn parse_speed(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && (0.01..=1000.0).contains(&x) => Ok(x),
         _ => Err(format!(

@@ -1,0 +1,48 @@
+//! `gpumon serve`'s command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args};
+
+use super::{parse_interval, parse_speed};
+
+/// Default listen address: loopback only, port 9477.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
+
+#[derive(Debug, Clone, Args)]
+#[command(
+    group(ArgGroup::new("recorded").args(["demo", "replay"])),
+    after_help = "Listens on 127.0.0.1 only unless --listen says otherwise. With --token-file, \
+/metrics and /snapshot need `Authorization: Bearer <token>`; /healthz never does."
+)]
+pub struct ServeArgs {
+    /// Address and port to listen on
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+    /// Require this bearer token (the file's contents, trimmed; it must not be world-readable)
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// No per-process series in /metrics (GPU and machine series only)
+    #[arg(long)]
+    pub no_process_metrics: bool,
+    /// Add the full command line as a `command` label (it may hold secrets; off by default)
+    #[arg(long)]
+    pub expose_cmdline: bool,
+    /// Time between samples (e.g. 1s, 500ms; at least 100ms)
+    #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
+    pub interval: Duration,
+    /// Serve the real recording built into gpumon (no GPU needed; it loops)
+    #[arg(long)]
+    pub demo: bool,
+    /// Serve a recording instead of reading the GPUs (its last sample stays served at its end)
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Replay speed (with --replay or --demo)
+    #[arg(long, requires = "recorded", value_parser = parse_speed, allow_hyphen_values = true)]
+    pub speed: Option<f64>,
+    /// Follow this log for allocation failures (repeatable)
+    #[arg(long = "log", value_name = "FILE")]
+    pub logs: Vec<PathBuf>,
+}

@@ -1,0 +1,193 @@
+//! `gpumon serve`: the pipeline without the screen. After every event the machine becomes a
+//! `Snapshot` (the `gpumon.snapshot/1` document), published on a watch channel; the HTTP side
+//! (`http`) answers only from the latest one, so no request ever calls NVML.
+
+pub mod auth;
+pub mod exposition;
+pub mod http;
+pub mod metrics;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use hyper::body::Bytes;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::cli::ServeArgs;
+use crate::model::{Config, Event, Machine};
+use crate::pipeline::{self, Feed};
+use crate::sampler::Factory;
+use crate::snapshot::{LevelDoc, Snapshot};
+use auth::{Token, TokenError};
+
+/// History kept for `/snapshot` (as `gpumon snapshot`).
+const HISTORY_MS: u64 = 600_000;
+
+/// What a request reads: the latest snapshot and what the server counted over time.
+#[derive(Debug)]
+pub struct Published {
+    pub snapshot: Snapshot,
+    /// Allocation failures since the server started, by class; failures dropped from the
+    /// snapshot's bounded alert list stay counted.
+    pub ooms: BTreeMap<String, u64>,
+    /// When the last sample arrived (the server's clock); `None`: no sample yet.
+    pub sampled_at: Option<Instant>,
+    /// `/snapshot`'s body, made by the first request and shared by all (one copy in memory
+    /// however many clients read it).
+    json: OnceLock<Bytes>,
+}
+
+impl Published {
+    pub fn new(
+        snapshot: Snapshot,
+        ooms: BTreeMap<String, u64>,
+        sampled_at: Option<Instant>,
+    ) -> Self {
+        Published {
+            snapshot,
+            ooms,
+            sampled_at,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The snapshot as `gpumon snapshot` writes it.
+    pub fn json(&self) -> Bytes {
+        self.json
+            .get_or_init(|| Bytes::from(self.snapshot.to_json()))
+            .clone()
+    }
+}
+
+/// The receiving side of what `run` publishes; `None` until the source has started.
+pub type Latest = watch::Receiver<Option<Arc<Published>>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The source could not start (no NVML, …).
+    #[error("{0}")]
+    Start(String),
+    #[error("--token-file {0}")]
+    Token(#[from] TokenError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Serves until `shutdown` resolves. `recorded_ms`: the sample spacing of a recording being
+/// replayed (its samples come `--speed` times faster); `None`: a live source sampled every
+/// `--interval`. A replay that ends leaves its last sample served.
+pub async fn run(
+    factory: Factory,
+    args: &ServeArgs,
+    recorded_ms: Option<u64>,
+    shutdown: impl Future<Output = i32>,
+) -> Result<(), ServeError> {
+    let token = args.token_file.as_deref().map(Token::read).transpose()?;
+    let listen = |source| ServeError::Listen {
+        addr: args.listen,
+        source,
+    };
+    let listener = TcpListener::bind(args.listen).await.map_err(listen)?;
+    let addr = listener.local_addr().map_err(listen)?;
+    if token.is_none() && !addr.ip().is_loopback() {
+        eprintln!(
+            "gpumon: warning: no --token-file: anyone who can reach {addr} reads process, user and GPU data"
+        );
+    }
+    eprintln!("gpumon: serving http://{addr}/metrics, /snapshot and /healthz");
+    let (interval_ms, tick) = match recorded_ms {
+        Some(ms) => {
+            let ms = ms.max(1);
+            let speed = args.speed.unwrap_or(1.0);
+            let tick = Duration::from_millis(ms).div_f64(speed);
+            (ms, tick.max(Duration::from_millis(10)))
+        }
+        None => (
+            u64::try_from(args.interval.as_millis()).unwrap_or(1000),
+            args.interval,
+        ),
+    };
+    let (publish, latest) = watch::channel(None);
+    let config = http::Config {
+        token,
+        select: metrics::Select {
+            processes: !args.no_process_metrics,
+            cmdline: args.expose_cmdline,
+        },
+        limits: http::Limits::default(),
+    };
+    let server = tokio::spawn(http::serve(listener, latest, Arc::new(config)));
+    let feed = Feed::start(factory, tick);
+    let live = recorded_ms.is_none();
+    let result = publish_all(feed, &publish, interval_ms, live, shutdown).await;
+    server.abort();
+    result
+}
+
+/// Applies every event to the machine and publishes its snapshot, until `shutdown`.
+async fn publish_all(
+    mut feed: Feed,
+    publish: &watch::Sender<Option<Arc<Published>>>,
+    interval_ms: u64,
+    live: bool,
+    shutdown: impl Future<Output = i32>,
+) -> Result<(), ServeError> {
+    let mut machine = Machine::new(Config::new(interval_ms, HISTORY_MS));
+    let mut ooms = BTreeMap::new();
+    let mut counted = 0;
+    let mut sampled_at = None;
+    tokio::pin!(shutdown);
+    loop {
+        let event = tokio::select! {
+            event = feed.next() => event,
+            _ = &mut shutdown => return Ok(()),
+        };
+        let Some(event) = event else {
+            // The sampler is done (a replay ended): what was published stays served.
+            shutdown.await;
+            return Ok(());
+        };
+        match &event {
+            Event::SourceFailed { reason, .. } if machine.info.is_none() => {
+                return Err(ServeError::Start(reason.clone()));
+            }
+            Event::Sample(_) => sampled_at = Some(Instant::now()),
+            _ => {}
+        }
+        pipeline::apply(&mut machine, event);
+        // A replay's snapshot is taken at its recorded time, as `gpumon snapshot --replay`.
+        let now = if live {
+            crate::clock::unix_ms()
+        } else {
+            machine.last_sample_ms.unwrap_or(machine.now_ms)
+        };
+        let snapshot = Snapshot::of_machine(&machine, now);
+        count_failures(&mut ooms, &mut counted, &snapshot);
+        let published = Published::new(snapshot, ooms.clone(), sampled_at);
+        publish.send_replace(Some(Arc::new(published)));
+    }
+}
+
+/// Adds the failures raised since the last call. Alerts are newest first and the list only
+/// grows at the front (`alerts_dropped` counts those cut from its end), so the new ones are the
+/// first `len + dropped - counted`.
+fn count_failures(ooms: &mut BTreeMap<String, u64>, counted: &mut u64, s: &Snapshot) {
+    let total = s.alerts_dropped + s.alerts.len() as u64;
+    let new = usize::try_from(total.saturating_sub(*counted)).unwrap_or(usize::MAX);
+    *counted = total;
+    for a in s.alerts.iter().take(new) {
+        if a.level == LevelDoc::Failure {
+            *ooms.entry(a.class.clone()).or_default() += 1;
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! A real Prometheus scrapes `gpumon serve` on 127.0.0.1 and its query API returns the values
+//! of `gpumon snapshot` for the same recording (the demo up to its last sample with processes,
+//! served fast so it has ended and stays still). `GPUMON_TEST_PROMETHEUS` names the prometheus
+//! binary (`.ci/run` unpacks Debian's package); without it the test is skipped, unless `CI=true`.
+
+#[path = "common/serve.rs"]
+mod serve;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use serve::{Guard, POLLS, Reply, Server, exchange};
+
+/// The demo up to its last sample in which processes hold GPU memory.
+fn recording(dir: &Path) -> std::path::PathBuf {
+    let demo = std::fs::read_to_string("assets/demo.ndjson").unwrap();
+    let lines: Vec<&str> = demo.lines().collect();
+    let last = lines
+        .iter()
+        .rposition(|l| l.contains("\"processes\":[{"))
+        .expect("the demo has processes");
+    let path = dir.join("demo-part.ndjson");
+    std::fs::write(&path, lines[..=last].join("\n") + "\n").unwrap();
+    path
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The query's result vector, as (labels, value).
+fn query(prometheus: SocketAddr, expr: &str) -> Vec<(BTreeMap<String, String>, f64)> {
+    let encoded: String = expr
+        .bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    // HTTP/1.0: the answer comes whole, not chunked, and the connection closes after it.
+    let raw = format!("GET /api/v1/query?query={encoded} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    let Some(reply) = exchange(prometheus, raw.as_bytes())
+        .ok()
+        .and_then(|b| Reply::parse(&b))
+    else {
+        return Vec::new(); // Not listening yet.
+    };
+    let Ok(doc) = serde_json::from_str::<Value>(&reply.body) else {
+        return Vec::new();
+    };
+    doc["data"]["result"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let labels = serde_json::from_value(r["metric"].clone()).unwrap();
+            (labels, r["value"][1].as_str().unwrap().parse().unwrap())
+        })
+        .collect()
+}
+
+/// What the series must say, from `gpumon snapshot --replay`: (metric, key label value, value).
+fn expected(snapshot: &Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for g in snapshot["gpus"].as_array().unwrap() {
+        let uuid = g["uuid"].as_str().unwrap().to_string();
+        let mut put = |name: &str, v: &Value, scale: f64| {
+            if let Some(x) = v.as_f64() {
+                out.push((format!("gpumon_gpu_{name}"), uuid.clone(), x * scale));
+            }
+        };
+        for part in ["total", "used", "free", "reserved"] {
+            put(&format!("memory_{part}_bytes"), &g["memory"][part], 1.0);
+        }
+        put("utilization_ratio", &g["utilization_percent"], 0.01);
+        put("temperature_celsius", &g["temperature_c"], 1.0);
+        put("power_watts", &g["power_mw"], 0.001);
+    }
+    for p in snapshot["processes"].as_array().unwrap() {
+        if !p["exited_at"].is_null() {
+            continue;
+        }
+        let pid = p["pid"].to_string();
+        for (name, field) in [
+            ("device_memory", "device_memory"),
+            ("virtual_memory", "vms"),
+            ("resident_memory", "rss"),
+        ] {
+            if let Some(x) = p[field].as_f64() {
+                out.push((format!("gpumon_process_{name}_bytes"), pid.clone(), x));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn prometheus_scrapes_the_values_of_the_snapshot() {
+    let Some(prometheus) = std::env::var_os("GPUMON_TEST_PROMETHEUS") else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: GPUMON_TEST_PROMETHEUS must name a prometheus binary (.ci/run unpacks Debian's)"
+        );
+        eprintln!("skipped: set GPUMON_TEST_PROMETHEUS to a prometheus binary to run this test");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = recording(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["snapshot", "--format", "json", "--replay"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut want: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let expect = expected(&want);
+    assert!(
+        expect
+            .iter()
+            .any(|(m, ..)| m.starts_with("gpumon_process_")),
+        "{expect:?}"
+    );
+
+    let server = Server::start(&["--replay", file.to_str().unwrap(), "--speed", "1000"]);
+    server.wait_until("ok: the recording ended");
+    // /snapshot is `gpumon snapshot`'s document (the source state aside: served, it has ended).
+    let mut served: Value = serde_json::from_str(&server.get("/snapshot", &[]).body).unwrap();
+    served["view"]["source"] = Value::Null;
+    want["view"]["source"] = Value::Null;
+    assert_eq!(served, want);
+
+    let port = free_port();
+    let config = dir.path().join("prometheus.yml");
+    let mut f = std::fs::File::create(&config).unwrap();
+    write!(
+        f,
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{}']\n",
+        server.addr
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+    let _prometheus = Guard(
+        Command::new(&prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("prometheus starts"),
+    );
+    let api: SocketAddr = ([127, 0, 0, 1], port).into();
+    let selector =
+        r#"{__name__=~"gpumon_(gpu|process)_.*_(bytes|ratio|celsius|watts)",job="gpumon"}"#;
+    let mut got = Vec::new();
+    for _ in 0..POLLS {
+        got = query(api, selector);
+        if got.len() >= expect.len() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    assert_eq!(
+        got.len(),
+        expect.len(),
+        "series: {got:?}\nprometheus log:\n{log}"
+    );
+    for (metric, key, value) in &expect {
+        let found = got.iter().find(|(labels, _)| {
+            labels["__name__"] == *metric
+                && (labels.get("UUID") == Some(key) && !metric.starts_with("gpumon_process_")
+                    || labels.get("pid") == Some(key))
+        });
+        let (labels, v) = found.unwrap_or_else(|| panic!("{metric} {key}: no series in {got:?}"));
+        assert!(
+            (v - value).abs() <= value.abs() * 1e-12,
+            "{metric} {labels:?}: {v} != {value}"
+        );
+        assert_eq!(
+            labels["Hostname"],
+            want["machine"]["host"].as_str().unwrap()
+        );
+    }
+    let up = query(api, r#"up{job="gpumon"}"#);
+    assert_eq!(up.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [1.0]);
+    let info = query(api, "gpumon_build_info");
+    assert_eq!(
+        info.first().map(|(l, v)| (l["version"].as_str(), *v)),
+        Some((env!("CARGO_PKG_VERSION"), 1.0))
+    );
+}
