@@ -223,7 +223,7 @@ mod tests {
             );
         }
         let e = Cli::try_parse_from(["gpumon", "--speed", "2"]).unwrap_err();
-        assert!(one_line_error(&e).ends_with("provided: --replay <REPLAY>"));
+        assert!(one_line_error(&e).ends_with("provided: <--replay <REPLAY>|--demo>"));
         let e = Cli::try_parse_from(["gpumon", "--intervl", "1s"]).unwrap_err();
         assert!(one_line_error(&e).contains("tip: a similar argument exists: '--interval'"));
     }

@@ -83,7 +83,10 @@ const MAX_REPLAY_HISTORY_MS: u64 = 3_600_000;
 const UNKNOWN_SPAN_HISTORY_MS: u64 = 600_000;
 
 /// Time from the recording's first sample to its last, when the last one's time is known.
-fn replay_span<R: std::io::BufRead>(source: &mut ReplaySource<R>, last: Option<u64>) -> Option<u64> {
+fn replay_span<R: std::io::BufRead>(
+    source: &mut ReplaySource<R>,
+    last: Option<u64>,
+) -> Option<u64> {
     let first = source.first().ok().flatten()?.at_ms;
     Some(last?.saturating_sub(first))
 }

@@ -48,8 +48,19 @@ impl<R: BufRead> Decoder<R> {
                         return Err(corrupt("a skippable frame is cut off"));
                     }
                 }
-                Err(e) => return Err(corrupt(e)),
+                Err(e) => return Err(self.fault(e)),
             }
+        }
+    }
+}
+
+impl<R: BufRead> Decoder<R> {
+    /// A frame the input ends in the middle of was cut off, not damaged.
+    fn fault(&mut self, e: FrameDecoderError) -> io::Error {
+        if self.input.fill_buf().is_ok_and(<[u8]>::is_empty) {
+            cut_off()
+        } else {
+            corrupt(e)
         }
     }
 }
@@ -58,6 +69,13 @@ fn corrupt(e: impl std::fmt::Display) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidData,
         format!("not a valid zstd stream ({e})"),
+    )
+}
+
+fn cut_off() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the zstd stream is cut off mid-frame (was the recording interrupted?)",
     )
 }
 
@@ -81,14 +99,14 @@ impl<R: BufRead> Read for Decoder<R> {
                 continue;
             }
             if self.input.fill_buf()?.is_empty() {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the zstd stream is cut off mid-frame (was the recording interrupted?)",
-                ));
+                return Err(cut_off());
             }
-            self.frame
+            if let Err(e) = self
+                .frame
                 .decode_blocks(&mut self.input, BlockDecodingStrategy::UptoBlocks(1))
-                .map_err(corrupt)?;
+            {
+                return Err(self.fault(e));
+            }
         }
     }
 }
@@ -116,11 +134,20 @@ impl<W: Write> Encoder<W> {
         }
     }
 
+    /// The output, after `finish`.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
     /// Writes the pending bytes as one frame and flushes the output.
     pub fn finish(&mut self) -> io::Result<()> {
         if !self.pending.is_empty() {
             let mut frame = Vec::with_capacity(self.pending.len() / 4 + 64);
-            compress(self.pending.as_slice(), &mut frame, CompressionLevel::Fastest);
+            compress(
+                self.pending.as_slice(),
+                &mut frame,
+                CompressionLevel::Fastest,
+            );
             self.out.write_all(&frame)?;
             self.pending.clear();
         }
@@ -156,8 +183,7 @@ mod tests {
 
     #[test]
     fn frames_every_few_lines_read_back_as_one_text() {
-        let mut file = Vec::new();
-        let mut enc = Encoder::new(&mut file, 4_000);
+        let mut enc = Encoder::new(Vec::new(), 4_000);
         assert_eq!(enc.lines, 2);
         let mut text = Vec::new();
         for i in 0..5 {
@@ -167,23 +193,29 @@ mod tests {
             text.extend_from_slice(line.as_bytes());
         }
         // Two frames are closed; the fifth line waits for `finish`.
-        let closed = decode(&file).unwrap();
+        let closed = decode(&enc.out).unwrap();
         assert_eq!(closed, text[..closed.len()]);
         assert_eq!(closed.split(|b| *b == b'\n').count() - 1, 4);
         enc.finish().unwrap();
-        assert_eq!(decode(&file).unwrap(), text);
+        assert_eq!(decode(&enc.out).unwrap(), text);
     }
 
     #[test]
     fn skippable_frames_are_skipped_and_damage_is_an_error() {
-        let mut file = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3];
-        let mut enc = Encoder::new(&mut file, 1);
+        let skippable = vec![0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3];
+        let mut enc = Encoder::new(skippable, 1);
         enc.write_all(b"hello\n").unwrap();
         enc.finish().unwrap();
+        let file = enc.out;
         assert_eq!(decode(&file).unwrap(), b"hello\n");
-        let cut = decode(&file[..file.len() - 2]).unwrap_err();
-        assert_eq!(cut.kind(), io::ErrorKind::UnexpectedEof, "{cut}");
+        for end in [file.len() - 2, file.len() - 6, 14] {
+            let cut = decode(&file[..end]).unwrap_err();
+            assert_eq!(cut.kind(), io::ErrorKind::UnexpectedEof, "{end}: {cut}");
+        }
         let junk = decode(b"this is not zstd").unwrap_err();
-        assert!(junk.to_string().starts_with("not a valid zstd stream"), "{junk}");
+        assert!(
+            junk.to_string().starts_with("not a valid zstd stream"),
+            "{junk}"
+        );
     }
 }
