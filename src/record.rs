@@ -1,5 +1,6 @@
 //! `gpumon record`: samples to an NDJSON recording, without the screen, until the duration
-//! ends or a signal arrives. Each line is flushed as written; the file is created mode 0600.
+//! ends or a signal arrives. Each line is flushed as written (a `.zst` file: a frame every
+//! `recording::zst::FRAME_MS` of samples); the file is created mode 0600.
 
 use std::fs::OpenOptions;
 use std::future::Future;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use crate::model::{Config, Event, Machine};
 use crate::pipeline::{self, Feed};
+use crate::recording::file::Output;
 use crate::recording::{Header, Writer};
 use crate::sampler::Factory;
 
@@ -77,7 +79,8 @@ pub async fn record(
                         .map_err(io_err)?;
                     owner_only(&file).map_err(io_err)?;
                     let header = Header::new(info.clone(), interval_ms);
-                    writer = Some(Writer::new(BufWriter::new(file), &header).map_err(io_err)?);
+                    let out = Output::new(BufWriter::new(file), path, interval_ms);
+                    writer = Some(Writer::new(out, &header).map_err(io_err)?);
                     pipeline::apply(&mut machine, Event::Started(info));
                 }
                 Some(Event::Sample(sample)) => {
@@ -93,11 +96,20 @@ pub async fn record(
                 Some(Event::SourceFailed { reason, .. }) => last_failure = reason,
                 Some(Event::SourceEnded) => break,
                 Some(_) => {}
-                None => return Err(RecordError::Stopped(last_failure)),
+                None => {
+                    // What was recorded is kept: the last compressed frame is written too.
+                    if let Some(w) = writer.as_mut() {
+                        w.finish().map_err(io_err)?;
+                    }
+                    return Err(RecordError::Stopped(last_failure));
+                }
             },
             () = &mut deadline => break,
             _ = &mut shutdown => break,
         }
+    }
+    if let Some(w) = writer.as_mut() {
+        w.finish().map_err(io_err)?;
     }
     Ok(Recorded {
         samples: written,

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::sample::{MachineInfo, Sample};
 
+pub mod file;
+pub mod zst;
+
 pub const SCHEMA: &str = "gpumon.recording/2";
 /// Earlier versions this gpumon still reads.
 pub const OLDER: &[&str] = &["gpumon.recording/1"];
@@ -188,6 +191,13 @@ impl<W: Write> Writer<W> {
 
     pub fn sample(&mut self, sample: &Sample) -> std::io::Result<()> {
         write_line(&mut self.out, sample)
+    }
+}
+
+impl<W: Write> Writer<file::Output<W>> {
+    /// Writes what the output still holds (a compressed file's last frame).
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        self.out.finish()
     }
 }
 

@@ -44,7 +44,17 @@ fn nonsense_durations_are_usage_errors() {
 fn unknown_and_conflicting_flags_are_usage_errors() {
     assert_eq!(fails(&["--frobnicate"]).0, 2);
     assert_eq!(fails(&["--demo", "--replay", "x.ndjson"]).0, 2);
-    assert_eq!(fails(&["--speed", "2"]).0, 2, "--speed needs --replay");
+    let (code, err) = fails(&["--speed", "2"]);
+    assert_eq!(code, 2, "--speed needs --replay or --demo");
+    assert!(err.contains("--replay") && err.contains("--demo"), "{err}");
+}
+
+#[test]
+fn the_demo_takes_a_speed() {
+    // Accepted: what stops it is only the missing terminal.
+    let (code, err) = fails(&["--demo", "--speed", "10"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not a terminal"), "{err}");
 }
 
 #[test]

@@ -139,11 +139,11 @@ fn demo() -> State {
 /// A recording replayed through `State`, one sample at a time.
 fn replayed(path: &str) -> State {
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
-    let source = ReplaySource::read(path, file, false).unwrap();
+    let mut source = ReplaySource::read(path, file).unwrap();
     let mut state = State::new(Config::new(source.header().interval_ms, 600_000));
     state.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
-        state.update(Msg::from(Event::Sample(s.clone())));
+        state.update(Msg::from(Event::Sample(s.unwrap())));
     }
     state
 }

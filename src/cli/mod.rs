@@ -22,7 +22,8 @@ pub const MAX_HISTORY: Duration = Duration::from_secs(7 * 24 * 3600);
     version,
     about = "Where a machine's GPU memory goes, and why an allocation failed",
     after_help = "Without a GPU: `gpumon --demo` replays a real recording made on an H100.",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    group = clap::ArgGroup::new("replaying").args(["replay", "demo"])
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -37,8 +38,8 @@ pub struct LiveArgs {
     /// Time between samples (e.g. 1s, 500ms; at least 100ms)
     #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Duration,
-    /// How much history the sparklines and snapshots keep (e.g. 10m, 1h) [default: 10m, or the
-    /// whole recording with --replay/--demo]
+    /// How much history the sparklines and snapshots keep (e.g. 10m, 1h) [default: 10m; with
+    /// --replay/--demo the whole recording up to 1h, 10m for a .zst file]
     #[arg(long, value_parser = parse_history, allow_hyphen_values = true)]
     pub history: Option<Duration>,
     /// Start with this filter: digits match a PID, other text matches command or user
@@ -50,8 +51,8 @@ pub struct LiveArgs {
     /// Replay a recording instead of reading the GPUs
     #[arg(long, conflicts_with = "demo")]
     pub replay: Option<PathBuf>,
-    /// Replay speed (with --replay)
-    #[arg(long, requires = "replay", conflicts_with = "demo", value_parser = parse_speed, allow_hyphen_values = true)]
+    /// Replay speed (with --replay or --demo)
+    #[arg(long, requires = "replaying", value_parser = parse_speed, allow_hyphen_values = true)]
     pub speed: Option<f64>,
     /// Replay the real recording built into gpumon (no GPU needed)
     #[arg(long)]
@@ -270,7 +271,7 @@ mod tests {
             );
         }
         let e = Cli::try_parse_from(["gpumon", "--speed", "2"]).unwrap_err();
-        assert!(one_line_error(&e).ends_with("provided: --replay <REPLAY>"));
+        assert!(one_line_error(&e).ends_with("provided: <--replay <REPLAY>|--demo>"));
         let e = Cli::try_parse_from(["gpumon", "--intervl", "1s"]).unwrap_err();
         assert!(one_line_error(&e).contains("tip: a similar argument exists: '--interval'"));
     }

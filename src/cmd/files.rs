@@ -17,14 +17,16 @@ pub(super) fn take_snapshot(
     let config = |interval_ms| Config::new(interval_ms, 600_000);
     let machine = match replay {
         Some(path) => {
-            let source = sources::open_replay(path)?;
+            // One sample at a time: memory holds the machine, never the recording.
+            let mut source = sources::open_replay(path)?;
             let mut machine = Machine::new(config(source.header().interval_ms));
             pipeline::apply(
                 &mut machine,
                 Event::Started(source.header().machine.clone()),
             );
             for s in source.samples() {
-                pipeline::apply(&mut machine, Event::Sample(s.clone()));
+                let s = s.map_err(|e| Fail::usage(e.to_string()))?;
+                pipeline::apply(&mut machine, Event::Sample(s));
             }
             machine
         }

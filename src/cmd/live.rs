@@ -12,39 +12,36 @@ use crate::app::{self, Exit};
 use crate::cli::LiveArgs;
 use crate::model::Config;
 use crate::screen::{Filter, Msg, State};
-use crate::{sampler, terminal};
+use crate::source::replay::{DEMO, ReplaySource};
+use crate::{recording, sampler, terminal};
 
 /// The live screen (or a replay of a recording in it).
 pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     // A replay's samples keep their recorded spacing (`sample_ms`); the sampler hands them out
-    // `speed` times faster. By default its history covers the whole recording.
+    // `speed` times faster. Its history covers the whole recording by default (see
+    // `replay_history`).
     let replay = if args.demo {
-        Some((
-            crate::source::replay::ReplaySource::demo().map_err(Fail::runtime)?,
-            1.0,
-        ))
+        let mut source = ReplaySource::demo().map_err(Fail::runtime)?;
+        let span = replay_span(&mut source, recording::file::tail_at_ms(DEMO, true));
+        let ms = source.header().interval_ms;
+        Some((sources::replay_factory(source), ms, span))
     } else if let Some(path) = &args.replay {
-        Some((sources::open_replay(path)?, args.speed.unwrap_or(1.0)))
+        let mut source = sources::open_replay(path)?;
+        let span = replay_span(&mut source, recording::file::last_at_ms(path));
+        let ms = source.header().interval_ms;
+        Some((sources::replay_factory(source), ms, span))
     } else {
         None
     };
     let (factory, sample_ms, tick, history, speed) = match replay {
-        Some((source, speed)) => {
-            let sample_ms = source.header().interval_ms.max(1);
-            // At most a week, as `--history` (a recording's times are not to be trusted).
-            let week = u64::try_from(crate::cli::MAX_HISTORY.as_millis()).unwrap_or(u64::MAX);
-            let span = source.span_ms().min(week).div_ceil(60_000).max(1) * 60_000;
+        Some((factory, sample_ms, span)) => {
+            let speed = args.speed.unwrap_or(1.0);
+            let sample_ms = sample_ms.max(1);
             let tick = Duration::from_millis(sample_ms)
                 .div_f64(speed)
                 .max(Duration::from_millis(10));
-            let history = args.history.unwrap_or(Duration::from_millis(span));
-            (
-                sources::replay_factory(source),
-                sample_ms,
-                tick,
-                history,
-                Some(speed),
-            )
+            let history = args.history.unwrap_or_else(|| replay_history(span));
+            (factory, sample_ms, tick, history, Some(speed))
         }
         None => {
             let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
@@ -80,6 +77,29 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         Exit::Signal(n) => Ok(signal_code(n)),
         Exit::StartFailed(reason) => Err(Fail::usage(format!("{reason}\n{HINT}"))),
     }
+}
+
+/// The longest default history of a replay (its span beyond this needs `--history`).
+const MAX_REPLAY_HISTORY_MS: u64 = 3_600_000;
+/// The default history of a replay whose span cannot be read cheaply (a `.zst` file): as live.
+const UNKNOWN_SPAN_HISTORY_MS: u64 = 600_000;
+
+/// Time from the recording's first sample to its last, when the last one's time is known.
+fn replay_span<R: std::io::BufRead>(
+    source: &mut ReplaySource<R>,
+    last: Option<u64>,
+) -> Option<u64> {
+    let first = source.first().ok().flatten()?.at_ms;
+    Some(last?.saturating_sub(first))
+}
+
+/// A replay's default history: its span in whole minutes, at most an hour (so memory stays
+/// bounded however long the recording), or 10 minutes when the span is not known.
+fn replay_history(span_ms: Option<u64>) -> Duration {
+    let ms = span_ms.map_or(UNKNOWN_SPAN_HISTORY_MS, |s| {
+        s.min(MAX_REPLAY_HISTORY_MS).div_ceil(60_000).max(1) * 60_000
+    });
+    Duration::from_millis(ms)
 }
 
 /// Fails (exit 2) before anything starts when there is no terminal to draw on.

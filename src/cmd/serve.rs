@@ -8,16 +8,19 @@ use crate::serve::{self, ServeError};
 use crate::source::replay::ReplaySource;
 
 pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
-    let recorded = match (&args.replay, args.demo) {
-        (Some(path), _) => Some(sources::open_replay(path)?),
-        (None, true) => Some(ReplaySource::demo().map_err(Fail::runtime)?),
-        (None, false) => None,
+    let (factory, spacing) = match (&args.replay, args.demo) {
+        (Some(path), _) => {
+            let source = sources::open_replay(path)?;
+            let spacing = source.header().interval_ms;
+            (sources::replay_factory(source), Some(spacing))
+        }
+        (None, true) => {
+            let source = ReplaySource::demo().map_err(Fail::runtime)?;
+            let spacing = source.header().interval_ms;
+            (sources::replay_factory(source), Some(spacing))
+        }
+        (None, false) => (sources::live_factory(args.logs.clone()), None),
     };
-    let spacing = recorded.as_ref().map(|s| s.header().interval_ms);
-    let factory = recorded.map_or_else(
-        || sources::live_factory(args.logs.clone()),
-        sources::replay_factory,
-    );
     serve::run(factory, &args, spacing, shutdown_signal())
         .await
         .map_err(|e| match e {

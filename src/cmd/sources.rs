@@ -1,13 +1,14 @@
 //! The one place that builds real sources (NVML, /proc, log files, recordings on disk): every
 //! other part of gpumon takes a `Factory` or a `Source` and never knows which.
 
-use std::io::BufReader;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Fail;
 use crate::kill::StartTimes;
 use crate::logs::LogWatch;
+use crate::recording;
 use crate::run::no_gpu::NoGpu;
 use crate::sampler::Factory;
 use crate::source::Source;
@@ -71,7 +72,7 @@ pub(super) fn run_factory(first: LogWatch, logs: Vec<PathBuf>) -> Factory {
     })
 }
 
-pub(super) fn replay_factory(source: ReplaySource) -> Factory {
+pub(super) fn replay_factory<R: BufRead + Send + 'static>(source: ReplaySource<R>) -> Factory {
     let cell = std::sync::Mutex::new(Some(source));
     Arc::new(move || {
         let taken = cell.lock().ok().and_then(|mut c| c.take());
@@ -83,11 +84,14 @@ pub(super) fn replay_factory(source: ReplaySource) -> Factory {
     })
 }
 
-pub(super) fn open_replay(path: &Path) -> Result<ReplaySource, Fail> {
-    let file =
-        std::fs::File::open(path).map_err(|e| Fail::usage(format!("{}: {e}", path.display())))?;
-    ReplaySource::read(&path.display().to_string(), BufReader::new(file), false)
-        .map_err(|e| Fail::usage(e.to_string()))
+/// A recording on disk (zstd-compressed when named `*.zst`), its header and first sample read
+/// and checked; the rest is read as it is replayed.
+pub(super) fn open_replay(path: &Path) -> Result<ReplaySource<Box<dyn BufRead + Send>>, Fail> {
+    let name = path.display().to_string();
+    let input = recording::file::open(path).map_err(|e| Fail::usage(format!("{name}: {e}")))?;
+    let mut source = ReplaySource::read(&name, input).map_err(|e| Fail::usage(e.to_string()))?;
+    source.first().map_err(|e| Fail::usage(e.to_string()))?;
+    Ok(source)
 }
 
 /// The user's probe directory: `GPUMON_PROBE_DIR` when it is an absolute path, else the

@@ -1,4 +1,5 @@
-//! The replay source: plays a recording back (the `--replay` file, or the demo embedded in the binary).
+//! The replay source: plays a recording back (the `--replay` file, or the demo embedded in the
+//! binary), reading it one line at a time so memory does not grow with its length.
 
 use std::io::BufRead;
 
@@ -8,81 +9,129 @@ use crate::recording::{Header, Reader, RecordingError};
 /// The demo: a real recording made on an NVIDIA H100 (see README).
 pub const DEMO: &[u8] = include_bytes!("../../assets/demo.ndjson");
 
-/// Samples of a recording, read and checked in full before the first frame.
-pub struct ReplaySource {
+/// A recording read lazily: the header when opened, each sample when asked for. A bad line is
+/// an error naming the file and line when it is reached; the replay stops there.
+pub struct ReplaySource<R> {
     header: Header,
-    samples: Vec<Sample>,
-    next: usize,
-    /// Start again at the end, shifting time forward so history stays in order.
-    looping: bool,
+    name: String,
+    reader: Reader<R>,
+    /// A sample read ahead (by `first`), handed out next.
+    peeked: Option<Sample>,
+    /// Opens the recording again from its start, at its end (the demo loops).
+    again: Option<fn() -> R>,
+    /// Time of this lap's first and last sample, as recorded.
+    first_ms: Option<u64>,
+    last_ms: u64,
+    /// Added to every time: the laps played so far, so history stays in order.
     offset_ms: u64,
+    /// Why the replay stopped (a bad line): told again on every later call.
+    failed: Option<String>,
 }
 
-impl ReplaySource {
-    pub fn read(name: &str, input: impl BufRead, looping: bool) -> Result<Self, RecordingError> {
-        let (header, mut reader) = Reader::open(name, input)?;
-        let mut samples = Vec::new();
-        while let Some(s) = reader.next_sample()? {
-            samples.push(s);
-        }
+impl<R: BufRead> ReplaySource<R> {
+    /// Reads and checks the header; the samples are read as they are asked for.
+    pub fn read(name: &str, input: R) -> Result<Self, RecordingError> {
+        let (header, reader) = Reader::open(name, input)?;
         Ok(ReplaySource {
             header,
-            samples,
-            next: 0,
-            looping,
+            name: name.to_string(),
+            reader,
+            peeked: None,
+            again: None,
+            first_ms: None,
+            last_ms: 0,
             offset_ms: 0,
+            failed: None,
         })
     }
 
-    pub fn demo() -> Result<Self, RecordingError> {
-        Self::read("demo", DEMO, true)
+    /// A replay that starts again at its end, shifting time forward; `open` gives the
+    /// recording from its start, each time.
+    pub fn looping(name: &str, open: fn() -> R) -> Result<Self, RecordingError> {
+        let mut source = Self::read(name, open())?;
+        source.again = Some(open);
+        Ok(source)
     }
 
     pub fn header(&self) -> &Header {
         &self.header
     }
 
-    /// The last sample of the recording, for `gpumon snapshot --replay`.
-    pub fn last(&self) -> Option<&Sample> {
-        self.samples.last()
-    }
-
-    /// Time from the first sample to the last.
-    pub fn span_ms(&self) -> u64 {
-        match (self.samples.first(), self.samples.last()) {
-            (Some(a), Some(b)) => b.at_ms.saturating_sub(a.at_ms),
-            _ => 0,
+    /// The first sample, read ahead and checked (`None` for a recording without samples).
+    pub fn first(&mut self) -> Result<Option<&Sample>, RecordingError> {
+        if self.peeked.is_none() && self.first_ms.is_none() {
+            self.peeked = self.reader.next_sample()?;
         }
+        Ok(self.peeked.as_ref())
     }
 
-    /// Every sample, in order.
-    pub fn samples(&self) -> &[Sample] {
-        &self.samples
+    /// The next sample as recorded, `None` at the end (no looping, no time shift).
+    pub fn next_sample(&mut self) -> Result<Option<Sample>, RecordingError> {
+        let next = match self.peeked.take() {
+            Some(s) => Some(s),
+            None => self.reader.next_sample()?,
+        };
+        if let Some(s) = &next {
+            self.first_ms.get_or_insert(s.at_ms);
+            self.last_ms = s.at_ms;
+        }
+        Ok(next)
+    }
+
+    /// The samples as recorded, one at a time.
+    pub fn samples(&mut self) -> impl Iterator<Item = Result<Sample, RecordingError>> + '_ {
+        std::iter::from_fn(|| self.next_sample().transpose())
+    }
+
+    /// At the end of a looping replay: reads it again from the start, later in time.
+    fn lap(&mut self) -> Result<bool, RecordingError> {
+        let (Some(again), Some(first)) = (self.again, self.first_ms) else {
+            return Ok(false);
+        };
+        let (_, reader) = Reader::open(self.name.clone(), again())?;
+        self.reader = reader;
+        self.offset_ms += self.last_ms.saturating_sub(first) + self.header.interval_ms;
+        self.first_ms = None;
+        Ok(true)
+    }
+
+    fn sample_or_end(&mut self) -> Result<Sample, SourceError> {
+        let mut s = match self.next_sample()? {
+            Some(s) => s,
+            None if self.lap()? => self.next_sample()?.ok_or(SourceError::Ended)?,
+            None => return Err(SourceError::Ended),
+        };
+        s.at_ms = s.at_ms.saturating_add(self.offset_ms);
+        for f in &mut s.failures {
+            f.at_ms = f.at_ms.saturating_add(self.offset_ms);
+        }
+        Ok(s)
     }
 }
 
-impl Source for ReplaySource {
+impl ReplaySource<&'static [u8]> {
+    pub fn demo() -> Result<Self, RecordingError> {
+        Self::looping("demo", || DEMO)
+    }
+}
+
+impl<R: BufRead + Send> Source for ReplaySource<R> {
     fn machine(&mut self) -> Result<MachineInfo, SourceError> {
         Ok(self.header.machine.clone())
     }
 
+    /// A bad line stops the replay: it fails with that line's fault from then on.
     fn sample(&mut self) -> Result<Sample, SourceError> {
-        if self.next >= self.samples.len() {
-            let (Some(first), Some(last)) = (self.samples.first(), self.samples.last()) else {
-                return Err(SourceError::Ended);
-            };
-            if !self.looping {
-                return Err(SourceError::Ended);
+        if let Some(reason) = &self.failed {
+            return Err(SourceError::Unavailable(reason.clone()));
+        }
+        match self.sample_or_end() {
+            Err(SourceError::Recording(e)) => {
+                let reason = format!("replay stopped: {e}");
+                self.failed = Some(reason.clone());
+                Err(SourceError::Unavailable(reason))
             }
-            self.offset_ms += last.at_ms - first.at_ms + self.header.interval_ms;
-            self.next = 0;
+            other => other,
         }
-        let mut s = self.samples[self.next].clone();
-        self.next += 1;
-        s.at_ms += self.offset_ms;
-        for f in &mut s.failures {
-            f.at_ms += self.offset_ms;
-        }
-        Ok(s)
     }
 }

@@ -58,7 +58,6 @@ fn unknown_and_conflicting_flags_are_one_line_usage_errors() {
         (&["snapshot", "--format", "yaml"], "invalid value 'yaml'"),
         (&["--demo", "--replay", "x.ndjson"], "cannot be used with"),
         (&["--speed", "2"], "--replay"),
-        (&["--demo", "--speed", "2"], "cannot be used with"),
         (
             &["--interval", "5s", "record", "x.ndjson"],
             "cannot be used with",

@@ -11,11 +11,11 @@ use super::{TWO_GIB, fails_with, file, sparse};
 
 /// A real snapshot: the end of the demo recording, pretty JSON over many lines.
 fn good() -> String {
-    let source = ReplaySource::read("demo", gpumon::source::replay::DEMO, false).unwrap();
+    let mut source = ReplaySource::read("demo", gpumon::source::replay::DEMO).unwrap();
     let mut st = State::new(Config::new(source.header().interval_ms, 600_000));
     st.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
-        st.update(Msg::from(Event::Sample(s.clone())));
+        st.update(Msg::from(Event::Sample(s.unwrap())));
     }
     let snap = Snapshot::from_state(&st, st.machine().now_ms);
     String::from_utf8(snap.to_json()).unwrap()
