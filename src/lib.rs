@@ -22,6 +22,7 @@ pub mod oom;
 pub mod pipeline;
 pub mod record;
 pub mod recording;
+pub mod remote;
 pub mod run;
 pub mod sample;
 pub mod sampler;

@@ -3,6 +3,7 @@
 //! 0 success, 1 runtime failure, 2 bad usage or no usable GPU/NVML).
 
 mod files;
+mod fleet;
 mod live;
 mod run;
 mod sources;

@@ -25,8 +25,12 @@ pub enum Action {
     TogglePause,
     /// Tab: next GPU, then all GPUs.
     FocusNext,
-    /// `1`-`9`: focus that GPU (by position).
+    /// `1`-`9`: focus that GPU (by position); in the fleet overview, show that host.
     FocusGpu(u8),
+    /// Enter: in the fleet overview, show the selected host.
+    Open,
+    /// `h`, Backspace: back to the fleet overview.
+    Overview,
     ResetPeaks,
     ToggleHelp,
     /// Move between the process table and the alerts list.

@@ -8,9 +8,13 @@ impl State {
         if self.asking() {
             return self.answer(a);
         }
+        if let Some(done) = self.fleet_act(a) {
+            self.derive_rows();
+            return done;
+        }
         match a {
             Action::Quit => return self.quit(),
-            Action::StopRun | Action::LeaveRun => return None,
+            Action::StopRun | Action::LeaveRun | Action::Open | Action::Overview => return None,
             Action::Snapshot => return Some(Command::WriteSnapshot),
             Action::Up => self.step(-1),
             Action::Down => self.step(1),

@@ -3,12 +3,14 @@
 //! machines' data is theirs: samples reach them through `pipeline::apply`, keys change only this.
 
 mod actions;
+mod fleet;
 pub mod run;
 mod table;
 
 use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
+pub use fleet::{Fleet, HostRow, HostState, Remote};
 pub use run::{RunEnd, RunInfo};
 pub use table::{Filter, Sort};
 
@@ -17,6 +19,8 @@ pub use table::{Filter, Sort};
 pub enum Msg {
     /// An event from the sampler of machine `n` (an index into `State::machines`).
     Host(usize, Event),
+    /// What the poller of remote machine `n` reports.
+    Remote(usize, Remote),
     Action(Action),
     /// A line for the status bar (e.g. where a snapshot went, or why it failed).
     Status(String),
@@ -68,6 +72,8 @@ pub struct Screen {
     pub status: Option<String>,
     /// The command `gpumon run` started.
     pub run: Option<RunInfo>,
+    /// The hosts and their overview, when there is more than one machine.
+    pub fleet: Option<Fleet>,
 }
 
 impl Default for Screen {
@@ -86,6 +92,7 @@ impl Default for Screen {
             alert_selected: 0,
             status: None,
             run: None,
+            fleet: None,
         }
     }
 }
@@ -159,8 +166,11 @@ impl State {
                 }
                 if n == self.screen.host {
                     self.derive_rows();
+                } else {
+                    self.derive_fleet();
                 }
             }
+            Msg::Remote(n, report) => self.remote(n, report),
             Msg::Status(text) => self.screen.status = Some(text),
             Msg::RunEnded(end) => return self.run_ended(end),
             Msg::Action(a) => return self.act(a),
@@ -172,6 +182,7 @@ impl State {
     fn derive_rows(&mut self) {
         let host = self.screen.host.min(self.machines.len() - 1);
         self.screen.derive_rows(&self.machines[host]);
+        self.derive_fleet();
     }
 }
 

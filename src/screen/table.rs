@@ -70,7 +70,7 @@ impl Filter {
         }
     }
 
-    fn matches(&self, t: &ProcessTrack) -> bool {
+    pub(crate) fn matches(&self, t: &ProcessTrack) -> bool {
         match self {
             Filter::Pid(p) => t.sample.pid == *p,
             Filter::Text(text) => [&t.sample.command, &t.sample.user]

@@ -10,6 +10,7 @@ mod build;
 pub mod diff;
 mod lines;
 mod read;
+mod restore;
 pub mod text;
 mod write;
 
