@@ -24,6 +24,17 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         drop: 0,
     }];
     let mut add = |text: String, style: Style, drop: u8| parts.push(Part { text, style, drop });
+    if let Some(part) = super::fleet::title_part(state) {
+        add(part, theme.title, 0);
+    }
+    if state.overview() {
+        add(
+            format!("every {}", units::interval(state.config.interval_ms)),
+            Style::new(),
+            4,
+        );
+        return fitted(parts, theme, width);
+    }
     if let Some(m) = &state.machine().info {
         add(format!("host {}", m.host), Style::new(), 5);
         if let Some(d) = &m.driver_version {
@@ -60,7 +71,11 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     if let Some(age) = stale_for(state) {
         add(format!("stale {}", units::duration_ms(age)), theme.alert, 0);
     }
+    fitted(parts, theme, width)
+}
 
+/// The parts that fit `width`, dropping the most droppable first.
+fn fitted(mut parts: Vec<Part>, theme: &Theme, width: u16) -> Line<'static> {
     let room = usize::from(width.saturating_sub(4));
     let sep = theme.g.sep.chars().count();
     let len = |parts: &[Part]| {

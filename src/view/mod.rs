@@ -23,6 +23,7 @@
 
 mod alerts;
 mod detail;
+mod fleet;
 mod footer;
 mod gpus;
 mod header;
@@ -82,7 +83,9 @@ pub fn render(frame: &mut Frame, state: &State) {
     };
     let top_block = block().title(header::title(state, &theme, area.width));
 
-    if state.machine().source == SourceState::Starting {
+    if state.overview() {
+        fleet::render(frame, main, top_block, block, state, &theme);
+    } else if state.machine().source == SourceState::Starting {
         let inner = top_block.inner(main);
         frame.render_widget(top_block, main);
         let middle = Rect {
