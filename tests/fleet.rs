@@ -38,7 +38,13 @@ fn scripted(name: &str, gb: u64) -> Machine {
         Ok(Sample {
             at_ms: T0 + k * 1000,
             processes: vec![
-                process(4312, &g0, (gb + k) * GIB, Framework::Pytorch, "python train.py"),
+                process(
+                    4312,
+                    &g0,
+                    (gb + k) * GIB,
+                    Framework::Pytorch,
+                    "python train.py",
+                ),
                 process(5120, &g1, 3 * GIB, Framework::Jax, "python serve.py"),
             ],
             gpus: vec![g0, g1],
@@ -75,7 +81,10 @@ fn a_snapshot_becomes_the_same_machine_and_the_same_screen() {
 
     let shown = |m: Machine| State::with_machines(original.config.clone(), vec![m]);
     for (w, h) in [(80, 24), (120, 40), (160, 50)] {
-        assert_eq!(screen(&shown(back.clone()), w, h), screen(&shown(original.clone()), w, h));
+        assert_eq!(
+            screen(&shown(back.clone()), w, h),
+            screen(&shown(original.clone()), w, h)
+        );
     }
 }
 

@@ -80,7 +80,12 @@ impl Plan {
     }
 
     /// Starts one poller per host and one for Prometheus.
-    pub fn start(self, config: &Config, interval: Duration, tx: &mpsc::Sender<Msg>) -> Result<(), Fail> {
+    pub fn start(
+        self,
+        config: &Config,
+        interval: Duration,
+        tx: &mpsc::Sender<Msg>,
+    ) -> Result<(), Fail> {
         let first = usize::from(self.local);
         let prometheus_at = first + self.hosts.len();
         let fail = |e: std::io::Error| Fail::runtime(format!("cannot start a poller: {e}"));
@@ -90,8 +95,15 @@ impl Plan {
                 .map_err(fail)?;
         }
         if let Some(url) = self.prometheus {
-            remote::spawn_prometheus(prometheus_at, url, self.client, config.clone(), interval, tx.clone())
-                .map_err(fail)?;
+            remote::spawn_prometheus(
+                prometheus_at,
+                url,
+                self.client,
+                config.clone(),
+                interval,
+                tx.clone(),
+            )
+            .map_err(fail)?;
         }
         Ok(())
     }

@@ -68,11 +68,21 @@ pub fn check_url(text: &str) -> Result<String, String> {
     let Some(rest) = text.strip_prefix("http://") else {
         return Err(format!("{text:?} is not an http:// URL"));
     };
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("{text:?} names no host"));
+    }
     let uri: ureq::http::Uri = text
         .parse()
         .map_err(|e| format!("{text:?} is not a URL ({e})"))?;
-    if uri.host().is_none_or(str::is_empty) || rest.starts_with('/') {
+    if uri.host().is_none_or(str::is_empty) {
         return Err(format!("{text:?} names no host"));
+    }
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let port = authority.rsplit_once(']').map_or(authority, |(_, p)| p);
+    if port.contains(':') && uri.port_u16().is_none() {
+        return Err(format!(
+            "{text:?}: the port is not a number from 1 to 65535"
+        ));
     }
     if uri.query().is_some() {
         return Err(format!("{text:?}: a base URL has no query"));
@@ -95,7 +105,8 @@ pub fn parse_hosts(path: &Path, text: &str) -> Result<Vec<Host>, HostsError> {
         if text.is_empty() {
             continue;
         }
-        let host = match text.split_once('=') {
+        // `name=URL`; an `=` after the scheme is the URL's own.
+        let host = match text.split_once('=').filter(|(n, _)| !n.contains("://")) {
             Some((name, url)) => {
                 let name = name.trim();
                 if name.is_empty() || name.chars().count() > MAX_NAME {
@@ -184,7 +195,9 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        let e = parse_hosts(Path::new("hosts"), text).unwrap_err().to_string();
+        let e = parse_hosts(Path::new("hosts"), text)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("hosts: ") && !e.contains('\n'), "{e}");
         e
     }
@@ -215,12 +228,14 @@ mod tests {
         assert!(err("http://a:1 http://b:1").contains("one URL or name=URL a line"));
         assert!(err("=http://a:1").contains("line 1: a name must have"));
         assert!(err("a b=http://a:1").contains("has a space"));
-        assert!(err("x=http://a:1\ny=http://a:1").contains("line 2: http://a:1 is already on line 1"));
+        assert!(
+            err("x=http://a:1\ny=http://a:1").contains("line 2: http://a:1 is already on line 1")
+        );
         assert!(err("x=http://a:1\nx=http://b:1").contains("line 2: x is already on line 1"));
         assert!(err("http://").contains("names no host"));
         assert!(err("http://a:1/?q=1").contains("no query"));
         assert!(err("http://a b:1").contains("one URL or name=URL"));
-        assert!(err("x=http://a:99999").contains("not a URL"));
+        assert!(err("x=http://a:99999").contains("port is not a number"));
         assert!(err("# only a comment\n\n").contains("no host in it"));
     }
 
@@ -228,7 +243,12 @@ mod tests {
     fn tokens_are_one_visible_word() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t");
-        for (text, ok) in [("s3cret\n", true), ("\n", false), ("a b", false), ("é", false)] {
+        for (text, ok) in [
+            ("s3cret\n", true),
+            ("\n", false),
+            ("a b", false),
+            ("é", false),
+        ] {
             std::fs::write(&path, text).unwrap();
             assert_eq!(read_token(&path).is_ok(), ok, "{text:?}");
         }

@@ -68,10 +68,12 @@ pub fn spawn_prometheus(
     let mut shown = 1;
     spawn("gpumon-prometheus".into(), interval, tx, move || {
         let now = crate::clock::unix_ms();
-        let answer = client.get(&format!("{url}/api/v1/query"), &[("query", prometheus::QUERY)]);
-        let report = answer.and_then(|bytes| {
-            prometheus::parse(&bytes).map_err(FetchError::BadAnswer)
-        });
+        let answer = client.get(
+            &format!("{url}/api/v1/query"),
+            &[("query", prometheus::QUERY)],
+        );
+        let report =
+            answer.and_then(|bytes| prometheus::parse(&bytes).map_err(FetchError::BadAnswer));
         match report {
             Ok(hosts) if !hosts.is_empty() => {
                 let machines = fleet.update(hosts);

@@ -79,11 +79,12 @@ pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, HostReading>, String> {
         let why = answer.error.unwrap_or_else(|| "no reason given".into());
         return Err(format!("Prometheus says {}: {why}", answer.status));
     }
-    let data = answer
-        .data
-        .ok_or("a Prometheus answer without \"data\"")?;
+    let data = answer.data.ok_or("a Prometheus answer without \"data\"")?;
     if data.result_type != "vector" {
-        return Err(format!("a {} where a vector was asked for", data.result_type));
+        return Err(format!(
+            "a {} where a vector was asked for",
+            data.result_type
+        ));
     }
     let mut hosts: BTreeMap<String, HostAcc> = BTreeMap::new();
     for s in data.result {
@@ -100,7 +101,12 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
     let Some(host) = label("Hostname").or_else(|| label("instance")) else {
         return;
     };
-    let Some(value) = s.value.1.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
+    let Some(value) = s
+        .value
+        .1
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
     else {
         return;
     };
@@ -137,7 +143,10 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
             level: Level::Suspected,
             class: label("kind").unwrap_or("unknown").to_string(),
             confidence: None,
-            title: format!("{} active (from Prometheus)", label("kind").unwrap_or("alert")),
+            title: format!(
+                "{} active (from Prometheus)",
+                label("kind").unwrap_or("alert")
+            ),
             evidence: vec![format!("gpumon_alerts_active = {bytes}")],
             remedy: None,
         }),
@@ -152,7 +161,10 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
                 _ => return,
             };
             let key = (uuid.clone(), pid);
-            acc.procs.entry(key.clone()).or_default().insert(field, bytes);
+            acc.procs
+                .entry(key.clone())
+                .or_default()
+                .insert(field, bytes);
             acc.labels.entry(key).or_insert_with(|| s.metric.clone());
         }
     }
@@ -184,7 +196,11 @@ fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
     GpuSample {
         uuid,
         index: g.index,
-        name: if g.name.is_empty() { "GPU".into() } else { g.name },
+        name: if g.name.is_empty() {
+            "GPU".into()
+        } else {
+            g.name
+        },
         pci_bus_id: Reading::na(NOT_QUERIED),
         status: GpuStatus::Ok,
         memory,
@@ -202,7 +218,10 @@ fn reading(acc: HostAcc) -> HostReading {
             labels
                 .and_then(|l| l.get(k))
                 .filter(|v| !v.is_empty())
-                .map_or_else(|| Reading::na(format!("no {k} label")), |v| Reading::Value(v.clone()))
+                .map_or_else(
+                    || Reading::na(format!("no {k} label")),
+                    |v| Reading::Value(v.clone()),
+                )
         };
         let bytes = |k: &str| {
             fields

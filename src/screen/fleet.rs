@@ -33,9 +33,14 @@ pub struct Fleet {
 pub enum HostState {
     Starting,
     /// Read; the age of its latest sample, if it has one.
-    Ok { age_ms: Option<u64> },
+    Ok {
+        age_ms: Option<u64>,
+    },
     /// Its source (or the way to it) fails, since when and why.
-    Failing { since_ms: u64, reason: String },
+    Failing {
+        since_ms: u64,
+        reason: String,
+    },
     Ended,
 }
 

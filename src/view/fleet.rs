@@ -120,7 +120,11 @@ fn host_line(i: usize, row: &HostRow, cursor: bool, width: usize, theme: &Theme)
     let memory = match (row.used, row.total) {
         (Some(u), Some(t)) if t > 0 => {
             let pct = u.saturating_mul(100) / t;
-            format!("{:>6}/{:<6} {pct:>3}%", units::compact(u), units::compact(t))
+            format!(
+                "{:>6}/{:<6} {pct:>3}%",
+                units::compact(u),
+                units::compact(t)
+            )
         }
         _ => "n/a".to_string(),
     };
@@ -136,7 +140,10 @@ fn host_line(i: usize, row: &HostRow, cursor: bool, width: usize, theme: &Theme)
         HostState::Failing { since_ms, reason } => {
             let (what, why) = reason.split_once(": ").unwrap_or(("failing", reason));
             let text = format!("{what} since {}: {why}", units::clock(*since_ms));
-            spans.push(Span::styled(fit(&text, rest, theme.g.ellipsis), theme.alert));
+            spans.push(Span::styled(
+                fit(&text, rest, theme.g.ellipsis),
+                theme.alert,
+            ));
         }
         state => {
             let alert = match &row.worst {
