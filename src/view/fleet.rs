@@ -23,7 +23,6 @@ use super::{gpus, no_gpu};
 use crate::model::{Level, units};
 use crate::screen::{HostRow, HostState, State};
 
-const NAME: usize = 14;
 const MEMORY: usize = 18;
 const ALERT: usize = 18;
 
@@ -52,10 +51,16 @@ pub fn render(
         return;
     };
     let width = usize::from(main.width.saturating_sub(2));
+    // As wide as the longest name, within 8 columns and a fifth of the screen.
+    let name = (fleet.rows.iter())
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(8, (width / 5).max(8));
     let mut lines = vec![Line::styled(
         fit(
             &format!(
-                "   # {:<NAME$} GPUS  {:<MEMORY$}  {:<ALERT$} STATE",
+                "   # {:<name$} GPUS  {:<MEMORY$}  {:<ALERT$} STATE",
                 "HOST", "USED / TOTAL", "ALERT"
             ),
             width,
@@ -64,7 +69,8 @@ pub fn render(
         theme.title,
     )];
     for (i, row) in fleet.rows.iter().enumerate() {
-        lines.push(host_line(i, row, i == state.screen.host, width, theme));
+        let columns = (name, width);
+        lines.push(host_line(i, row, i == state.screen.host, columns, theme));
     }
     let wanted = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
     let top_h = wanted.min(main.height.saturating_sub(4)).max(3);
@@ -110,7 +116,17 @@ pub fn render(
     frame.render_widget(Paragraph::new(gpu_lines), inner);
 }
 
-fn host_line(i: usize, row: &HostRow, cursor: bool, width: usize, theme: &Theme) -> Line<'static> {
+/// Kinds of fault a remote host's reason starts with (`remote::FetchError`).
+const FAULTS: [&str; 4] = ["unreachable", "slow", "refused", "bad answer"];
+
+/// One host's row; `columns` is the name column's width and the whole row's.
+fn host_line(
+    i: usize,
+    row: &HostRow,
+    cursor: bool,
+    (name, width): (usize, usize),
+    theme: &Theme,
+) -> Line<'static> {
     let mark = if cursor { ">" } else { " " };
     let gpus = if row.gpus == 0 {
         "-".to_string()
@@ -129,17 +145,22 @@ fn host_line(i: usize, row: &HostRow, cursor: bool, width: usize, theme: &Theme)
         _ => "n/a".to_string(),
     };
     let lead = format!(
-        "{mark} {:>2} {:<NAME$} {gpus:>4}  {memory:<MEMORY$}  ",
+        "{mark} {:>2} {:<name$} {gpus:>4}  {memory:<MEMORY$}  ",
         i + 1,
-        fit(&row.name, NAME, theme.g.ellipsis)
+        fit(&row.name, name, theme.g.ellipsis)
     );
     let base = if cursor { theme.selected } else { Style::new() };
     let mut spans = vec![Span::styled(lead.clone(), base)];
     let rest = width.saturating_sub(lead.chars().count());
     match &row.state {
         HostState::Failing { since_ms, reason } => {
-            let (what, why) = reason.split_once(": ").unwrap_or(("failing", reason));
-            let text = format!("{what} since {}: {why}", units::clock(*since_ms));
+            let since = units::clock(*since_ms);
+            let text = match reason.split_once(": ") {
+                Some((what, why)) if FAULTS.contains(&what) => {
+                    format!("{what} since {since}: {why}")
+                }
+                _ => format!("failing since {since}: {reason}"),
+            };
             spans.push(Span::styled(
                 fit(&text, rest, theme.g.ellipsis),
                 theme.alert,
