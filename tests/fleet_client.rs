@@ -66,7 +66,10 @@ fn server() -> String {
                     if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
                         break;
                     }
-                    auth |= line.to_ascii_lowercase() == "authorization: bearer s3cret\r\n";
+                    if let Some((name, value)) = line.split_once(':') {
+                        auth |= name.eq_ignore_ascii_case("authorization")
+                            && value.trim() == "Bearer s3cret";
+                    }
                 }
                 let path = first.split(' ').nth(1).unwrap_or("").to_string();
                 match path.split('/').nth(1).unwrap_or("") {

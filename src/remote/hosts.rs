@@ -252,6 +252,6 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             assert_eq!(read_token(&path).is_ok(), ok, "{text:?}");
         }
-        assert_eq!(read_token(&path.with_extension("none")).is_err(), true);
+        assert!(read_token(&path.with_extension("none")).is_err());
     }
 }
