@@ -18,7 +18,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "Up Down j k",
-        help: "select a process (or an alert; a host in the fleet overview)",
+        help: "select a process, an alert, or an overview host",
     },
     Binding {
         keys: "/",

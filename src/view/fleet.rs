@@ -26,18 +26,6 @@ use crate::screen::{HostRow, HostState, State};
 const MEMORY: usize = 18;
 const ALERT: usize = 18;
 
-/// The header's part for a fleet: its size in the overview, the host in view otherwise.
-pub fn title_part(state: &State) -> Option<String> {
-    let fleet = state.screen.fleet.as_ref()?;
-    let n = fleet.rows.len();
-    Some(if fleet.overview {
-        format!("fleet of {n} hosts")
-    } else {
-        let name = state.host_name().unwrap_or("?");
-        format!("host {}/{n} {name}", state.screen.host + 1)
-    })
-}
-
 /// The overview in `main`: the host table in the top block, the cursor's host's GPUs below.
 pub fn render(
     frame: &mut Frame,

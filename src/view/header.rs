@@ -24,7 +24,7 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         drop: 0,
     }];
     let mut add = |text: String, style: Style, drop: u8| parts.push(Part { text, style, drop });
-    if let Some(part) = super::fleet::title_part(state) {
+    if let Some(part) = fleet_part(state) {
         add(part, theme.title, 0);
     }
     if state.overview() {
@@ -130,4 +130,16 @@ pub fn banner(state: &State, theme: &Theme, width: u16) -> Option<Line<'static>>
         fit(&text, usize::from(width), theme.g.ellipsis),
         theme.banner,
     ))
+}
+
+/// The header's part for a fleet: its size in the overview, the host in view otherwise.
+fn fleet_part(state: &State) -> Option<String> {
+    let fleet = state.screen.fleet.as_ref()?;
+    let n = fleet.rows.len();
+    Some(if fleet.overview {
+        format!("fleet of {n} hosts")
+    } else {
+        let name = state.host_name().unwrap_or("?");
+        format!("host {}/{n} {name}", state.screen.host + 1)
+    })
 }
