@@ -192,3 +192,29 @@ fn a_paused_screen_keeps_a_remote_host_as_it_was() {
         Some(82 * GIB)
     );
 }
+
+#[test]
+fn prometheus_alone_opens_the_overview_once_it_finds_hosts() {
+    let mut state = State::with_hosts(
+        config(),
+        vec![("prometheus".into(), Machine::new(config()))],
+    );
+    assert!(!state.overview());
+    let hosts = vec![
+        ("a100-12".to_string(), scripted("a100-12", 5)),
+        ("gpu-07".to_string(), scripted("gpu-07", 9)),
+    ];
+    state.update(Msg::Remote(0, Remote::Hosts(hosts)));
+    assert!(state.overview());
+    assert_eq!(
+        state.screen.fleet.as_ref().unwrap().names,
+        ["a100-12", "gpu-07"]
+    );
+    // Fewer hosts next time: the cursor stays on one that exists.
+    state.update(Msg::Action(Action::Down));
+    state.update(Msg::Remote(
+        0,
+        Remote::Hosts(vec![("a100-12".into(), scripted("a100-12", 6))]),
+    ));
+    assert_eq!((state.screen.host, state.machines.len()), (0, 1));
+}

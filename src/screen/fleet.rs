@@ -106,6 +106,8 @@ impl State {
                     return;
                 }
                 let fleet = self.screen.fleet.get_or_insert_with(Fleet::default);
+                // A lone placeholder that becomes several hosts opens the overview.
+                fleet.overview |= self.machines.len() == 1 && n + hosts.len() > 1;
                 fleet.names.truncate(n);
                 self.machines.truncate(n);
                 for (name, machine) in hosts {

@@ -93,7 +93,11 @@ pub fn render(frame: &mut Frame, state: &State) {
             height: 1,
             ..inner
         };
-        let text = format!("starting NVML{}", theme.g.ellipsis);
+        let what = match state.screen.fleet {
+            Some(_) => "waiting for the first reading",
+            None => "starting NVML",
+        };
+        let text = format!("{what}{}", theme.g.ellipsis);
         frame.render_widget(
             Paragraph::new(Line::styled(text, theme.na)).alignment(Alignment::Center),
             middle,
