@@ -8,6 +8,7 @@
 //! - `recording`, `snapshot`: the versioned file formats
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
 //! - `run`: `gpumon run`, a command under the screen with its output in a followed log
+//! - `remote`: other hosts on the same screen (`--remote`, `--hosts`, `--prometheus`)
 
 pub mod analysis;
 pub mod app;

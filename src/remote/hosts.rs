@@ -36,10 +36,9 @@ pub enum HostsError {
         line: usize,
         what: String,
     },
-    #[error("--remote {0}")]
-    Url(String),
+    /// What the file holds is not what it should (not text, not a token).
     #[error("{}: {what}", path.display())]
-    Token { path: PathBuf, what: String },
+    Content { path: PathBuf, what: String },
 }
 
 impl Host {
@@ -163,7 +162,7 @@ fn read_small(path: &Path) -> Result<String, HostsError> {
             path: path.to_path_buf(),
         });
     }
-    String::from_utf8(bytes).map_err(|_| HostsError::Token {
+    String::from_utf8(bytes).map_err(|_| HostsError::Content {
         path: path.to_path_buf(),
         what: "not UTF-8 text".into(),
     })
@@ -184,7 +183,7 @@ pub fn read_token(path: &Path) -> Result<String, HostsError> {
     } else {
         return Ok(token);
     };
-    Err(HostsError::Token {
+    Err(HostsError::Content {
         path: path.to_path_buf(),
         what: what.into(),
     })
