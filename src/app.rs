@@ -75,8 +75,9 @@ where
                     samples_open = false;
                     continue;
                 };
-                if let (Msg::Host(_, HostEvent::SourceFailed { reason, .. }), None) =
-                    (&msg, &state.machine().info)
+                // Alone, a machine that cannot start ends the screen; in a fleet it is a row.
+                if let (Msg::Host(_, HostEvent::SourceFailed { reason, .. }), None, None) =
+                    (&msg, &state.machine().info, &state.screen.fleet)
                 {
                     return Ok(Exit::StartFailed(reason.clone()));
                 }

@@ -8,6 +8,7 @@
 //! - `recording`, `snapshot`: the versioned file formats
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
 //! - `run`: `gpumon run`, a command under the screen with its output in a followed log
+//! - `remote`: other hosts on the same screen (`--remote`, `--hosts`, `--prometheus`)
 //! - `serve`: `gpumon serve`, the samples over HTTP (Prometheus `/metrics`, `/snapshot`)
 
 pub mod analysis;
@@ -24,6 +25,7 @@ pub mod oom;
 pub mod pipeline;
 pub mod record;
 pub mod recording;
+pub mod remote;
 pub mod run;
 pub mod sample;
 pub mod sampler;

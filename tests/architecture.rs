@@ -24,7 +24,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     (
         "model",
         &[
-            "analysis", "pipeline", "screen", "view", "app", "cmd", "input", "run",
+            "analysis", "pipeline", "screen", "view", "app", "cmd", "input", "run", "snapshot",
+            "remote",
         ],
     ),
     (
@@ -34,8 +35,13 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         ],
     ),
     ("pipeline", &["screen", "view", "app", "cmd"]),
-    ("screen", &["view", "app", "cmd", "snapshot", "run"]),
-    ("view", &["app", "cmd", "snapshot", "run"]),
+    (
+        "screen",
+        &["view", "app", "cmd", "snapshot", "run", "remote"],
+    ),
+    ("view", &["app", "cmd", "snapshot", "run", "remote"]),
+    ("snapshot", &["remote", "app", "cmd"]),
+    ("remote", &["view", "app", "cmd"]),
 ];
 const MAX_LINES: usize = 420;
 

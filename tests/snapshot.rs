@@ -572,6 +572,13 @@ fn container_and_pool_are_optional_fields_of_a_process() {
         stranded: Some(1),
         largest_free_block: None,
         limit: None,
+        version: Some("2.11.0".into()),
+        read_at: Some("2025-11-22T12:03:11.000Z".into()),
+        largest_alloc: None,
+        peak_allocated: Some(1),
+        peak_reserved: Some(3),
+        alloc_retries: Some(0),
+        ooms: Some(0),
     });
     let doc = serde_json::to_value(&snap).unwrap();
     assert_schema_valid(&doc);

@@ -72,6 +72,29 @@ pub struct LiveArgs {
     /// Never signal processes (disables K / F9)
     #[arg(long)]
     pub read_only: bool,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// Other hosts on the same screen (README "Many hosts").
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Also show the host that `gpumon serve` serves at this URL, e.g. http://gpu-07:9477
+    /// (repeatable)
+    #[arg(long = "remote", value_name = "URL")]
+    pub remotes: Vec<String>,
+    /// Also show the hosts listed in FILE: one URL or name=URL a line, # comments
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// Bearer token for the remote hosts, read from FILE
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Also show the hosts a Prometheus server has GPU series of (gpumon's or dcgm-exporter's)
+    #[arg(long, value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// Leave this machine out (with --remote, --hosts or --prometheus)
+    #[arg(long, conflicts_with_all = ["demo", "replay"])]
+    pub no_local: bool,
 }
 
 #[derive(Debug, Subcommand)]

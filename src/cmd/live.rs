@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crossterm::event::EventStream;
 
-use super::{Fail, HINT, shutdown_signal, signal_code, sources};
+use super::{Fail, HINT, fleet, shutdown_signal, signal_code, sources};
 use crate::app::{self, Exit};
 use crate::cli::LiveArgs;
 use crate::model::Config;
@@ -55,15 +55,25 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
             )
         }
     };
+    let fleet = fleet::plan(&args.fleet)?;
     require_terminal()?;
-    let mut state = State::new(config(&args, sample_ms, history, speed));
+    let config = config(&args, sample_ms, history, speed);
+    let mut state = match &fleet {
+        Some(plan) => plan.state(config),
+        None => State::new(config),
+    };
     if let Some(text) = &args.filter {
         state.screen.filter = Filter::parse(text);
     }
     state.screen.signals_off = signals_off(&args);
 
-    let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
-    let sampler = sampler::spawn(factory, tick, tx);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(64);
+    let local = fleet.as_ref().is_none_or(|plan| plan.local);
+    let sampler = local.then(|| sampler::spawn(factory, tick, tx.clone()));
+    if let Some(plan) = fleet {
+        plan.start(&state.config, args.interval, &tx)?;
+    }
+    drop(tx);
     let options = app::Options {
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: speed.is_none(),
@@ -71,7 +81,9 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         start_times: sources::start_times(state.screen.signals_off.is_none()),
     };
     let exit = screen(&mut state, rx, options).await;
-    sampler.abort();
+    if let Some(sampler) = sampler {
+        sampler.abort();
+    }
     match exit? {
         Exit::Quit => Ok(ExitCode::SUCCESS),
         Exit::Signal(n) => Ok(signal_code(n)),

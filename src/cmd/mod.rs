@@ -4,6 +4,7 @@
 
 mod docs;
 mod files;
+mod fleet;
 mod live;
 mod probe;
 mod run;

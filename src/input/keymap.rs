@@ -18,7 +18,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "Up Down j k",
-        help: "select a process (or an alert)",
+        help: "select a process, an alert, or an overview host",
     },
     Binding {
         keys: "/",
@@ -43,6 +43,14 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: "Tab  1-9",
         help: "focus the next GPU / GPU n (Tab past the last shows all)",
+    },
+    Binding {
+        keys: "1-9  Enter",
+        help: "fleet overview: show host n / the selected host",
+    },
+    Binding {
+        keys: "h  Bksp  Esc",
+        help: "back to the fleet overview (Esc once nothing else is open)",
     },
     Binding {
         keys: "a",
@@ -107,6 +115,7 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Tab => Action::FocusNext,
         KeyCode::Char(c @ '1'..='9') => Action::FocusGpu(c as u8 - b'1'),
         KeyCode::Char('a') => Action::TogglePane,
+        KeyCode::Char('h') | KeyCode::Backspace => Action::Overview,
         KeyCode::Char('r') => Action::ResetPeaks,
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,

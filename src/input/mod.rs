@@ -25,8 +25,10 @@ pub enum Action {
     TogglePause,
     /// Tab: next GPU, then all GPUs.
     FocusNext,
-    /// `1`-`9`: focus that GPU (by position).
+    /// `1`-`9`: focus that GPU (by position); in the fleet overview, show that host.
     FocusGpu(u8),
+    /// `h`, Backspace: back to the fleet overview.
+    Overview,
     ResetPeaks,
     ToggleHelp,
     /// Move between the process table and the alerts list.
@@ -42,7 +44,8 @@ pub enum Action {
     Signal,
     /// The signal dialog's answer.
     SendSignal(Sig),
-    /// Enter: in the alerts, select the alert's process.
+    /// Enter: in the fleet overview, show the selected host; in the alerts, select the alert's
+    /// process.
     Enter,
 }
 

@@ -11,9 +11,15 @@ impl State {
         if self.screen.signal.is_some() {
             return self.answer_signal(a);
         }
+        if let Some(done) = self.fleet_act(a) {
+            self.derive_rows();
+            return done;
+        }
         match a {
             Action::Quit => return self.quit(),
-            Action::StopRun | Action::LeaveRun | Action::SendSignal(_) => return None,
+            Action::StopRun | Action::LeaveRun | Action::SendSignal(_) | Action::Overview => {
+                return None;
+            }
             Action::Suspend => return Some(Command::Suspend),
             Action::Signal => self.ask_signal(),
             Action::Enter => self.select_alert_process(),

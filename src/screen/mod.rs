@@ -5,6 +5,7 @@
 mod actions;
 pub mod alerts;
 pub mod exits;
+mod fleet;
 pub mod run;
 pub mod signal;
 mod table;
@@ -12,6 +13,7 @@ mod table;
 use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
+pub use fleet::{Fleet, HostRow, HostState, Remote};
 pub use run::{RunEnd, RunInfo};
 pub use signal::{Sig, SignalAsk, SignalRequest};
 pub use table::{Filter, Sort};
@@ -21,6 +23,8 @@ pub use table::{Filter, Sort};
 pub enum Msg {
     /// An event from the sampler of machine `n` (an index into `State::machines`).
     Host(usize, Event),
+    /// What the poller of remote machine `n` reports.
+    Remote(usize, Remote),
     Action(Action),
     /// A line for the status bar (e.g. where a snapshot went, or why it failed).
     Status(String),
@@ -85,6 +89,8 @@ pub struct Screen {
     pub signal: Option<SignalAsk>,
     /// Why signals cannot be sent from this screen (`--read-only`, a replay), if they cannot.
     pub signals_off: Option<String>,
+    /// The hosts and their overview, when there is more than one machine.
+    pub fleet: Option<Fleet>,
 }
 
 impl Default for Screen {
@@ -107,6 +113,7 @@ impl Default for Screen {
             run: None,
             signal: None,
             signals_off: None,
+            fleet: None,
         }
     }
 }
@@ -180,8 +187,11 @@ impl State {
                 }
                 if n == self.screen.host {
                     self.derive_rows();
+                } else {
+                    self.derive_fleet();
                 }
             }
+            Msg::Remote(n, report) => self.remote(n, report),
             Msg::Status(text) => self.screen.status = Some(text),
             Msg::RunEnded(end) => return self.run_ended(end),
             Msg::Action(a) => return self.act(a),
@@ -193,6 +203,7 @@ impl State {
     fn derive_rows(&mut self) {
         let host = self.screen.host.min(self.machines.len() - 1);
         self.screen.derive_rows(&self.machines[host]);
+        self.derive_fleet();
     }
 }
 

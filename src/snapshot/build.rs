@@ -178,6 +178,13 @@ fn pool_doc(p: Pool) -> PoolDoc {
         stranded: p.stranded,
         largest_free_block: p.largest_free_block,
         limit: p.limit,
+        version: p.version,
+        read_at: Some(time_ms(p.at_ms)),
+        largest_alloc: p.largest_alloc,
+        peak_allocated: p.peak_allocated,
+        peak_reserved: p.peak_reserved,
+        alloc_retries: p.alloc_retries,
+        ooms: p.ooms,
     }
 }
 

@@ -10,6 +10,7 @@ mod build;
 pub mod diff;
 mod lines;
 mod read;
+mod restore;
 pub mod text;
 mod write;
 
@@ -215,6 +216,21 @@ pub struct PoolDoc {
     pub stranded: Option<u64>,
     pub largest_free_block: Option<u64>,
     pub limit: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// When the probe read the figures (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest_alloc: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_allocated: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_reserved: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_retries: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ooms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -76,7 +76,8 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Snapshot, SnapshotError> {
             });
         }
         return Err(not_snapshot(&format!(
-            "schema {schema:?}; this gpumon reads {SCHEMA}"
+            "schema {schema:?}; this gpumon reads {SCHEMA} and {}",
+            OLDER.join(", ")
         )));
     }
     // Parsed again from the bytes, so an error names its line and column.

@@ -24,6 +24,17 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         drop: 0,
     }];
     let mut add = |text: String, style: Style, drop: u8| parts.push(Part { text, style, drop });
+    if let Some(part) = fleet_part(state) {
+        add(part, theme.title, 0);
+    }
+    if state.overview() {
+        add(
+            format!("every {}", units::interval(state.config.interval_ms)),
+            Style::new(),
+            4,
+        );
+        return fitted(parts, theme, width);
+    }
     if let Some(m) = &state.machine().info {
         add(format!("host {}", m.host), Style::new(), 5);
         if let Some(d) = &m.driver_version {
@@ -60,7 +71,11 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     if let Some(age) = stale_for(state) {
         add(format!("stale {}", units::duration_ms(age)), theme.alert, 0);
     }
+    fitted(parts, theme, width)
+}
 
+/// The parts that fit `width`, dropping the most droppable first.
+fn fitted(mut parts: Vec<Part>, theme: &Theme, width: u16) -> Line<'static> {
     let room = usize::from(width.saturating_sub(4));
     let sep = theme.g.sep.chars().count();
     let len = |parts: &[Part]| {
@@ -115,4 +130,16 @@ pub fn banner(state: &State, theme: &Theme, width: u16) -> Option<Line<'static>>
         fit(&text, usize::from(width), theme.g.ellipsis),
         theme.banner,
     ))
+}
+
+/// The header's part for a fleet: its size in the overview, the host in view otherwise.
+fn fleet_part(state: &State) -> Option<String> {
+    let fleet = state.screen.fleet.as_ref()?;
+    let n = fleet.rows.len();
+    Some(if fleet.overview {
+        format!("fleet of {n} hosts")
+    } else {
+        let name = state.host_name().unwrap_or("?");
+        format!("host {}/{n} {name}", state.screen.host + 1)
+    })
 }

@@ -23,6 +23,7 @@
 
 mod alerts;
 mod detail;
+mod fleet;
 mod footer;
 mod gpus;
 mod header;
@@ -85,7 +86,9 @@ pub fn render(frame: &mut Frame, state: &State) {
     };
     let top_block = block().title(header::title(state, &theme, area.width));
 
-    if state.machine().source == SourceState::Starting {
+    if state.overview() {
+        fleet::render(frame, main, top_block, block, state, &theme);
+    } else if state.machine().source == SourceState::Starting {
         let inner = top_block.inner(main);
         frame.render_widget(top_block, main);
         let middle = Rect {
@@ -93,7 +96,11 @@ pub fn render(frame: &mut Frame, state: &State) {
             height: 1,
             ..inner
         };
-        let text = format!("starting NVML{}", theme.g.ellipsis);
+        let what = match state.screen.fleet {
+            Some(_) => "waiting for the first reading",
+            None => "starting NVML",
+        };
+        let text = format!("{what}{}", theme.g.ellipsis);
         frame.render_widget(
             Paragraph::new(Line::styled(text, theme.na)).alignment(Alignment::Center),
             middle,

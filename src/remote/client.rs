@@ -1,0 +1,131 @@
+//! The HTTP client of remote hosts and Prometheus (ureq, plain http): bounded connect and read
+//! times (2 s, 5 s; 10 s for the whole exchange), a bounded answer, an optional bearer token, and every fault as one short line that
+//! says what kind it is ("unreachable: …", "slow: …", "refused: …", "bad answer: …").
+
+use std::io::ErrorKind;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::snapshot::{self, Snapshot, SnapshotError};
+
+/// Time to open the connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time for the answer's head, and again for its body.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Larger answers are refused.
+pub const MAX_ANSWER: u64 = 64 << 20;
+
+/// Why a host could not be read; `Display` is the overview's line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    #[error("slow: no complete answer within {0}")]
+    Slow(String),
+    #[error("refused: HTTP {0}")]
+    Status(String),
+    #[error("bad answer: {0}")]
+    BadAnswer(String),
+}
+
+/// One agent for every host (its connections are reused between polls).
+#[derive(Clone)]
+pub struct Client {
+    agent: ureq::Agent,
+    token: Option<String>,
+}
+
+impl Client {
+    /// With the default times (`CONNECT_TIMEOUT`, `READ_TIMEOUT`; twice that for the whole).
+    pub fn new(token: Option<String>) -> Client {
+        Client::with_read_timeout(token, READ_TIMEOUT)
+    }
+
+    /// With another read time (tests); the whole exchange gets twice it.
+    pub fn with_read_timeout(token: Option<String>, read: Duration) -> Client {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_recv_response(Some(read))
+            .timeout_recv_body(Some(read))
+            .timeout_global(Some(read * 2))
+            .max_response_header_size(64 << 10)
+            .user_agent(concat!("gpumon/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Client {
+            agent: config.into(),
+            token,
+        }
+    }
+
+    /// The body of a 200 answer to `GET url?query`.
+    pub fn get(&self, url: &str, query: &[(&str, &str)]) -> Result<Vec<u8>, FetchError> {
+        let mut request = self.agent.get(url);
+        for (k, v) in query {
+            request = request.query(*k, *v);
+        }
+        if let Some(token) = &self.token {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        let mut response = request.call().map_err(fault)?;
+        let status = response.status();
+        if !status.is_success() {
+            let hint = match status.as_u16() {
+                401 | 403 if self.token.is_none() => " (the server wants a token: --token-file)",
+                401 | 403 => " (the server refused the token of --token-file)",
+                404 => " (not a gpumon serve URL?)",
+                _ => "",
+            };
+            return Err(FetchError::Status(format!("{status}{hint}")));
+        }
+        response
+            .body_mut()
+            .with_config()
+            .limit(MAX_ANSWER)
+            .read_to_vec()
+            .map_err(fault)
+    }
+
+    /// A host's `/snapshot`, checked as `gpumon snapshot` files are.
+    pub fn snapshot(&self, base: &str) -> Result<Snapshot, FetchError> {
+        let bytes = self.get(&format!("{base}/snapshot"), &[])?;
+        snapshot::parse(Path::new("/snapshot"), &bytes).map_err(|e| {
+            FetchError::BadAnswer(match e {
+                SnapshotError::NotJson { .. } => "not JSON, not a gpumon snapshot".to_string(),
+                other => other
+                    .to_string()
+                    .trim_start_matches("/snapshot: ")
+                    .to_string(),
+            })
+        })
+    }
+}
+
+/// The fault's kind and a short reason.
+fn fault(e: ureq::Error) -> FetchError {
+    match e {
+        ureq::Error::Timeout(ureq::Timeout::Connect) => FetchError::Slow(format!(
+            "{} (connect)",
+            humantime::format_duration(CONNECT_TIMEOUT)
+        )),
+        ureq::Error::Timeout(t) => FetchError::Slow(format!("the time allowed ({t})")),
+        ureq::Error::Io(io) => match io.kind() {
+            ErrorKind::ConnectionRefused => FetchError::Unreachable("connection refused".into()),
+            ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+                FetchError::Slow("the time allowed (read)".into())
+            }
+            ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
+                FetchError::BadAnswer("the connection closed before a whole answer".into())
+            }
+            _ => FetchError::Unreachable(io.to_string()),
+        },
+        ureq::Error::HostNotFound => FetchError::Unreachable("host name not found".into()),
+        ureq::Error::ConnectionFailed => FetchError::Unreachable("connection failed".into()),
+        ureq::Error::BodyExceedsLimit(_) => {
+            FetchError::BadAnswer(format!("larger than {} MiB", MAX_ANSWER >> 20))
+        }
+        ureq::Error::Protocol(p) => FetchError::BadAnswer(format!("not HTTP ({p})")),
+        ureq::Error::LargeResponseHeader(..) => FetchError::BadAnswer("headers too large".into()),
+        other => FetchError::BadAnswer(other.to_string()),
+    }
+}

@@ -1,0 +1,276 @@
+//! `--prometheus URL`: the fleet from a Prometheus server's instant-query API. gpumon's own
+//! series (`gpumon_gpu_memory_*_bytes`, per-process `gpumon_process_*_memory_bytes`,
+//! `gpumon_alerts_active`) and, for hosts without gpumon, dcgm-exporter's
+//! `DCGM_FI_DEV_FB_{USED,FREE,RESERVED}` (MiB), grouped by the `Hostname` label into one
+//! `Sample` per host.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::model::Alert;
+use crate::model::Level;
+use crate::sample::{
+    Framework, GpuSample, GpuStatus, Memory, Placement, ProcessKind, ProcessSample, Reading, Sample,
+};
+
+/// The one query: every series the overview needs.
+pub const QUERY: &str = concat!(
+    r#"{__name__=~"gpumon_gpu_memory_(total|used|free|reserved)_bytes"#,
+    r#"|gpumon_process_(device|virtual|resident)_memory_bytes|gpumon_alerts_active"#,
+    r#"|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"}"#
+);
+
+const MIB: f64 = 1_048_576.0;
+const NOT_EXPORTED: &str = "not in Prometheus (gpumon's per-process metrics are not exported)";
+
+#[derive(Debug, Deserialize)]
+struct Answer {
+    status: String,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    data: Option<Data>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Data {
+    result_type: String,
+    result: Vec<Series>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Series {
+    metric: BTreeMap<String, String>,
+    /// `[unix seconds, "value"]`.
+    value: (f64, String),
+}
+
+/// One host's share of the answer: its sample and its active alert kinds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostReading {
+    pub sample: Sample,
+    pub alerts: Vec<Alert>,
+}
+
+#[derive(Default)]
+struct GpuAcc {
+    index: u32,
+    name: String,
+    gpumon: BTreeMap<&'static str, u64>,
+    dcgm: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Default)]
+struct HostAcc {
+    at_ms: u64,
+    gpus: BTreeMap<String, GpuAcc>,
+    procs: BTreeMap<(String, u32), BTreeMap<&'static str, u64>>,
+    labels: BTreeMap<(String, u32), BTreeMap<String, String>>,
+    alerts: Vec<Alert>,
+}
+
+/// Parses an `/api/v1/query` answer into one reading per host (by `Hostname`, else `instance`).
+pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, HostReading>, String> {
+    let answer: Answer = serde_json::from_slice(bytes)
+        .map_err(|e| format!("not a Prometheus query answer ({e})"))?;
+    if answer.status != "success" {
+        let why = answer.error.unwrap_or_else(|| "no reason given".into());
+        return Err(format!("Prometheus says {}: {why}", answer.status));
+    }
+    let data = answer.data.ok_or("a Prometheus answer without \"data\"")?;
+    if data.result_type != "vector" {
+        return Err(format!(
+            "a {} where a vector was asked for",
+            data.result_type
+        ));
+    }
+    let mut hosts: BTreeMap<String, HostAcc> = BTreeMap::new();
+    for s in data.result {
+        add(&mut hosts, s);
+    }
+    Ok(hosts
+        .into_iter()
+        .map(|(name, acc)| (name, reading(acc)))
+        .collect())
+}
+
+fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
+    let label = |k: &str| s.metric.get(k).map(String::as_str);
+    let Some(host) = label("Hostname").or_else(|| label("instance")) else {
+        return;
+    };
+    let Some(value) = s
+        .value
+        .1
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    else {
+        return;
+    };
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let (bytes, at_ms) = (value.round() as u64, (s.value.0 * 1000.0).max(0.0) as u64);
+    let acc = hosts.entry(host.to_string()).or_default();
+    acc.at_ms = acc.at_ms.max(at_ms);
+    let index = label("gpu").and_then(|g| g.parse().ok()).unwrap_or(0);
+    let uuid = label("UUID").map_or_else(|| format!("gpu{index}"), str::to_string);
+    let name = label("__name__").unwrap_or_default();
+    let model = label("modelName");
+    let gpu = |acc: &mut HostAcc, field: &'static str, v: u64, dcgm: bool| {
+        let g = acc.gpus.entry(uuid.clone()).or_default();
+        g.index = index;
+        if let Some(m) = model {
+            g.name = m.to_string();
+        }
+        if dcgm { &mut g.dcgm } else { &mut g.gpumon }.insert(field, v);
+    };
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let mib = (value * MIB).round() as u64;
+    match name {
+        "gpumon_gpu_memory_total_bytes" => gpu(acc, "total", bytes, false),
+        "gpumon_gpu_memory_used_bytes" => gpu(acc, "used", bytes, false),
+        "gpumon_gpu_memory_free_bytes" => gpu(acc, "free", bytes, false),
+        "gpumon_gpu_memory_reserved_bytes" => gpu(acc, "reserved", bytes, false),
+        "DCGM_FI_DEV_FB_USED" => gpu(acc, "used", mib, true),
+        "DCGM_FI_DEV_FB_FREE" => gpu(acc, "free", mib, true),
+        "DCGM_FI_DEV_FB_RESERVED" => gpu(acc, "reserved", mib, true),
+        "gpumon_alerts_active" if bytes > 0 => acc.alerts.push(Alert {
+            at_ms,
+            gpu_uuid: None,
+            pid: None,
+            level: Level::Suspected,
+            class: label("kind").unwrap_or("unknown").to_string(),
+            confidence: None,
+            title: format!(
+                "{} active (from Prometheus)",
+                label("kind").unwrap_or("alert")
+            ),
+            evidence: vec![format!("gpumon_alerts_active = {bytes}")],
+            remedy: None,
+        }),
+        process => {
+            let Some(pid) = label("pid").and_then(|p| p.parse::<u32>().ok()) else {
+                return;
+            };
+            let field = match process {
+                "gpumon_process_device_memory_bytes" => "device",
+                "gpumon_process_virtual_memory_bytes" => "vms",
+                "gpumon_process_resident_memory_bytes" => "rss",
+                _ => return,
+            };
+            let key = (uuid.clone(), pid);
+            acc.procs
+                .entry(key.clone())
+                .or_default()
+                .insert(field, bytes);
+            acc.labels.entry(key).or_insert_with(|| s.metric.clone());
+        }
+    }
+}
+
+fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
+    let (m, scale) = if g.gpumon.contains_key("used") {
+        (&g.gpumon, "gpumon")
+    } else {
+        (&g.dcgm, "dcgm")
+    };
+    let reserved = m.get("reserved").copied();
+    let memory = match (m.get("used"), m.get("free")) {
+        (Some(&used), Some(&free)) => Reading::Value(Memory {
+            total: m
+                .get("total")
+                .copied()
+                .unwrap_or(used + free + reserved.unwrap_or(0)),
+            used,
+            free,
+            reserved: reserved.map_or_else(
+                || Reading::na(format!("not in Prometheus ({scale})")),
+                Reading::Value,
+            ),
+        }),
+        _ => Reading::na("Prometheus has no used and free memory series for this GPU"),
+    };
+    const NOT_QUERIED: &str = "not queried from Prometheus";
+    GpuSample {
+        uuid,
+        index: g.index,
+        name: if g.name.is_empty() {
+            "GPU".into()
+        } else {
+            g.name
+        },
+        pci_bus_id: Reading::na(NOT_QUERIED),
+        status: GpuStatus::Ok,
+        memory,
+        utilization: Reading::na(NOT_QUERIED),
+        temperature_c: Reading::na(NOT_QUERIED),
+        power_mw: Reading::na(NOT_QUERIED),
+    }
+}
+
+fn reading(acc: HostAcc) -> HostReading {
+    let mut processes = Vec::new();
+    for ((uuid, pid), fields) in acc.procs {
+        let labels = acc.labels.get(&(uuid.clone(), pid));
+        let text = |k: &str| {
+            labels
+                .and_then(|l| l.get(k))
+                .filter(|v| !v.is_empty())
+                .map_or_else(
+                    || Reading::na(format!("no {k} label")),
+                    |v| Reading::Value(v.clone()),
+                )
+        };
+        let bytes = |k: &str| {
+            fields
+                .get(k)
+                .map_or_else(|| Reading::na(NOT_EXPORTED), |v| Reading::Value(*v))
+        };
+        let command = match text("command") {
+            Reading::Value(c) => Reading::Value(c),
+            Reading::Unavailable(_) => text("exe"),
+        };
+        let framework = labels
+            .and_then(|l| l.get("framework"))
+            .and_then(|f| serde_json::from_value::<Framework>(f.as_str().into()).ok());
+        processes.push(ProcessSample {
+            pid,
+            gpu_uuid: uuid,
+            kind: ProcessKind::Compute,
+            device_memory: bytes("device"),
+            start_time: Reading::na("not in Prometheus metrics"),
+            user: text("user"),
+            command,
+            vms: bytes("vms"),
+            rss: bytes("rss"),
+            framework: framework.map_or_else(|| Reading::na("no framework label"), Reading::Value),
+            settings: Reading::na("not in Prometheus metrics"),
+            log: Reading::na("not in Prometheus metrics"),
+            pool: Reading::na("not in Prometheus metrics"),
+            container: match text("container") {
+                Reading::Value(c) => Reading::Value(Placement {
+                    short: c.clone(),
+                    full: c,
+                    namespace_pid: None,
+                }),
+                Reading::Unavailable(r) => Reading::Unavailable(r),
+            },
+        });
+    }
+    HostReading {
+        sample: Sample {
+            at_ms: acc.at_ms,
+            gpus: acc
+                .gpus
+                .into_iter()
+                .map(|(uuid, g)| gpu_sample(uuid, g))
+                .collect(),
+            processes,
+            failures: Vec::new(),
+            notices: Vec::new(),
+        },
+        alerts: acc.alerts,
+    }
+}

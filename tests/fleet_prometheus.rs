@@ -1,0 +1,95 @@
+//! `--prometheus`: instant-query answers in Prometheus' real format, of gpumon's own series and
+//! of dcgm-exporter's, grouped into hosts; and answers that are errors or garbage.
+
+use gpumon::model::Level;
+use gpumon::remote::prometheus::{QUERY, parse};
+use gpumon::sample::Reading;
+
+const MIB: u64 = 1 << 20;
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("tests/fixtures/prometheus/{name}.json")).unwrap()
+}
+
+#[test]
+fn gpumon_series_give_gpus_processes_and_alerts() {
+    let hosts = parse(&fixture("gpumon")).unwrap();
+    let h = &hosts["gpu-07"];
+    assert_eq!(h.sample.at_ms, 1_763_812_900_123);
+    let g = &h.sample.gpus[0];
+    assert_eq!(g.name, "NVIDIA H100 80GB HBM3");
+    assert_eq!(g.uuid, "GPU-fd6139b1-5f4c-3f2a-9e2e-1c1f4c7c0a11");
+    let m = g.memory.value().unwrap();
+    assert_eq!(
+        (m.total, m.used, m.free),
+        (85_520_809_984, 22_548_578_304, 62_408_966_144)
+    );
+    assert_eq!(m.reserved, Reading::Value(563_265_536));
+    let p = &h.sample.processes[0];
+    assert_eq!((p.pid, p.device_memory.get()), (4312, Some(20 << 30)));
+    assert_eq!(p.command, Reading::Value("python3.12".into()));
+    assert_eq!(p.rss, Reading::Value(600 * MIB));
+    assert!(p.vms.reason().unwrap().contains("not exported"));
+    assert!(p.start_time.reason().is_some());
+    // Only the alert kinds that are active (value > 0).
+    assert_eq!(h.alerts.len(), 1);
+    assert_eq!(
+        (h.alerts[0].level, h.alerts[0].class.as_str()),
+        (Level::Suspected, "fragmentation-risk")
+    );
+}
+
+#[test]
+fn dcgm_series_in_mib_give_gpus_without_processes() {
+    let hosts = parse(&fixture("dcgm")).unwrap();
+    let h = &hosts["a100-12"];
+    assert_eq!(h.sample.gpus.len(), 2);
+    assert!(h.sample.processes.is_empty());
+    let m = h.sample.gpus[0].memory.value().unwrap();
+    assert_eq!((m.used, m.free), (30_000 * MIB, 10_000 * MIB));
+    assert_eq!(m.total, 40_450 * MIB);
+    let m1 = h.sample.gpus[1].memory.value().unwrap();
+    assert_eq!(m1.total, 40_000 * MIB);
+    assert!(m1.reserved.reason().unwrap().contains("dcgm"));
+}
+
+#[test]
+fn errors_and_garbage_are_one_line_each() {
+    let err = |bytes: &[u8]| parse(bytes).unwrap_err();
+    assert!(err(&fixture("error")).starts_with("Prometheus says error: invalid parameter"));
+    assert!(err(b"<html>").starts_with("not a Prometheus query answer"));
+    assert!(err(b"[]").starts_with("not a Prometheus query answer"));
+    assert!(err(br#"{"status":"success"}"#).contains("without \"data\""));
+    assert!(
+        err(br#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#)
+            .contains("matrix")
+    );
+    // Series that make no sense are skipped, not turned into zeroes.
+    let odd = br#"{"status":"success","data":{"resultType":"vector","result":[
+        {"metric":{"__name__":"DCGM_FI_DEV_FB_USED","Hostname":"x","gpu":"0"},"value":[1,"NaN"]},
+        {"metric":{"__name__":"DCGM_FI_DEV_FB_USED","gpu":"0"},"value":[1,"5"]},
+        {"metric":{"__name__":"DCGM_FI_DEV_FB_FREE","Hostname":"y","gpu":"0"},"value":[1,"-5"]}]}}"#;
+    assert!(parse(odd).unwrap().is_empty());
+    let half = br#"{"status":"success","data":{"resultType":"vector","result":[
+        {"metric":{"__name__":"DCGM_FI_DEV_FB_USED","Hostname":"x","gpu":"0"},"value":[1,"5"]}]}}"#;
+    let hosts = parse(half).unwrap();
+    assert!(
+        hosts["x"].sample.gpus[0]
+            .memory
+            .reason()
+            .unwrap()
+            .contains("no used and free")
+    );
+}
+
+#[test]
+fn the_query_asks_for_both_families() {
+    for name in [
+        "gpumon_gpu_memory_",
+        "gpumon_process_",
+        "DCGM_FI_DEV_FB_",
+        "gpumon_alerts_active",
+    ] {
+        assert!(QUERY.contains(name), "{name}");
+    }
+}
