@@ -11,7 +11,7 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
-use crate::input;
+use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
 use crate::screen::{Command, Msg, State};
 use crate::view;
@@ -39,6 +39,9 @@ pub struct Options {
     pub live_clock: bool,
     /// Where `Command::StopRun` goes (`gpumon run`'s command).
     pub stop_run: Option<mpsc::Sender<()>>,
+    /// Capture the mouse (clicks select, the wheel scrolls); off keeps the terminal's own
+    /// selection for copy and paste.
+    pub mouse: bool,
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -91,17 +94,17 @@ where
                         input::map(key, state.screen.prompt.is_some())
                     };
                     let Some(action) = action else { continue };
-                    match state.update(Msg::Action(action)) {
-                        Some(Command::Quit) => return Ok(Exit::Quit),
-                        Some(Command::WriteSnapshot) => {
-                            write_snapshot(state, &options.snapshot_dir, status_tx.clone());
-                        }
-                        Some(Command::StopRun) => {
-                            if let Some(stop) = &options.stop_run {
-                                let _ = stop.try_send(());
-                            }
-                        }
-                        None => {}
+                    if act(state, action, &options, &status_tx) {
+                        return Ok(Exit::Quit);
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Mouse(mouse))) => {
+                    let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
+                    let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+                    let Some(action) = view::mouse::action(area, state, mouse) else { continue };
+                    if act(state, action, &options, &status_tx) {
+                        return Ok(Exit::Quit);
                     }
                     dirty = true;
                 }
@@ -127,6 +130,28 @@ where
             signal = &mut shutdown => return Ok(Exit::Signal(signal)),
         }
     }
+}
+
+/// Applies a key's or the mouse's action and does the I/O it asks for; true to quit.
+fn act(
+    state: &mut State,
+    action: Action,
+    options: &Options,
+    status: &mpsc::Sender<String>,
+) -> bool {
+    match state.update(Msg::Action(action)) {
+        Some(Command::Quit) => return true,
+        Some(Command::WriteSnapshot) => {
+            write_snapshot(state, &options.snapshot_dir, status.clone());
+        }
+        Some(Command::StopRun) => {
+            if let Some(stop) = &options.stop_run {
+                let _ = stop.try_send(());
+            }
+        }
+        None => {}
+    }
+    false
 }
 
 /// Writes the snapshot off the reactor; the result comes back as a status line.

@@ -62,6 +62,10 @@ pub struct LiveArgs {
     /// Draw with ASCII only (automatic when the locale is not UTF-8)
     #[arg(long)]
     pub ascii: bool,
+    /// Leave the mouse to the terminal (its own selection, for copy and paste) instead of
+    /// clicking rows and GPU bars
+    #[arg(long)]
+    pub no_mouse: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -70,6 +70,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: speed.is_none(),
         stop_run: None,
+        mouse: !args.no_mouse,
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();
@@ -112,8 +113,8 @@ pub(super) async fn screen(
     rx: tokio::sync::mpsc::Receiver<Msg>,
     options: app::Options,
 ) -> Result<Exit, Fail> {
-    let mut guard =
-        terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
+    let mut guard = terminal::enter(options.mouse)
+        .map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
     let exit = app::run(
         &mut guard.terminal,
         state,

@@ -66,6 +66,7 @@ pub(super) async fn run_command(
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: true,
         stop_run: Some(handle.stopper()),
+        mouse: !args.no_mouse,
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();

@@ -49,6 +49,14 @@ pub const KEYMAP: &[Binding] = &[
         help: "move between processes and alerts",
     },
     Binding {
+        keys: "c",
+        help: "give the spare rows to the memory chart or to the process table",
+    },
+    Binding {
+        keys: "mouse",
+        help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
+    },
+    Binding {
         keys: "r",
         help: "reset peaks",
     },
@@ -92,6 +100,7 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char(c @ '1'..='9') => Action::FocusGpu(c as u8 - b'1'),
         KeyCode::Char('a') => Action::TogglePane,
         KeyCode::Char('r') => Action::ResetPeaks,
+        KeyCode::Char('c') => Action::ToggleChart,
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,
         _ => return None,

@@ -3,12 +3,14 @@
 //! machines' data is theirs: samples reach them through `pipeline::apply`, keys change only this.
 
 mod actions;
+pub mod chart;
 pub mod run;
 mod table;
 
 use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
+pub use chart::{ChartData, Emphasis};
 pub use run::{RunEnd, RunInfo};
 pub use table::{Filter, Sort};
 
@@ -68,6 +70,9 @@ pub struct Screen {
     pub status: Option<String>,
     /// The command `gpumon run` started.
     pub run: Option<RunInfo>,
+    /// Derived: the memory chart of the GPU in focus.
+    pub chart: Option<ChartData>,
+    pub emphasis: Emphasis,
 }
 
 impl Default for Screen {
@@ -86,6 +91,8 @@ impl Default for Screen {
             alert_selected: 0,
             status: None,
             run: None,
+            chart: None,
+            emphasis: Emphasis::Table,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The process table's order and filter, and the rows they give on a machine.
 
 use crate::model::{Machine, ProcessTrack};
-use crate::screen::Screen;
+use crate::screen::{ChartData, Screen};
 
 /// The columns the process table can be sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,5 +136,6 @@ impl Screen {
         self.alert_selected = self
             .alert_selected
             .min(machine.alerts.len().saturating_sub(1));
+        self.chart = ChartData::of(machine, self.focus.as_deref(), self.selected.as_ref());
     }
 }

@@ -11,17 +11,22 @@ use crate::model::{GpuTrack, Level, Segments, units};
 use crate::sample::{GpuStatus, Reading};
 use crate::screen::State;
 
-/// At this width and wider, memory is written in exact MiB.
-pub const EXACT_WIDTH: u16 = 100;
-
 /// Labels of the four segments, in bar order.
 const LABELS: [&str; 4] = ["procs", "other", "rsvd", "free"];
 
-/// The GPU lines for a block `width` columns wide; `two` adds each GPU's second line.
-pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'static>> {
+/// The GPU lines of a block `width` columns wide, and where each GPU's lines start.
+pub struct GpuLines {
+    pub lines: Vec<Line<'static>>,
+    /// The lines of each GPU (indices into `lines`), in index order.
+    pub gpus: Vec<std::ops::Range<usize>>,
+}
+
+/// The GPU lines for a block `width` columns wide; `two` adds each GPU's readings line. The bar
+/// keeps at least half the width: when its numbers do not fit beside it they get a line of
+/// their own.
+pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> GpuLines {
     let gpus = state.machine().gpus_in_order();
-    let exact = width >= EXACT_WIDTH;
-    let numbers: Vec<Option<[String; 4]>> = gpus.iter().map(|g| numbers(g, exact)).collect();
+    let numbers: Vec<Option<[String; 4]>> = gpus.iter().map(|g| numbers(g)).collect();
     let mut widths = [0usize; 4];
     for n in numbers.iter().flatten() {
         for (w, s) in widths.iter_mut().zip(n) {
@@ -30,7 +35,9 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
     }
     let name_width = gpus.iter().map(|g| name(g).len()).max().unwrap_or(0);
     let mut out = Vec::new();
+    let mut ranges = Vec::new();
     for (g, nums) in gpus.iter().zip(&numbers) {
+        let start = out.len();
         let focused = state.screen.focus.as_deref() == Some(g.sample.uuid.as_str());
         let label = format!(
             "{}GPU{} {:<name_width$} ",
@@ -50,11 +57,22 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
                     .zip(widths)
                     .map(|((l, n), w)| format!("{l} {n:>w$}"))
                     .collect();
-                let tail = text.join("  ");
-                let bar = width.saturating_sub(indent + 4 + tail.len());
+                let tail: usize =
+                    text.iter().map(String::len).sum::<usize>() + 2 * (text.len() - 1);
+                let beside = width.saturating_sub(indent + 4 + tail);
+                let own_line = beside * 2 < width;
+                let bar = if own_line {
+                    width.saturating_sub(indent + 3)
+                } else {
+                    beside
+                };
                 first.push(Span::raw("["));
                 first.extend(bar_spans(seg, bar, theme));
                 first.push(Span::raw("] "));
+                if own_line {
+                    out.push(Line::from(std::mem::take(&mut first)));
+                    first.push(Span::raw(" ".repeat(indent)));
+                }
                 for (i, t) in text.into_iter().enumerate() {
                     if i > 0 {
                         first.push(Span::raw("  "));
@@ -88,9 +106,13 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
         if two {
             out.push(second_line(state, g, theme, indent, width));
         }
+        ranges.push(start..out.len());
     }
     out.extend(reserved_notes(&gpus, theme, usize::from(width)));
-    out
+    GpuLines {
+        lines: out,
+        gpus: ranges,
+    }
 }
 
 /// Why reserved memory is n/a, once per distinct reason (with NVML v1 all GPUs share one).
@@ -124,16 +146,10 @@ fn name(g: &GpuTrack) -> &str {
         .unwrap_or(&g.sample.name)
 }
 
-/// The four numbers beside the bar, in exact MiB or compact form.
-fn numbers(g: &GpuTrack, exact: bool) -> Option<[String; 4]> {
+/// The four numbers beside the bar, binary-rounded like every size on screen.
+fn numbers(g: &GpuTrack) -> Option<[String; 4]> {
     let seg = g.segments?;
-    let f = |b: u64| {
-        if exact {
-            units::mib(b)
-        } else {
-            units::compact(b)
-        }
-    };
+    let f = units::compact;
     Some([
         f(seg.processes),
         f(seg.other),
@@ -233,7 +249,7 @@ fn second_line(
         + window_label.len()
         + notes.iter().map(|n| n.width() + 2).sum::<usize>();
     // One column stays free before the border.
-    let room = width.saturating_sub(indent + fixed + 1).min(30);
+    let room = width.saturating_sub(indent + fixed + 1);
     let marks: Vec<u64> = state
         .machine()
         .alerts

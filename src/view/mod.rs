@@ -22,11 +22,14 @@
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
 
 mod alerts;
+mod chart;
 mod detail;
 mod footer;
 mod gpus;
 mod header;
 mod help;
+mod layout;
+pub mod mouse;
 mod processes;
 mod spark;
 mod text;
@@ -38,6 +41,7 @@ use ratatui::symbols::merge::MergeStrategy;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
+pub use layout::Regions;
 use theme::Theme;
 
 use crate::model::SourceState;
@@ -46,11 +50,6 @@ use crate::screen::State;
 /// Below this size only a message is drawn.
 pub const MIN_WIDTH: u16 = 72;
 pub const MIN_HEIGHT: u16 = 20;
-
-/// Rows the table needs besides its processes: its borders and header.
-const TABLE_CHROME: u16 = 3;
-/// The bottom panels get at least this many rows (borders included).
-const MIN_BOTTOM: u16 = 8;
 
 pub fn render(frame: &mut Frame, state: &State) {
     let area = frame.area();
@@ -104,6 +103,22 @@ pub fn render(frame: &mut Frame, state: &State) {
     }
 }
 
+/// The regions of a frame of size `area` showing `state` (`None` while too small or starting):
+/// what `render` draws into, for hit-testing the mouse.
+pub fn regions(area: Rect, state: &State) -> Option<Regions> {
+    if area.width < MIN_WIDTH
+        || area.height < MIN_HEIGHT
+        || state.machine().source == SourceState::Starting
+    {
+        return None;
+    }
+    let main = Rect {
+        height: area.height - 1,
+        ..area
+    };
+    Some(layout::plan(main, state, &Theme::new(&state.config)).regions)
+}
+
 /// The GPU block's text when there is no GPU: not sampled yet, or why none can be read.
 fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     match state
@@ -124,7 +139,7 @@ fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     }
 }
 
-/// The GPU block, the process table and the bottom panels, sharing their borders.
+/// The GPU block, the chart, the process table and the bottom panels, sharing their borders.
 fn body(
     frame: &mut Frame,
     main: Rect,
@@ -133,49 +148,16 @@ fn body(
     state: &State,
     theme: &Theme,
 ) {
-    let banner = header::banner(state, theme, main.width.saturating_sub(2));
-    let inner_width = main.width.saturating_sub(2);
-    // Two lines per GPU when the table (one row) and the bottom panels still fit.
-    let room_for_rest = TABLE_CHROME + 1 + MIN_BOTTOM - 2;
-    let top_height = |lines: &[Line]| {
-        let lines = u16::try_from(lines.len().max(1)).unwrap_or(u16::MAX);
-        lines.saturating_add(2 + u16::from(banner.is_some()))
-    };
-    let mut gpu_lines = gpus::lines(state, theme, inner_width, true);
-    if main.height.saturating_sub(top_height(&gpu_lines)) < room_for_rest {
-        gpu_lines = gpus::lines(state, theme, inner_width, false);
+    let plan = layout::plan(main, state, theme);
+    let r = &plan.regions;
+    let inner = top_block.inner(r.top);
+    frame.render_widget(top_block, r.top);
+    frame.render_widget(Paragraph::new(plan.top_lines), inner);
+    if let Some(area) = r.chart {
+        chart::render(frame, area, block(), state, theme);
     }
-    if state.machine().gpus.is_empty() {
-        gpu_lines = no_gpu(state, theme, inner_width);
-    }
-    let top_h = top_height(&gpu_lines).min(main.height - room_for_rest);
-    let top = Rect {
-        height: top_h,
-        ..main
-    };
-    let inner = top_block.inner(top);
-    frame.render_widget(top_block, top);
-    let mut lines: Vec<Line> = banner.into_iter().collect();
-    lines.extend(gpu_lines);
-    frame.render_widget(Paragraph::new(lines), inner);
-
-    // Rows from the GPU block's bottom border to the end, shared by the two blocks below.
-    let rest = main.height - (top_h - 1);
-    let wanted = TABLE_CHROME + u16::try_from(state.screen.rows.len().max(1)).unwrap_or(u16::MAX);
-    let bottom_min = MIN_BOTTOM.max(rest / 3);
-    let table_h = wanted.min(rest + 1 - bottom_min);
-    let table = Rect {
-        y: top.bottom() - 1,
-        height: table_h,
-        ..main
-    };
-    processes::render(frame, table, block(), state, theme);
-
-    let bottom = Rect {
-        y: table.bottom() - 1,
-        height: main.bottom() - (table.bottom() - 1),
-        ..main
-    };
+    processes::render(frame, r.table, block(), state, theme);
+    let Some(bottom) = r.bottom else { return };
     let left_w = bottom.width / 2 + 1;
     let left = Rect {
         width: left_w,

@@ -259,6 +259,25 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     frame.render_stateful_widget(table, inner, &mut table_state);
 }
 
+/// The row (an index into `state.screen.rows`) drawn on screen line `y` of the table in `area`.
+pub fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
+    // Below the top border and the header, above the bottom border.
+    let first = area.y + 2;
+    let height = area.height.saturating_sub(3);
+    if y < first || y >= first + height {
+        return None;
+    }
+    let rows = &state.screen.rows;
+    let selected = state
+        .screen
+        .selected
+        .as_ref()
+        .and_then(|k| rows.iter().position(|r| r == k));
+    let shown = on_screen(rows.len(), selected, height);
+    let i = shown.start + usize::from(y - first);
+    shown.contains(&i).then_some(i)
+}
+
 /// The rows a `Table` of `len` one-line rows shows in `height` lines, scrolled from the top just
 /// enough to show the `selected` one (what `Table` itself does with a fresh `TableState`).
 fn on_screen(len: usize, selected: Option<usize>, height: u16) -> std::ops::Range<usize> {

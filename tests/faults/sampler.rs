@@ -218,6 +218,7 @@ async fn keys_are_answered_while_the_sampler_is_stuck_in_a_slow_call() {
         snapshot_dir: dir.path().to_path_buf(),
         live_clock: true,
         stop_run: None,
+        mouse: false,
     };
     let user = async {
         h.entered.notified().await;
