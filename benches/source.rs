@@ -55,6 +55,7 @@ fn live_parts(s: &Sample) -> (FakeGpu, FakeHost) {
                 gpu_uuid: p.gpu_uuid.clone(),
                 kind: p.kind,
                 device_memory: p.device_memory.clone(),
+                util: p.util.clone(),
             })
             .collect(),
     };

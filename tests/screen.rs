@@ -9,8 +9,8 @@ use gpumon::oom::failure::Failure;
 use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{
-    Framework, GpuProcess, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, Reading,
-    Sample, live,
+    Framework, GpuProcess, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, ProcessUtil,
+    Reading, Sample, live,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -55,7 +55,7 @@ fn main_sample(k: u64) -> Sample {
         "PYTORCH_CUDA_ALLOC_CONF".to_string(),
         "expandable_segments:True".to_string(),
     )]));
-    let processes = vec![
+    let mut processes = vec![
         process(
             4312,
             &g0,
@@ -92,6 +92,18 @@ fn main_sample(k: u64) -> Sample {
             "dmitri",
         ),
     ];
+    processes[0].util = Reading::Value(ProcessUtil {
+        sm: 97,
+        memory: 41,
+        encoder: 0,
+        decoder: 0,
+    });
+    processes[1].util = Reading::Value(ProcessUtil {
+        sm: 55,
+        memory: 23,
+        encoder: 0,
+        decoder: 12,
+    });
     let used = |g: &GpuSample| -> u64 {
         processes
             .iter()
@@ -228,6 +240,7 @@ fn na_sample(k: u64) -> Sample {
             gpu_uuid: g0.uuid.clone(),
             kind: ProcessKind::Compute,
             device_memory: Reading::Value(20 * GIB + k * 10 * MIB),
+            util: Reading::na("not supported by this GPU or driver (NVML process utilisation)"),
         },
         None,
     );

@@ -175,6 +175,19 @@ impl Framework {
     }
 }
 
+/// A process's share of a GPU's engines over NVML's last sample period, percent (NVML's
+/// process utilisation samples; what `nvidia-smi pmon` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessUtil {
+    /// Streaming multiprocessors (3D / compute).
+    pub sm: u32,
+    /// Memory controller (frame buffer reads and writes).
+    pub memory: u32,
+    pub encoder: u32,
+    pub decoder: u32,
+}
+
 /// One process on one GPU at one moment: NVML's view plus what /proc says about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "wire::ProcessWire", from = "wire::ProcessWire")]
@@ -184,6 +197,8 @@ pub struct ProcessSample {
     pub kind: ProcessKind,
     /// Device memory NVML attributes to the process (n/a under WDDM, some vGPU and MIG setups).
     pub device_memory: Reading<u64>,
+    /// Its utilisation of the GPU (n/a where the GPU or driver has no process samples).
+    pub util: Reading<ProcessUtil>,
     /// Process start, seconds since the epoch; with `pid` it identifies the process.
     pub start_time: Reading<u64>,
     pub user: Reading<String>,
@@ -249,6 +264,7 @@ mod tests {
         let old = r#"{"pid":1,"gpu_uuid":"GPU-1","kind":"compute","device_memory":1,"start_time":2,"user":"u","command":"c","vms":3,"rss":4,"framework":"jax","settings":{}}"#;
         let p: ProcessSample = serde_json::from_str(old).unwrap();
         assert_eq!(p.log, Reading::na("not recorded"));
+        assert_eq!(p.util, Reading::na("not recorded"));
         let pipe = ProcessSample {
             log: Reading::na("not a file (stdout is a pipe, stderr is a terminal)"),
             ..p.clone()

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Framework, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, join, split};
+use super::{
+    Framework, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, ProcessUtil, join, split,
+};
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -84,6 +86,9 @@ pub struct ProcessWire {
     gpu_uuid: String,
     kind: ProcessKind,
     device_memory: Option<u64>,
+    /// Absent in recordings made before it existed ("not recorded").
+    #[serde(default)]
+    util: Option<ProcessUtil>,
     start_time: Option<u64>,
     user: Option<String>,
     command: Option<String>,
@@ -103,6 +108,7 @@ impl From<ProcessSample> for ProcessWire {
         let mut na = BTreeMap::new();
         ProcessWire {
             device_memory: split(p.device_memory, "device_memory", &mut na),
+            util: split(p.util, "util", &mut na),
             start_time: split(p.start_time, "start_time", &mut na),
             user: split(p.user, "user", &mut na),
             command: split(p.command, "command", &mut na),
@@ -124,6 +130,7 @@ impl From<ProcessWire> for ProcessSample {
         let na = &w.unavailable;
         ProcessSample {
             device_memory: join(w.device_memory, "device_memory", na),
+            util: join(w.util, "util", na),
             start_time: join(w.start_time, "start_time", na),
             user: join(w.user, "user", na),
             command: join(w.command, "command", na),

@@ -191,6 +191,7 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
         growth_bytes_per_s: split(growth, "growth_bytes_per_s", &mut na),
         settings: split(s.settings.clone(), "settings", &mut na),
         log: split(s.log.clone(), "log", &mut na),
+        util: split(s.util.clone(), "util", &mut na),
         shown,
         selected: screen.selected.as_ref() == Some(&t.key),
         first_seen_at: time_ms(t.first_seen_ms),

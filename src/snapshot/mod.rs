@@ -181,6 +181,10 @@ pub struct Process {
     /// The files its stdout/stderr go to, followed for failures (absent in older snapshots).
     #[serde(default)]
     pub log: Option<Vec<String>>,
+    /// SM, memory-controller, encoder and decoder utilisation, percent; absent in snapshots
+    /// made before it existed.
+    #[serde(default)]
+    pub util: Option<crate::sample::ProcessUtil>,
     /// A row of the table (not hidden by the filter or focus, not exited).
     pub shown: bool,
     pub selected: bool,

@@ -104,6 +104,7 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         gpu_uuid: p.gpu_uuid,
         kind: p.kind,
         device_memory: p.device_memory,
+        util: p.util,
         start_time: host.start_time,
         user: host.user,
         command: host.command,

@@ -11,8 +11,8 @@ pub mod replay;
 pub mod scripted;
 
 pub use crate::sample::{
-    Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, Reading,
-    Sample,
+    Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, ProcessUtil,
+    Reading, Sample,
 };
 
 /// Why a source could not start or could not give a sample.
@@ -45,6 +45,7 @@ pub struct GpuProcess {
     pub gpu_uuid: String,
     pub kind: ProcessKind,
     pub device_memory: Reading<u64>,
+    pub util: Reading<ProcessUtil>,
 }
 
 /// What the GPU driver says in one tick.

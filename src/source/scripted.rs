@@ -41,7 +41,8 @@ pub mod build {
     use std::collections::BTreeMap;
 
     use crate::source::{
-        Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, Reading,
+        Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample,
+        ProcessUtil, Reading,
     };
 
     pub const MIB: u64 = 1 << 20;
@@ -91,6 +92,7 @@ pub mod build {
             gpu_uuid: gpu.uuid.clone(),
             kind: ProcessKind::Compute,
             device_memory: Reading::Value(device),
+            util: Reading::Value(ProcessUtil::default()),
             start_time: Reading::Value(1_763_800_000 + u64::from(pid)),
             user: Reading::Value("ana".into()),
             command: Reading::Value(command.into()),

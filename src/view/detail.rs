@@ -104,6 +104,12 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             out.extend([Line::from(a), Line::from(b)]);
         }
     }
+    if let Some(u) = s.util.value() {
+        out.push(Line::raw(format!(
+            "util SM {}%  MEM {}%  ENC {}%  DEC {}%",
+            u.sm, u.memory, u.encoder, u.decoder
+        )));
+    }
     // Why fields are n/a comes before the facts that are often n/a for the same reason.
     for (fields, reason) in reasons(t) {
         out.push(Line::styled(
@@ -174,6 +180,7 @@ fn reasons(t: &ProcessTrack) -> Vec<(Vec<&'static str>, String)> {
     let s = &t.sample;
     let fields = [
         ("device", s.device_memory.reason()),
+        ("util", s.util.reason()),
         ("start", s.start_time.reason()),
         ("user", s.user.reason()),
         ("command", s.command.reason()),

@@ -28,10 +28,15 @@ enum Col {
     Rss,
     Ratio,
     Growth,
+    /// Utilisation of the SMs, the memory controller, the encoder and the decoder, percent.
+    Sm,
+    MemUtil,
+    Enc,
+    Dec,
     Command,
 }
 
-const COLUMNS: [Col; 11] = [
+const COLUMNS: [Col; 15] = [
     Col::Gpu,
     Col::Pid,
     Col::User,
@@ -42,6 +47,10 @@ const COLUMNS: [Col; 11] = [
     Col::Rss,
     Col::Ratio,
     Col::Growth,
+    Col::Sm,
+    Col::MemUtil,
+    Col::Enc,
+    Col::Dec,
     Col::Command,
 ];
 
@@ -58,6 +67,10 @@ impl Col {
             Col::Rss => "RSS",
             Col::Ratio => "VMS/DEV",
             Col::Growth => "GROWTH",
+            Col::Sm => "SM%",
+            Col::MemUtil => "MEM%",
+            Col::Enc => "ENC%",
+            Col::Dec => "DEC%",
             Col::Command => "COMMAND",
         }
     }
@@ -69,6 +82,7 @@ impl Col {
             Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
             Col::User => 7,
             Col::Growth => 8,
+            Col::Sm | Col::MemUtil | Col::Enc | Col::Dec => 4,
             Col::Command => MIN_COMMAND,
         }
     }
@@ -76,13 +90,17 @@ impl Col {
     /// Order in which columns give way (1 first); 0 never does.
     fn drop_rank(self) -> u8 {
         match self {
-            Col::Rss => 1,
-            Col::Peak => 2,
-            Col::User => 3,
-            Col::Fw => 4,
-            Col::Ratio => 5,
-            Col::Growth => 6,
-            Col::Vms => 7,
+            Col::Dec => 1,
+            Col::Enc => 2,
+            Col::MemUtil => 3,
+            Col::Sm => 4,
+            Col::Rss => 5,
+            Col::Peak => 6,
+            Col::User => 7,
+            Col::Fw => 8,
+            Col::Ratio => 9,
+            Col::Growth => 10,
+            Col::Vms => 11,
             Col::Gpu | Col::Pid | Col::Device | Col::Command => 0,
         }
     }
@@ -122,6 +140,10 @@ impl Col {
                 }
             }),
             Col::Growth => t.growth.map(units::rate),
+            Col::Sm => s.util.value().map(|u| u.sm.to_string()),
+            Col::MemUtil => s.util.value().map(|u| u.memory.to_string()),
+            Col::Enc => s.util.value().map(|u| u.encoder.to_string()),
+            Col::Dec => s.util.value().map(|u| u.decoder.to_string()),
             Col::Command => s.command.value().cloned(),
         };
         let (text, style) = match text {
@@ -302,9 +324,16 @@ mod tests {
     #[test]
     fn narrow_screens_drop_rss_and_peak_first() {
         let all = visible(200);
-        assert_eq!(all.len(), 11);
-        let at80 = visible(78);
+        assert_eq!(all.len(), 15);
+        let at80 = visible(77);
         assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
+        assert!(
+            !at80
+                .iter()
+                .any(|c| matches!(c, Col::Sm | Col::MemUtil | Col::Enc | Col::Dec))
+        );
+        // At 120 columns (117 inside the table) every column fits.
+        assert_eq!(visible(117), all);
         assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
     }
 
