@@ -241,6 +241,8 @@ fn na_sample(k: u64) -> Sample {
             kind: ProcessKind::Compute,
             device_memory: Reading::Value(20 * GIB + k * 10 * MIB),
             util: Reading::na("not supported by this GPU or driver (NVML process utilisation)"),
+            gpu_instance_id: None,
+            compute_instance_id: None,
         },
         None,
     );

@@ -80,6 +80,8 @@ fn scripted() -> State {
                     kind: ProcessKind::Compute,
                     device_memory: Reading::Value(2 * GIB),
                     util: Reading::Value(ProcessUtil::default()),
+                    gpu_instance_id: None,
+                    compute_instance_id: None,
                 },
                 None,
             );

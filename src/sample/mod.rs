@@ -125,6 +125,28 @@ pub enum GpuStatus {
     },
 }
 
+/// One MIG instance of a GPU at one moment (a MIG device: a compute instance inside a GPU
+/// instance, which owns the memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigInstance {
+    /// "MIG-…": the UUID CUDA_VISIBLE_DEVICES names it by.
+    pub uuid: String,
+    /// Its profile, e.g. "1g.18gb" (from the MIG device's name).
+    pub profile: String,
+    pub gpu_instance_id: u32,
+    pub compute_instance_id: u32,
+    /// Its GPU instance's memory.
+    pub memory: Reading<MigMemory>,
+}
+
+/// A MIG instance's memory, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigMemory {
+    pub total: u64,
+    pub used: u64,
+}
+
 /// One GPU at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "wire::GpuWire", from = "wire::GpuWire")]
@@ -141,6 +163,8 @@ pub struct GpuSample {
     pub utilization: Reading<u32>,
     pub temperature_c: Reading<u32>,
     pub power_mw: Reading<u32>,
+    /// Its MIG instances, when MIG is on (empty when off or unsupported).
+    pub mig: Vec<MigInstance>,
 }
 
 /// How a process uses a GPU, as NVML lists it.
@@ -199,6 +223,9 @@ pub struct ProcessSample {
     pub device_memory: Reading<u64>,
     /// Its utilisation of the GPU (n/a where the GPU or driver has no process samples).
     pub util: Reading<ProcessUtil>,
+    /// The MIG GPU and compute instance it runs in (NVML's `ProcessInfo`); `None` without MIG.
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
     /// Process start, seconds since the epoch; with `pid` it identifies the process.
     pub start_time: Reading<u64>,
     pub user: Reading<String>,
@@ -250,6 +277,7 @@ mod tests {
             utilization: Reading::Value(3),
             temperature_c: Reading::na("NotSupported"),
             power_mw: Reading::Value(120_489),
+            mig: Vec::new(),
         };
         let json = serde_json::to_value(&g).unwrap();
         assert_eq!(json["temperature_c"], serde_json::Value::Null);

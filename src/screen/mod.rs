@@ -4,6 +4,7 @@
 
 mod actions;
 pub mod chart;
+pub mod mig;
 pub mod run;
 mod table;
 
@@ -72,6 +73,8 @@ pub struct Screen {
     pub run: Option<RunInfo>,
     /// Derived: the memory chart of the GPU in focus.
     pub chart: Option<ChartData>,
+    /// Derived: the MIG instances of the machine in view.
+    pub mig: Vec<mig::MigRow>,
     pub emphasis: Emphasis,
 }
 
@@ -92,6 +95,7 @@ impl Default for Screen {
             status: None,
             run: None,
             chart: None,
+            mig: Vec::new(),
             emphasis: Emphasis::Table,
         }
     }

@@ -137,5 +137,6 @@ impl Screen {
             .alert_selected
             .min(machine.alerts.len().saturating_sub(1));
         self.chart = ChartData::of(machine, self.focus.as_deref(), self.selected.as_ref());
+        self.mig = super::mig::rows(machine);
     }
 }

@@ -105,6 +105,8 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         kind: p.kind,
         device_memory: p.device_memory,
         util: p.util,
+        gpu_instance_id: p.gpu_instance_id,
+        compute_instance_id: p.compute_instance_id,
         start_time: host.start_time,
         user: host.user,
         command: host.command,

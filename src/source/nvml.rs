@@ -3,7 +3,8 @@
 //! NVML is initialised once and kept; devices are looked up by index each tick. A GPU that stops
 //! answering is listed as `Lost` with what was known of it, and the others keep updating.
 
-mod convert;
+pub(crate) mod convert;
+pub mod mig;
 mod utilization;
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
@@ -163,6 +164,7 @@ fn read_gpu(
         utilization: field(dev.utilization_rates().map(|u| u.gpu)),
         temperature_c: field(dev.temperature(TemperatureSensor::Gpu)),
         power_mw: field(dev.power_usage()),
+        mig: mig::read(&dev),
     });
 }
 

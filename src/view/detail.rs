@@ -104,6 +104,10 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             out.extend([Line::from(a), Line::from(b)]);
         }
     }
+    if let (Some(gi), ci) = (s.gpu_instance_id, s.compute_instance_id) {
+        let ci = ci.map_or_else(|| "n/a".to_string(), |c| c.to_string());
+        out.push(Line::raw(format!("MIG instance GI {gi} CI {ci}")));
+    }
     if let Some(u) = s.util.value() {
         out.push(Line::raw(format!(
             "util SM {}%  MEM {}%  ENC {}%  DEC {}%",

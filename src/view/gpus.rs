@@ -10,6 +10,7 @@ use super::theme::Theme;
 use crate::model::{GpuTrack, Level, Segments, units};
 use crate::sample::{GpuStatus, Reading};
 use crate::screen::State;
+use crate::screen::mig::MigRow;
 
 /// Labels of the four segments, in bar order.
 const LABELS: [&str; 4] = ["procs", "other", "rsvd", "free"];
@@ -106,6 +107,12 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> GpuLines {
         if two {
             out.push(second_line(state, g, theme, indent, width));
         }
+        let migs = state
+            .screen
+            .mig
+            .iter()
+            .filter(|m| m.gpu_uuid == g.sample.uuid);
+        out.extend(migs.map(|m| mig_line(m, theme, width)));
         ranges.push(start..out.len());
     }
     out.extend(reserved_notes(&gpus, theme, usize::from(width)));
@@ -113,6 +120,42 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> GpuLines {
         lines: out,
         gpus: ranges,
     }
+}
+
+/// A MIG instance under its GPU: ids, profile, a used/free bar, its memory and processes.
+fn mig_line(m: &MigRow, theme: &Theme, width: usize) -> Line<'static> {
+    let i = &m.instance;
+    let plural = if m.processes == 1 { "" } else { "es" };
+    let ids = format!("{}/{}", i.gpu_instance_id, i.compute_instance_id);
+    let label = format!("    MIG {ids:<5} {:<8} ", i.profile);
+    let mut spans = vec![Span::raw(label.clone())];
+    match i.memory.value() {
+        Some(mem) => {
+            let tail = format!(
+                " used {} of {}  {} process{plural}",
+                units::compact(mem.used),
+                units::compact(mem.total),
+                m.processes
+            );
+            let bar = width.saturating_sub(label.len() + tail.len() + 3);
+            let seg = Segments {
+                total: mem.total,
+                processes: mem.used.min(mem.total),
+                other: 0,
+                reserved: Some(0),
+                free: mem.total.saturating_sub(mem.used),
+            };
+            spans.push(Span::raw("["));
+            spans.extend(bar_spans(&seg, bar, theme));
+            spans.push(Span::raw("]"));
+            spans.push(Span::raw(tail));
+        }
+        None => spans.push(Span::styled(
+            format!("memory n/a: {}", i.memory.reason().unwrap_or_default()),
+            theme.na,
+        )),
+    }
+    Line::from(spans)
 }
 
 /// Why reserved memory is n/a, once per distinct reason (with NVML v1 all GPUs share one).

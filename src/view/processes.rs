@@ -77,7 +77,7 @@ impl Col {
 
     fn width(self) -> u16 {
         match self {
-            Col::Gpu => 3,
+            Col::Gpu => 4,
             Col::Fw => 5,
             Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
             Col::User => 7,
@@ -120,11 +120,12 @@ impl Col {
         let s = &t.sample;
         let size = |r: &Reading<u64>| r.get().map(units::compact);
         let text = match self {
-            Col::Gpu => state
-                .machine()
-                .gpus
-                .get(&s.gpu_uuid)
-                .map(|g| g.sample.index.to_string()),
+            // "0/1": GPU 0, MIG GPU instance 1.
+            Col::Gpu => state.machine().gpus.get(&s.gpu_uuid).map(|g| {
+                let index = g.sample.index;
+                s.gpu_instance_id
+                    .map_or_else(|| index.to_string(), |gi| format!("{index}/{gi}"))
+            }),
             Col::Pid => Some(s.pid.to_string()),
             Col::User => s.user.value().cloned(),
             Col::Fw => s.framework.value().map(|f| f.label().to_string()),

@@ -84,6 +84,8 @@ pub fn listed(pid: u32, gpu: &GpuSample, bytes: u64) -> GpuProcess {
         kind: ProcessKind::Compute,
         device_memory: Reading::Value(bytes),
         util: Reading::Value(ProcessUtil::default()),
+        gpu_instance_id: None,
+        compute_instance_id: None,
     }
 }
 

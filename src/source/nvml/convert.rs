@@ -190,6 +190,8 @@ pub fn merge_processes(
                     kind,
                     device_memory: memory,
                     util: Reading::na(UTIL_NOT_READ),
+                    gpu_instance_id: p.gpu_instance_id,
+                    compute_instance_id: p.compute_instance_id,
                 }),
                 Some(i) => {
                     let q = &mut out[start + i];
@@ -243,6 +245,7 @@ pub fn lost_gpu(index: u32, known: Option<&Identity>, why: String) -> GpuSample 
         utilization: Reading::na(why.clone()),
         temperature_c: Reading::na(why.clone()),
         power_mw: Reading::na(why.clone()),
+        mig: Vec::new(),
         status: GpuStatus::Lost { reason: why },
     }
 }

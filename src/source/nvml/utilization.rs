@@ -75,6 +75,8 @@ mod tests {
             kind: ProcessKind::Compute,
             device_memory: Reading::Value(1),
             util: Reading::na("not read"),
+            gpu_instance_id: None,
+            compute_instance_id: None,
         }
     }
 
