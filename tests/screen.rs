@@ -184,42 +184,6 @@ fn chart_emphasis_gives_the_table_rows_to_the_chart() {
     check_large("chart_emphasis", &s);
 }
 
-/// Clicks hit-tested against the same layout `render` draws: a process row selects it, a GPU's
-/// lines focus it (and again show all), the wheel moves the selection.
-#[test]
-fn clicks_land_on_what_is_drawn() {
-    use crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-    use gpumon::view::mouse;
-    let mut s = main_state(config());
-    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let screen = format!("{}", draw(&s, 120, 40).backend());
-    let at = |text: &str| {
-        let row = screen.lines().position(|l| l.contains(text)).unwrap();
-        u16::try_from(row).unwrap()
-    };
-    let event = |kind, row| MouseEvent {
-        kind,
-        column: 30,
-        row,
-        modifiers: KeyModifiers::NONE,
-    };
-    let click = MouseEventKind::Down(MouseButton::Left);
-    let a = mouse::action(area, &s, event(click, at("fft_bench"))).unwrap();
-    act(&mut s, &[a]);
-    assert_eq!(s.screen.selected.as_ref().unwrap().pid, 4610);
-    let a = mouse::action(area, &s, event(MouseEventKind::ScrollUp, at("fft_bench"))).unwrap();
-    act(&mut s, &[a]);
-    // Three rows up a notch: from the fourth row to the first.
-    assert_eq!(s.screen.selected.as_ref().unwrap().pid, 4312);
-    let gpu1 = at("GPU1 H200") + 1;
-    let a = mouse::action(area, &s, event(click, gpu1)).unwrap();
-    act(&mut s, &[a]);
-    assert!(format!("{}", draw(&s, 120, 40).backend()).contains("GPU1 only"));
-    act(&mut s, &[a]);
-    assert_eq!(s.screen.focus, None);
-    assert_eq!(mouse::action(area, &s, event(click, 0)), None);
-}
-
 #[test]
 fn main_screen() {
     check_large("main", &main_state(config()));

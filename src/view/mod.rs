@@ -1,23 +1,28 @@
 //! Drawing: one pure function of `&State`, split by screen region. It reads the state and never
 //! changes it; everything it shows was computed in `State::update`, except what depends on the
-//! screen's size (column widths, sparkline columns).
+//! screen's size (the layout, column widths, sparkline columns).
 //!
 //! ```text
 //! ┌ gpumon ─ host ─ driver ─ CUDA ─ every 1s ─ filter ─ PAUSED ─ stale ──────────┐ header.rs
 //! │ ⚠ source failing since 12:03:07: reason        (only while the source fails)  │ header.rs
-//! │ > GPU0 H200 [█████▓▒░░░░░] procs 96.1G  other 1.2G  rsvd 615M  free 41.9G    │ gpus.rs
-//! │             util 48%  54°C  367W  mem ▁▂▃▅▇ (10m)  ⚠ 1 alert                  │   (2 lines
-//! │   GPU1 ...                                                                    │    per GPU)
+//! │ > GPU0 H200 [█████▓▒░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░] │ gpus.rs
+//! │             procs 96.1G  other 1.2G  rsvd 615M  free 41.9G  (beside the bar │   (numbers on
+//! │             util 48%  54°C  367W  mem ▁▂▃▅▇ (10m)  ⚠ 1 alert  when it fits)  │    their own line
+//! │     MIG 1/0   3g.40gb  [███░░░] used 20.0G of 39.2G  1 process  (MIG on)     │    when needed)
+//! ├ GPU0 memory, last 10m ───────────────────────────────────────────────────────┤ chart.rs
+//! │140G│ total ⠉⠉⠉⠉  used ⣀⣀⡠⠔  selected process ⣿⣿  (when there is room)         │
 //! ├ processes (sorted by device memory) ─ filter: pid 4312 ──────────────────────┤ processes.rs
-//! │   GPU     PID USER     FW    DEVICE  ...  COMMAND                             │
-//! │ >   0    4312 ana      jax   105.4G  ...  python train.py                     │
+//! │   GPU     PID USER     FW    DEVICE  ...  SM% MEM% ENC% DEC% COMMAND          │
+//! │ >   0    4312 ana      jax   105.4G  ...   97   41    0    0 python train.py  │
 //! ├ selected: 4312 python train.py ──────┬ alerts (1) ────────────────────────────┤
 //! │ device ▁▂▃▅▇ (10m)                   │ 12:03:07 pid 4400 class: title         │ detail.rs
-//! │ now 7686MiB  peak 7700MiB  ...       │                                        │ alerts.rs
+//! │ now 7.5G (7686 MiB)  peak ...        │                                        │ alerts.rs
 //! └──────────────────────────────────────┴────────────────────────────────────────┘
 //!  q quit  / filter  s snapshot  p pause  o sort  ? help        status / prompt    footer.rs
 //!                        (help.rs: the keymap in a centred popup, over all of it)
 //! ```
+//!
+//! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
 //!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
 

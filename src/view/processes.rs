@@ -75,9 +75,10 @@ impl Col {
         }
     }
 
-    fn width(self) -> u16 {
+    /// Columns it takes; GPU takes one more for MIG instance ids ("0/13").
+    fn width(self, mig: bool) -> u16 {
         match self {
-            Col::Gpu => 4,
+            Col::Gpu => 3 + u16::from(mig),
             Col::Fw => 5,
             Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
             Col::User => 7,
@@ -152,7 +153,7 @@ impl Col {
             None => ("n/a".to_string(), theme.na),
         };
         let text = match self {
-            Col::User => fit(&text, usize::from(self.width()), theme.g.ellipsis),
+            Col::User => fit(&text, usize::from(self.width(false)), theme.g.ellipsis),
             Col::Command => fit(&text, command_width, theme.g.ellipsis),
             _ => text,
         };
@@ -169,14 +170,14 @@ fn align(line: Line<'static>, col: Col) -> Cell<'static> {
 }
 
 /// Columns taken by `cols` at their fixed widths, with the selection marker and spacing.
-fn needed(cols: &[Col]) -> u16 {
-    cols.iter().map(|c| c.width()).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
+fn needed(cols: &[Col], mig: bool) -> u16 {
+    cols.iter().map(|c| c.width(mig)).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
 }
 
 /// The columns that fit in `width` (the selection marker included).
-fn visible(width: u16) -> Vec<Col> {
+fn visible(width: u16, mig: bool) -> Vec<Col> {
     let mut cols = COLUMNS.to_vec();
-    while needed(&cols) > width {
+    while needed(&cols, mig) > width {
         let Some(worst) = cols
             .iter()
             .copied()
@@ -231,15 +232,16 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let cols = visible(inner.width);
-    let command_width = usize::from(inner.width - needed(&cols) + MIN_COMMAND);
+    let mig = !state.screen.mig.is_empty();
+    let cols = visible(inner.width, mig);
+    let command_width = usize::from(inner.width - needed(&cols, mig) + MIN_COMMAND);
     let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
     if state.screen.rows.is_empty() {
         let [head, body] = inner.layout(&ratatui::layout::Layout::vertical([
             Constraint::Length(1),
             Constraint::Fill(1),
         ]));
-        let widths = cols.iter().map(|c| width_of(*c));
+        let widths = cols.iter().map(|c| width_of(*c, mig));
         frame.render_widget(
             Table::new(Vec::<Row>::new(), widths)
                 .header(header)
@@ -273,7 +275,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let rows = tracks[shown.clone()]
         .iter()
         .map(|t| Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width))));
-    let table = Table::new(rows, cols.iter().map(|c| width_of(*c)))
+    let table = Table::new(rows, cols.iter().map(|c| width_of(*c, mig)))
         .header(header)
         .row_highlight_style(theme.selected)
         .highlight_symbol("> ")
@@ -310,11 +312,11 @@ fn on_screen(len: usize, selected: Option<usize>, height: u16) -> std::ops::Rang
     start..len.min(start + height)
 }
 
-fn width_of(c: Col) -> Constraint {
+fn width_of(c: Col, mig: bool) -> Constraint {
     if c == Col::Command {
         Constraint::Fill(1)
     } else {
-        Constraint::Length(c.width())
+        Constraint::Length(c.width(mig))
     }
 }
 
@@ -324,9 +326,9 @@ mod tests {
 
     #[test]
     fn narrow_screens_drop_rss_and_peak_first() {
-        let all = visible(200);
+        let all = visible(200, false);
         assert_eq!(all.len(), 15);
-        let at80 = visible(77);
+        let at80 = visible(77, false);
         assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
         assert!(
             !at80
@@ -334,7 +336,8 @@ mod tests {
                 .any(|c| matches!(c, Col::Sm | Col::MemUtil | Col::Enc | Col::Dec))
         );
         // At 120 columns (117 inside the table) every column fits.
-        assert_eq!(visible(117), all);
+        assert_eq!(visible(117, false), all);
+        assert_eq!(visible(117, true), all);
         assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
     }
 
