@@ -55,6 +55,9 @@ fn live_parts(s: &Sample) -> (FakeGpu, FakeHost) {
                 gpu_uuid: p.gpu_uuid.clone(),
                 kind: p.kind,
                 device_memory: p.device_memory.clone(),
+                util: p.util.clone(),
+                gpu_instance_id: p.gpu_instance_id,
+                compute_instance_id: p.compute_instance_id,
             })
             .collect(),
     };

@@ -11,7 +11,7 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
-use crate::input;
+use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
 use crate::screen::{Command, Msg, State};
 use crate::view;
@@ -41,6 +41,9 @@ pub struct Options {
     pub stop_run: Option<mpsc::Sender<()>>,
     /// Re-checks a process before `Command::Signal` signals it; `None` where signals are off.
     pub start_times: Option<std::sync::Arc<dyn crate::kill::StartTimes>>,
+    /// Capture the mouse (clicks select, the wheel scrolls); off keeps the terminal's own
+    /// selection for copy and paste.
+    pub mouse: bool,
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -96,28 +99,17 @@ where
                         input::map(key, state.screen.prompt.is_some())
                     };
                     let Some(action) = action else { continue };
-                    match state.update(Msg::Action(action)) {
-                        Some(Command::Quit) => return Ok(Exit::Quit),
-                        Some(Command::WriteSnapshot) => {
-                            write_snapshot(state, &options.snapshot_dir, status_tx.clone());
-                        }
-                        Some(Command::StopRun) => {
-                            if let Some(stop) = &options.stop_run {
-                                let _ = stop.try_send(());
-                            }
-                        }
-                        Some(Command::Suspend) => {
-                            crate::terminal::suspend().map_err(|e| TerminalError(e.to_string()))?;
-                            terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
-                        }
-                        Some(Command::Signal(req)) => {
-                            let text = match &options.start_times {
-                                Some(times) => crate::kill::send(times.as_ref(), req).describe(req),
-                                None => "signals are off on this screen".into(),
-                            };
-                            state.update(Msg::Status(text));
-                        }
-                        None => {}
+                    if act(terminal, state, action, &options, &status_tx)? {
+                        return Ok(Exit::Quit);
+                    }
+                    dirty = true;
+                }
+                Some(Ok(Event::Mouse(mouse))) => {
+                    let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
+                    let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+                    let Some(action) = view::mouse::action(area, state, mouse) else { continue };
+                    if act(terminal, state, action, &options, &status_tx)? {
+                        return Ok(Exit::Quit);
                     }
                     dirty = true;
                 }
@@ -143,6 +135,40 @@ where
             signal = &mut shutdown => return Ok(Exit::Signal(signal)),
         }
     }
+}
+
+/// Applies a key's or the mouse's action and does the I/O it asks for; true to quit.
+fn act<B: Backend>(
+    terminal: &mut Terminal<B>,
+    state: &mut State,
+    action: Action,
+    options: &Options,
+    status: &mpsc::Sender<String>,
+) -> Result<bool, TerminalError> {
+    match state.update(Msg::Action(action)) {
+        Some(Command::Quit) => return Ok(true),
+        Some(Command::WriteSnapshot) => {
+            write_snapshot(state, &options.snapshot_dir, status.clone());
+        }
+        Some(Command::StopRun) => {
+            if let Some(stop) = &options.stop_run {
+                let _ = stop.try_send(());
+            }
+        }
+        Some(Command::Suspend) => {
+            crate::terminal::suspend(options.mouse).map_err(|e| TerminalError(e.to_string()))?;
+            terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
+        }
+        Some(Command::Signal(req)) => {
+            let text = match &options.start_times {
+                Some(times) => crate::kill::send(times.as_ref(), req).describe(req),
+                None => "signals are off on this screen".into(),
+            };
+            state.update(Msg::Status(text));
+        }
+        None => {}
+    }
+    Ok(false)
 }
 
 /// Writes the snapshot off the reactor; the result comes back as a status line.

@@ -1,9 +1,11 @@
-//! The only code that changes the terminal: raw mode, the alternate screen, the cursor, and
-//! putting all of it back on quit, on error, on a panic in any thread, and on signals.
+//! The only code that changes the terminal: raw mode, the alternate screen, the cursor, mouse
+//! capture, and putting all of it back on quit, on error, on a panic in any thread, and on
+//! signals.
 
 use std::io::{self, Stdout, stdout};
 
 use crossterm::cursor::{Hide, Show};
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -18,34 +20,43 @@ pub struct Guard {
     pub terminal: Tui,
 }
 
-/// Enters raw mode and the alternate screen, and makes any panic restore the terminal first.
-pub fn enter() -> io::Result<Guard> {
+/// Enters raw mode and the alternate screen (capturing the mouse when `mouse` is on), and makes
+/// any panic restore the terminal first.
+pub fn enter(mouse: bool) -> io::Result<Guard> {
     install_panic_hook();
     enable_raw_mode()?;
     let guard_on_error = RestoreOnDrop;
     execute!(stdout(), EnterAlternateScreen, Hide)?;
+    if mouse {
+        execute!(stdout(), EnableMouseCapture)?;
+    }
     let terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
     std::mem::forget(guard_on_error);
     Ok(Guard { terminal })
 }
 
-/// Cooked mode, main screen, cursor shown. Safe to call more than once; errors are ignored
-/// because the terminal may already be gone (a dropped SSH link).
+/// Cooked mode, main screen, cursor shown, mouse released. Safe to call more than once (and
+/// without the mouse captured: terminals ignore a release they did not need); errors are
+/// ignored because the terminal may already be gone (a dropped SSH link).
 pub fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(stdout(), LeaveAlternateScreen, Show);
+    let _ = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);
 }
 
 /// Ctrl-Z: puts the terminal back, stops gpumon with SIGTSTP as the terminal's own Ctrl-Z would
 /// (the shell takes over), and once continued (`fg`) sets the screen up again; the caller then
-/// redraws all of it.
-pub fn suspend() -> io::Result<()> {
+/// redraws all of it. The mouse is captured again when `mouse` is on.
+pub fn suspend(mouse: bool) -> io::Result<()> {
     use rustix::process::{Signal, getpid, kill_process};
     restore();
     // The stop takes effect before `kill` returns: this line runs again after SIGCONT.
     kill_process(getpid(), Signal::TSTP)?;
     enable_raw_mode()?;
-    execute!(stdout(), EnterAlternateScreen, Hide)
+    execute!(stdout(), EnterAlternateScreen, Hide)?;
+    if mouse {
+        execute!(stdout(), EnableMouseCapture)?;
+    }
+    Ok(())
 }
 
 impl Drop for Guard {

@@ -200,7 +200,7 @@ fn panic_helper() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut guard = gpumon::terminal::enter().unwrap();
+        let mut guard = gpumon::terminal::enter(true).unwrap();
         guard
             .terminal
             .draw(|f| f.render_widget(ratatui::widgets::Paragraph::new("helper"), f.area()))

@@ -9,8 +9,8 @@ use gpumon::oom::failure::Failure;
 use gpumon::screen::{Msg, State};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::{
-    Framework, GpuProcess, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, Reading,
-    Sample, live,
+    Framework, GpuProcess, GpuSample, GpuStatus, Memory, ProcessKind, ProcessSample, ProcessUtil,
+    Reading, Sample, live,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -55,7 +55,7 @@ fn main_sample(k: u64) -> Sample {
         "PYTORCH_CUDA_ALLOC_CONF".to_string(),
         "expandable_segments:True".to_string(),
     )]));
-    let processes = vec![
+    let mut processes = vec![
         process(
             4312,
             &g0,
@@ -92,6 +92,18 @@ fn main_sample(k: u64) -> Sample {
             "dmitri",
         ),
     ];
+    processes[0].util = Reading::Value(ProcessUtil {
+        sm: 97,
+        memory: 41,
+        encoder: 0,
+        decoder: 0,
+    });
+    processes[1].util = Reading::Value(ProcessUtil {
+        sm: 55,
+        memory: 23,
+        encoder: 0,
+        decoder: 12,
+    });
     let used = |g: &GpuSample| -> u64 {
         processes
             .iter()
@@ -158,9 +170,24 @@ fn check(name: &str, state: &State) {
     }
 }
 
+/// Snapshots `state` at 80x24, 120x40 and 200x50 (where the chart has room).
+#[track_caller]
+fn check_large(name: &str, state: &State) {
+    check(name, state);
+    let terminal = draw(state, 200, 50);
+    insta::assert_snapshot!(format!("{name}_200x50"), terminal.backend());
+}
+
+#[test]
+fn chart_emphasis_gives_the_table_rows_to_the_chart() {
+    let mut s = main_state(config());
+    act(&mut s, &[Action::Down, Action::ToggleChart]);
+    check_large("chart_emphasis", &s);
+}
+
 #[test]
 fn main_screen() {
-    check("main", &main_state(config()));
+    check_large("main", &main_state(config()));
 }
 
 /// Tick `k` of the n/a scenario: an NVML v1 driver (reserved n/a), a GPU lost at tick 20, a PID
@@ -178,6 +205,9 @@ fn na_sample(k: u64) -> Sample {
             gpu_uuid: g0.uuid.clone(),
             kind: ProcessKind::Compute,
             device_memory: Reading::Value(20 * GIB + k * 10 * MIB),
+            util: Reading::na("not supported by this GPU or driver (NVML process utilisation)"),
+            gpu_instance_id: None,
+            compute_instance_id: None,
         },
         None,
     );
@@ -292,8 +322,8 @@ fn ascii_without_colour() {
         ..config()
     };
     let s = main_state(config);
-    check("ascii", &s);
-    for (w, h) in [(80, 24), (120, 40)] {
+    check_large("ascii", &s);
+    for (w, h) in [(80, 24), (120, 40), (200, 50)] {
         let terminal = draw(&s, w, h);
         for cell in terminal.backend().buffer().content() {
             assert!(cell.symbol().is_ascii(), "non-ASCII {:?}", cell.symbol());

@@ -13,7 +13,8 @@ use gpumon::snapshot::{self, Snapshot, SnapshotError, text};
 use gpumon::source::live::{self, NOT_IN_NAMESPACE};
 use gpumon::source::scripted::build::{self, GIB, MIB};
 use gpumon::source::{
-    Framework, GpuProcess, GpuSample, MachineInfo, ProcessKind, ProcessSample, Reading, Sample,
+    Framework, GpuProcess, GpuSample, MachineInfo, ProcessKind, ProcessSample, ProcessUtil,
+    Reading, Sample,
 };
 use serde_json::Value;
 
@@ -78,6 +79,9 @@ fn scripted() -> State {
                     gpu_uuid: gpu0.uuid.clone(),
                     kind: ProcessKind::Compute,
                     device_memory: Reading::Value(2 * GIB),
+                    util: Reading::Value(ProcessUtil::default()),
+                    gpu_instance_id: None,
+                    compute_instance_id: None,
                 },
                 None,
             );

@@ -66,6 +66,10 @@ pub struct LiveArgs {
     /// Draw with ASCII only (automatic when the locale is not UTF-8)
     #[arg(long)]
     pub ascii: bool,
+    /// Leave the mouse to the terminal (its own selection, for copy and paste) instead of
+    /// clicking rows and GPU bars
+    #[arg(long)]
+    pub no_mouse: bool,
     /// How long exited processes stay on screen, dimmed, for inspection (e.g. 30s, 5m)
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration, allow_hyphen_values = true)]
     pub keep_exited: Duration,

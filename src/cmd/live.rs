@@ -79,6 +79,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         live_clock: speed.is_none(),
         stop_run: None,
         start_times: sources::start_times(state.screen.signals_off.is_none()),
+        mouse: !args.no_mouse,
     };
     let exit = screen(&mut state, rx, options).await;
     if let Some(sampler) = sampler {
@@ -161,8 +162,8 @@ pub(super) async fn screen(
     rx: tokio::sync::mpsc::Receiver<Msg>,
     options: app::Options,
 ) -> Result<Exit, Fail> {
-    let mut guard =
-        terminal::enter().map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
+    let mut guard = terminal::enter(options.mouse)
+        .map_err(|e| Fail::runtime(format!("cannot set up the terminal: {e}")))?;
     let exit = app::run(
         &mut guard.terminal,
         state,

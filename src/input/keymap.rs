@@ -65,6 +65,14 @@ pub const KEYMAP: &[Binding] = &[
         help: "signal the selected process: t SIGTERM, i SIGINT, 9 SIGKILL (asks first)",
     },
     Binding {
+        keys: "c",
+        help: "give the spare rows to the memory chart or to the process table",
+    },
+    Binding {
+        keys: "mouse",
+        help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
+    },
+    Binding {
         keys: "r",
         help: "reset peaks",
     },
@@ -117,6 +125,7 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('a') => Action::TogglePane,
         KeyCode::Char('h') | KeyCode::Backspace => Action::Overview,
         KeyCode::Char('r') => Action::ResetPeaks,
+        KeyCode::Char('c') => Action::ToggleChart,
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char('K') | KeyCode::F(9) => Action::Signal,

@@ -34,6 +34,14 @@ pub enum Action {
     /// Move between the process table and the alerts list.
     TogglePane,
     Snapshot,
+    /// `c`: give the spare rows to the chart or to the table.
+    ToggleChart,
+    /// A click on row `n` of the process table (an index into the rows shown).
+    SelectRow(usize),
+    /// A click on GPU `n`'s bar (by position): focus it, or show all when it has the focus.
+    ClickGpu(u8),
+    /// The mouse wheel over the table: move the selection by this many rows.
+    Scroll(isize),
     /// Quit question of `gpumon run`: stop the command.
     StopRun,
     /// Quit question of `gpumon run`: leave the command running.

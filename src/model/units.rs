@@ -4,9 +4,9 @@ use humansize::{BINARY, FormatSizeOptions, format_size};
 
 const MIB: u64 = 1 << 20;
 
-/// Exact MiB, as nvidia-smi prints them (bytes >> 20): "7686MiB".
+/// Exact MiB, as nvidia-smi prints them (bytes >> 20): "7686 MiB".
 pub fn mib(bytes: u64) -> String {
-    format!("{}MiB", bytes / MIB)
+    format!("{} MiB", bytes / MIB)
 }
 
 /// Short binary size for tight columns: "96.1G", "615M", "512K", "12B".
@@ -72,11 +72,6 @@ pub fn duration_ms(ms: u64) -> String {
     }
 }
 
-/// Kibibytes as /proc/PID/status writes them (bytes / 1024): "25270272 kB".
-pub fn kb(bytes: u64) -> String {
-    format!("{} kB", bytes / 1024)
-}
-
 /// A sampling interval: "1s", "500ms", "1m 30s".
 pub fn interval(ms: u64) -> String {
     humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
@@ -115,7 +110,7 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(mib(3_764_387_840), "3590MiB");
+        assert_eq!(mib(3_764_387_840), "3590 MiB");
         assert_eq!(compact(615 * MIB), "615M");
         assert_eq!(compact(105 * 1024 * MIB + 400 * MIB), "105.4G");
         assert_eq!(compact(12), "12B");
@@ -126,7 +121,6 @@ mod tests {
         assert_eq!(rate(120.4 * MIB as f64), "+120M/s");
         assert_eq!(rate(12.5 * MIB as f64), "+12.5M/s");
         assert_eq!(duration_ms(600_000), "10m");
-        assert_eq!(kb(25_270_272 * 1024 + 1000), "25270272 kB");
         assert_eq!(growth(0.0), "flat");
         assert_eq!(growth(12.0 * MIB as f64), "+12M/s");
         assert_eq!(change(-512 * i128::from(MIB)), "-512M");

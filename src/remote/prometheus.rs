@@ -207,6 +207,7 @@ fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
         utilization: Reading::na(NOT_QUERIED),
         temperature_c: Reading::na(NOT_QUERIED),
         power_mw: Reading::na(NOT_QUERIED),
+        mig: Vec::new(),
     }
 }
 
@@ -249,6 +250,9 @@ fn reading(acc: HostAcc) -> HostReading {
             settings: Reading::na("not in Prometheus metrics"),
             log: Reading::na("not in Prometheus metrics"),
             pool: Reading::na("not in Prometheus metrics"),
+            util: Reading::na("not in Prometheus metrics"),
+            gpu_instance_id: None,
+            compute_instance_id: None,
             container: match text("container") {
                 Reading::Value(c) => Reading::Value(Placement {
                     short: c.clone(),

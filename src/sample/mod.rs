@@ -130,6 +130,28 @@ pub enum GpuStatus {
     },
 }
 
+/// One MIG instance of a GPU at one moment (a MIG device: a compute instance inside a GPU
+/// instance, which owns the memory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigInstance {
+    /// "MIG-…": the UUID CUDA_VISIBLE_DEVICES names it by.
+    pub uuid: String,
+    /// Its profile, e.g. "1g.18gb" (from the MIG device's name).
+    pub profile: String,
+    pub gpu_instance_id: u32,
+    pub compute_instance_id: u32,
+    /// Its GPU instance's memory.
+    pub memory: Reading<MigMemory>,
+}
+
+/// A MIG instance's memory, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigMemory {
+    pub total: u64,
+    pub used: u64,
+}
+
 /// One GPU at one moment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "wire::GpuWire", from = "wire::GpuWire")]
@@ -146,6 +168,8 @@ pub struct GpuSample {
     pub utilization: Reading<u32>,
     pub temperature_c: Reading<u32>,
     pub power_mw: Reading<u32>,
+    /// Its MIG instances, when MIG is on (empty when off or unsupported).
+    pub mig: Vec<MigInstance>,
 }
 
 /// How a process uses a GPU, as NVML lists it.
@@ -180,6 +204,19 @@ impl Framework {
     }
 }
 
+/// A process's share of a GPU's engines over NVML's last sample period, percent (NVML's
+/// process utilisation samples; what `nvidia-smi pmon` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessUtil {
+    /// Streaming multiprocessors (3D / compute).
+    pub sm: u32,
+    /// Memory controller (frame buffer reads and writes).
+    pub memory: u32,
+    pub encoder: u32,
+    pub decoder: u32,
+}
+
 /// One process on one GPU at one moment: NVML's view plus what /proc says about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(into = "wire::ProcessWire", from = "wire::ProcessWire")]
@@ -189,6 +226,11 @@ pub struct ProcessSample {
     pub kind: ProcessKind,
     /// Device memory NVML attributes to the process (n/a under WDDM, some vGPU and MIG setups).
     pub device_memory: Reading<u64>,
+    /// Its utilisation of the GPU (n/a where the GPU or driver has no process samples).
+    pub util: Reading<ProcessUtil>,
+    /// The MIG GPU and compute instance it runs in (NVML's `ProcessInfo`); `None` without MIG.
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
     /// Process start, seconds since the epoch; with `pid` it identifies the process.
     pub start_time: Reading<u64>,
     pub user: Reading<String>,
@@ -248,6 +290,7 @@ mod tests {
             utilization: Reading::Value(3),
             temperature_c: Reading::na("NotSupported"),
             power_mw: Reading::Value(120_489),
+            mig: Vec::new(),
         };
         let json = serde_json::to_value(&g).unwrap();
         assert_eq!(json["temperature_c"], serde_json::Value::Null);
@@ -262,6 +305,7 @@ mod tests {
         let old = r#"{"pid":1,"gpu_uuid":"GPU-1","kind":"compute","device_memory":1,"start_time":2,"user":"u","command":"c","vms":3,"rss":4,"framework":"jax","settings":{}}"#;
         let p: ProcessSample = serde_json::from_str(old).unwrap();
         assert_eq!(p.log, Reading::na("not recorded"));
+        assert_eq!(p.util, Reading::na("not recorded"));
         let pipe = ProcessSample {
             log: Reading::na("not a file (stdout is a pipe, stderr is a terminal)"),
             ..p.clone()

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Framework, GpuSample, GpuStatus, Memory, Placement, Pool, ProcessKind, ProcessSample, join,
-    split,
+    Framework, GpuSample, GpuStatus, Memory, MigInstance, MigMemory, Placement, Pool, ProcessKind,
+    ProcessSample, ProcessUtil, join, split,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -30,8 +30,49 @@ pub struct GpuWire {
     utilization: Option<u32>,
     temperature_c: Option<u32>,
     power_mw: Option<u32>,
+    /// MIG instances; absent when MIG is off and in recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    mig: Vec<MigWire>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     unavailable: BTreeMap<String, String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigWire {
+    uuid: String,
+    profile: String,
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
+    memory: Option<MigMemory>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    unavailable: BTreeMap<String, String>,
+}
+
+impl From<MigInstance> for MigWire {
+    fn from(m: MigInstance) -> Self {
+        let mut na = BTreeMap::new();
+        MigWire {
+            memory: split(m.memory, "memory", &mut na),
+            uuid: m.uuid,
+            profile: m.profile,
+            gpu_instance_id: m.gpu_instance_id,
+            compute_instance_id: m.compute_instance_id,
+            unavailable: na,
+        }
+    }
+}
+
+impl From<MigWire> for MigInstance {
+    fn from(w: MigWire) -> Self {
+        MigInstance {
+            memory: join(w.memory, "memory", &w.unavailable),
+            uuid: w.uuid,
+            profile: w.profile,
+            gpu_instance_id: w.gpu_instance_id,
+            compute_instance_id: w.compute_instance_id,
+        }
+    }
 }
 
 impl From<GpuSample> for GpuWire {
@@ -49,6 +90,7 @@ impl From<GpuSample> for GpuWire {
             utilization: split(g.utilization, "utilization", &mut na),
             temperature_c: split(g.temperature_c, "temperature_c", &mut na),
             power_mw: split(g.power_mw, "power_mw", &mut na),
+            mig: g.mig.into_iter().map(MigWire::from).collect(),
             uuid: g.uuid,
             index: g.index,
             name: g.name,
@@ -72,6 +114,7 @@ impl From<GpuWire> for GpuSample {
             utilization: join(w.utilization, "utilization", na),
             temperature_c: join(w.temperature_c, "temperature_c", na),
             power_mw: join(w.power_mw, "power_mw", na),
+            mig: w.mig.into_iter().map(MigInstance::from).collect(),
             uuid: w.uuid,
             index: w.index,
             name: w.name,
@@ -87,6 +130,14 @@ pub struct ProcessWire {
     gpu_uuid: String,
     kind: ProcessKind,
     device_memory: Option<u64>,
+    /// Absent in recordings made before it existed ("not recorded").
+    #[serde(default)]
+    util: Option<ProcessUtil>,
+    /// MIG instance ids; absent without MIG.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gpu_instance_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    compute_instance_id: Option<u32>,
     start_time: Option<u64>,
     user: Option<String>,
     command: Option<String>,
@@ -112,6 +163,9 @@ impl From<ProcessSample> for ProcessWire {
         let mut na = BTreeMap::new();
         ProcessWire {
             device_memory: split(p.device_memory, "device_memory", &mut na),
+            util: split(p.util, "util", &mut na),
+            gpu_instance_id: p.gpu_instance_id,
+            compute_instance_id: p.compute_instance_id,
             start_time: split(p.start_time, "start_time", &mut na),
             user: split(p.user, "user", &mut na),
             command: split(p.command, "command", &mut na),
@@ -135,6 +189,9 @@ impl From<ProcessWire> for ProcessSample {
         let na = &w.unavailable;
         ProcessSample {
             device_memory: join(w.device_memory, "device_memory", na),
+            util: join(w.util, "util", na),
+            gpu_instance_id: w.gpu_instance_id,
+            compute_instance_id: w.compute_instance_id,
             start_time: join(w.start_time, "start_time", na),
             user: join(w.user, "user", na),
             command: join(w.command, "command", na),

@@ -1,7 +1,7 @@
 //! What each key's action does to the screen's state (and, for `r`, to the machine's peaks).
 
 use crate::input::Action;
-use crate::screen::{Command, Filter, Pane, State};
+use crate::screen::{Command, Emphasis, Filter, Pane, State};
 
 impl State {
     pub(crate) fn act(&mut self, a: Action) -> Option<Command> {
@@ -82,17 +82,34 @@ impl State {
                 };
             }
             Action::FocusGpu(n) => {
-                let uuid = self
-                    .machine()
-                    .gpus_in_order()
-                    .get(usize::from(n))
-                    .map(|g| g.sample.uuid.clone());
-                if uuid.is_some() {
-                    self.screen.focus = uuid;
+                if let Some(uuid) = self.gpu_uuid(n) {
+                    self.screen.focus = Some(uuid);
+                }
+            }
+            Action::ClickGpu(n) => {
+                if let Some(uuid) = self.gpu_uuid(n) {
+                    let again = self.screen.focus.as_ref() == Some(&uuid);
+                    self.screen.focus = (!again).then_some(uuid);
                 }
             }
             Action::ResetPeaks => self.machine_mut().reset_peaks(),
             Action::ToggleHelp => self.screen.help = !self.screen.help,
+            Action::ToggleChart => {
+                self.screen.emphasis = match self.screen.emphasis {
+                    Emphasis::Table => Emphasis::Chart,
+                    Emphasis::Chart => Emphasis::Table,
+                };
+            }
+            Action::SelectRow(n) => {
+                if let Some(k) = self.screen.rows.get(n) {
+                    self.screen.selected = Some(k.clone());
+                    self.screen.pane = Pane::Processes;
+                }
+            }
+            Action::Scroll(by) => {
+                self.screen.pane = Pane::Processes;
+                self.step(by);
+            }
             Action::TogglePane => {
                 self.screen.pane = match self.screen.pane {
                     Pane::Processes if !self.screen.alert_rows.is_empty() => Pane::Alerts,
@@ -102,6 +119,14 @@ impl State {
         }
         self.derive_rows();
         None
+    }
+
+    /// The UUID of GPU `n` (by position in index order).
+    fn gpu_uuid(&self, n: u8) -> Option<String> {
+        self.machine()
+            .gpus_in_order()
+            .get(usize::from(n))
+            .map(|g| g.sample.uuid.clone())
     }
 
     fn step(&mut self, by: isize) {

@@ -4,8 +4,10 @@
 
 mod actions;
 pub mod alerts;
+pub mod chart;
 pub mod exits;
 mod fleet;
+pub mod mig;
 pub mod run;
 pub mod signal;
 mod table;
@@ -13,6 +15,7 @@ mod table;
 use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
+pub use chart::{ChartData, Emphasis};
 pub use fleet::{Fleet, HostRow, HostState, Remote};
 pub use run::{RunEnd, RunInfo};
 pub use signal::{Sig, SignalAsk, SignalRequest};
@@ -91,6 +94,11 @@ pub struct Screen {
     pub signals_off: Option<String>,
     /// The hosts and their overview, when there is more than one machine.
     pub fleet: Option<Fleet>,
+    /// Derived: the memory chart of the GPU in focus.
+    pub chart: Option<ChartData>,
+    /// Derived: the MIG instances of the machine in view.
+    pub mig: Vec<mig::MigRow>,
+    pub emphasis: Emphasis,
 }
 
 impl Default for Screen {
@@ -114,6 +122,9 @@ impl Default for Screen {
             signal: None,
             signals_off: None,
             fleet: None,
+            chart: None,
+            mig: Vec::new(),
+            emphasis: Emphasis::Table,
         }
     }
 }

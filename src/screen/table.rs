@@ -1,7 +1,7 @@
 //! The process table's order and filter, and the rows they give on a machine.
 
 use crate::model::{Machine, ProcessTrack};
-use crate::screen::Screen;
+use crate::screen::{ChartData, Screen};
 
 /// The columns the process table can be sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,5 +141,7 @@ impl Screen {
             self.selected = self.rows.get(pos).cloned();
         }
         self.derive_alerts(machine);
+        self.chart = ChartData::of(machine, self.focus.as_deref(), self.selected.as_ref());
+        self.mig = super::mig::rows(machine);
     }
 }

@@ -2,14 +2,15 @@
 //! time the caller gives.
 
 use super::{
-    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, PoolDoc, Process, SCHEMA,
-    Snapshot, SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
+    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, MigDoc, PoolDoc, Process,
+    SCHEMA, Snapshot, SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
 };
 use crate::model::{
     Alert, GpuTrack, Level, Machine as MachineData, ProcessTrack, Ring, SourceState,
 };
 use crate::sample::split;
 use crate::sample::{Framework, GpuStatus, MachineInfo, Pool, Reading};
+use crate::screen::mig::MigRow;
 use crate::screen::{Filter, Screen, Sort, State};
 
 /// Why machine facts are missing before the source has started.
@@ -51,7 +52,11 @@ impl Snapshot {
             gpumon_version: env!("CARGO_PKG_VERSION").to_string(),
             machine: machine(data.info.as_ref()),
             view: view(data, screen),
-            gpus: data.gpus_in_order().into_iter().map(gpu).collect(),
+            gpus: data
+                .gpus_in_order()
+                .into_iter()
+                .map(|g| gpu(g, &screen.mig))
+                .collect(),
             processes,
             alerts: data.alerts.iter().map(alert).collect(),
             alerts_dropped: data.alerts_dropped,
@@ -124,7 +129,7 @@ fn points(ring: &Ring) -> Vec<super::Point> {
     ring.iter().copied().collect()
 }
 
-fn gpu(t: &GpuTrack) -> Gpu {
+fn gpu(t: &GpuTrack, screen_mig: &[MigRow]) -> Gpu {
     let s = &t.sample;
     let mut na = Unavailable::new();
     let memory = split(s.memory.clone(), "memory", &mut na).map(|m| {
@@ -158,6 +163,7 @@ fn gpu(t: &GpuTrack) -> Gpu {
         power_mw: split(s.power_mw.clone(), "power_mw", &mut na),
         processes_without_memory: u64::try_from(t.unattributed).unwrap_or(u64::MAX),
         used_history: points(&t.used),
+        mig: mig_docs(screen_mig, &s.uuid),
         unavailable: na,
     }
 }
@@ -186,6 +192,28 @@ fn pool_doc(p: Pool) -> PoolDoc {
         alloc_retries: p.alloc_retries,
         ooms: p.ooms,
     }
+}
+
+/// The MIG instances of GPU `uuid`, with their process counts.
+fn mig_docs(rows: &[MigRow], uuid: &str) -> Vec<MigDoc> {
+    rows.iter()
+        .filter(|r| r.gpu_uuid == uuid)
+        .map(|r| {
+            let i = &r.instance;
+            let mut na = Unavailable::new();
+            let memory = split(i.memory.clone(), "memory", &mut na);
+            MigDoc {
+                uuid: i.uuid.clone(),
+                profile: i.profile.clone(),
+                gpu_instance_id: i.gpu_instance_id,
+                compute_instance_id: i.compute_instance_id,
+                memory_total: memory.map(|m| m.total),
+                memory_used: memory.map(|m| m.used),
+                processes: u64::try_from(r.processes).unwrap_or(u64::MAX),
+                unavailable: na,
+            }
+        })
+        .collect()
 }
 
 fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
@@ -226,6 +254,9 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
         )
         .flatten(),
         pool: split(s.pool.clone().map(pool_doc), "pool", &mut na),
+        util: split(s.util.clone(), "util", &mut na),
+        gpu_instance_id: s.gpu_instance_id,
+        compute_instance_id: s.compute_instance_id,
         shown,
         selected: screen.selected.as_ref() == Some(&t.key),
         first_seen_at: time_ms(t.first_seen_ms),

@@ -142,6 +142,28 @@ pub struct Gpu {
     pub processes_without_memory: u64,
     /// Used memory over the history window, oldest first.
     pub used_history: Vec<Point>,
+    /// MIG instances when MIG is on; absent when off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mig: Vec<MigDoc>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: Unavailable,
+}
+
+/// One MIG instance of a GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigDoc {
+    /// "MIG-…", as CUDA_VISIBLE_DEVICES names it.
+    pub uuid: String,
+    /// e.g. "1g.10gb".
+    pub profile: String,
+    pub gpu_instance_id: u32,
+    pub compute_instance_id: u32,
+    /// Its GPU instance's memory, bytes; null with the reason in `unavailable.memory`.
+    pub memory_total: Option<u64>,
+    pub memory_used: Option<u64>,
+    /// Running processes NVML attributes to its GPU instance.
+    pub processes: u64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: Unavailable,
 }
@@ -192,6 +214,15 @@ pub struct Process {
     /// The allocator pool on this GPU as the probe reports it; absent without the probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolDoc>,
+    /// SM, memory-controller, encoder and decoder utilisation, percent; absent in snapshots
+    /// made before it existed.
+    #[serde(default)]
+    pub util: Option<crate::sample::ProcessUtil>,
+    /// The MIG GPU and compute instance it runs in; absent without MIG.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_instance_id: Option<u32>,
     /// A row of the table (not hidden by the filter or focus, not exited).
     pub shown: bool,
     pub selected: bool,

@@ -5,14 +5,15 @@
 use std::time::UNIX_EPOCH;
 
 use super::{
-    AlertDoc, Gpu, GpuState, LevelDoc, Point, PoolDoc, Process, Snapshot, SourceDoc, Unavailable,
+    AlertDoc, Gpu, GpuState, LevelDoc, MigDoc, Point, PoolDoc, Process, Snapshot, SourceDoc,
+    Unavailable,
 };
 use crate::model::{
     Alert, Config, GpuTrack, Level, Machine, ProcKey, ProcessTrack, Ring, Segments, SourceState,
 };
 use crate::sample::{
-    Framework, GpuSample, GpuStatus, MachineInfo, Memory, Placement, Pool, ProcessSample, Reading,
-    join,
+    Framework, GpuSample, GpuStatus, MachineInfo, Memory, MigInstance, MigMemory, Placement, Pool,
+    ProcessSample, Reading, join,
 };
 
 impl Snapshot {
@@ -128,6 +129,7 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
             utilization: join(g.utilization_percent, "utilization_percent", na),
             temperature_c: join(g.temperature_c, "temperature_c", na),
             power_mw: join(g.power_mw, "power_mw", na),
+            mig: g.mig.iter().map(mig).collect(),
         },
         used,
         lost_since_ms,
@@ -154,6 +156,9 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         settings: join(p.settings.clone(), "settings", na),
         log: join(p.log.clone(), "log", na),
         pool: join(p.pool.as_ref().map(pool), "pool", na),
+        util: join(p.util, "util", na),
+        gpu_instance_id: p.gpu_instance_id,
+        compute_instance_id: p.compute_instance_id,
         container: match (&p.container, na.get("container")) {
             (None, Some(reason)) => Reading::na(reason.clone()),
             (short, _) => Reading::Value(Placement {
@@ -182,6 +187,21 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         exited_ms: p.exited_at.as_deref().and_then(ms),
         last_change: None,
         prev_pool: None,
+    }
+}
+
+/// A MIG instance back from the document.
+fn mig(d: &MigDoc) -> MigInstance {
+    let memory = match (d.memory_total, d.memory_used) {
+        (Some(total), Some(used)) => Reading::Value(MigMemory { total, used }),
+        _ => join(None, "memory", &d.unavailable),
+    };
+    MigInstance {
+        uuid: d.uuid.clone(),
+        profile: d.profile.clone(),
+        gpu_instance_id: d.gpu_instance_id,
+        compute_instance_id: d.compute_instance_id,
+        memory,
     }
 }
 

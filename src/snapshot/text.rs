@@ -159,6 +159,22 @@ fn gpus(o: &mut Out, s: &Snapshot) {
         }
         o.para(4, &format!("used over time {}", history(&g.used_history)));
         reasons(o, 4, &g.unavailable);
+        for m in &g.mig {
+            o.para(
+                4,
+                &format!(
+                    "MIG {}/{} {}: used {} of {}, {} process(es)  {}",
+                    m.gpu_instance_id,
+                    m.compute_instance_id,
+                    m.profile,
+                    size(m.memory_used),
+                    size(m.memory_total),
+                    m.processes,
+                    m.uuid
+                ),
+            );
+            reasons(o, 6, &m.unavailable);
+        }
     }
 }
 

@@ -124,6 +124,9 @@ fn probed_only(listed: &[GpuProcess], probes: &ProbeScan) -> Vec<GpuProcess> {
                 gpu_uuid: d.uuid.clone().unwrap_or_else(|| UNKNOWN_GPU.to_string()),
                 kind: ProcessKind::Compute,
                 device_memory: Reading::na(NOT_LISTED),
+                util: Reading::na(NOT_LISTED),
+                gpu_instance_id: None,
+                compute_instance_id: None,
             });
         }
     }
@@ -157,6 +160,9 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         gpu_uuid: p.gpu_uuid,
         kind: p.kind,
         device_memory: p.device_memory,
+        util: p.util,
+        gpu_instance_id: p.gpu_instance_id,
+        compute_instance_id: p.compute_instance_id,
         start_time: host.start_time,
         user: host.user,
         command: host.command,

@@ -13,8 +13,8 @@ pub mod replay;
 pub mod scripted;
 
 pub use crate::sample::{
-    Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, Reading,
-    Sample,
+    Framework, GpuSample, GpuStatus, MachineInfo, Memory, MigInstance, MigMemory, ProcessKind,
+    ProcessSample, ProcessUtil, Reading, Sample,
 };
 
 /// Why a source could not start or could not give a sample.
@@ -47,6 +47,10 @@ pub struct GpuProcess {
     pub gpu_uuid: String,
     pub kind: ProcessKind,
     pub device_memory: Reading<u64>,
+    pub util: Reading<ProcessUtil>,
+    /// The MIG GPU and compute instance it runs in; `None` without MIG.
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
 }
 
 /// What the GPU driver says in one tick.

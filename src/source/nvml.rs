@@ -3,7 +3,9 @@
 //! NVML is initialised once and kept; devices are looked up by index each tick. A GPU that stops
 //! answering is listed as `Lost` with what was known of it, and the others keep updating.
 
-mod convert;
+pub(crate) mod convert;
+pub mod mig;
+mod utilization;
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
@@ -27,6 +29,9 @@ pub struct NvmlReader {
     stride_bug: bool,
     /// Processes seen last tick, to size this tick's list in one allocation.
     last_processes: usize,
+    /// The newest process utilisation sample's timestamp of each GPU (by index): the next read
+    /// asks only for samples after it.
+    util_seen: Vec<Option<u64>>,
 }
 
 impl NvmlReader {
@@ -46,6 +51,7 @@ impl NvmlReader {
                 nvml,
                 known: vec![None; n as usize],
                 last_processes: 0,
+                util_seen: vec![None; n as usize],
             }),
         }
     }
@@ -78,24 +84,33 @@ impl GpuReader for NvmlReader {
         let count = self.device_count()?;
         if self.known.len() < count as usize {
             self.known.resize(count as usize, None);
+            self.util_seen.resize(count as usize, None);
         }
         let mut out = GpuReadout {
             gpus: Vec::with_capacity(count as usize),
             processes: Vec::with_capacity(self.last_processes),
         };
-        for (index, known) in (0..count).zip(self.known.iter_mut()) {
-            read_gpu(&self.nvml, index, known, self.stride_bug, &mut out);
+        let gpus = self.known.iter_mut().zip(self.util_seen.iter_mut());
+        for (index, (known, util_seen)) in (0..count).zip(gpus) {
+            read_gpu(
+                &self.nvml,
+                index,
+                (known, util_seen),
+                self.stride_bug,
+                &mut out,
+            );
         }
         self.last_processes = out.processes.len();
         Ok(out)
     }
 }
 
-/// Appends GPU `index` and its processes to `out`; a failing GPU is appended as `Lost`.
+/// Appends GPU `index` and its processes to `out`; a failing GPU is appended as `Lost`. `known`
+/// is what it answered before, and the timestamp of its newest process utilisation sample.
 fn read_gpu(
     nvml: &Nvml,
     index: u32,
-    known: &mut Option<Identity>,
+    (known, util_seen): (&mut Option<Identity>, &mut Option<u64>),
     stride_bug: bool,
     out: &mut GpuReadout,
 ) {
@@ -132,7 +147,13 @@ fn read_gpu(
         || dev.running_graphics_processes_v2(),
     );
     let total = memory.value().map(|m| m.total);
+    let first = out.processes.len();
     merge_processes(&id.uuid, total, &compute, &graphics, &mut out.processes);
+    *util_seen = utilization::apply(
+        dev.process_utilization_stats(*util_seen),
+        &mut out.processes[first..],
+        *util_seen,
+    );
     out.gpus.push(GpuSample {
         uuid: id.uuid.clone(),
         index,
@@ -143,6 +164,7 @@ fn read_gpu(
         utilization: field(dev.utilization_rates().map(|u| u.gpu)),
         temperature_c: field(dev.temperature(TemperatureSensor::Gpu)),
         power_mw: field(dev.power_usage()),
+        mig: mig::read(&dev),
     });
 }
 

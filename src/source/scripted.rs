@@ -41,7 +41,8 @@ pub mod build {
     use std::collections::BTreeMap;
 
     use crate::source::{
-        Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample, Reading,
+        Framework, GpuSample, GpuStatus, MachineInfo, Memory, ProcessKind, ProcessSample,
+        ProcessUtil, Reading,
     };
 
     pub const MIB: u64 = 1 << 20;
@@ -75,6 +76,7 @@ pub mod build {
             utilization: Reading::Value(48),
             temperature_c: Reading::Value(54),
             power_mw: Reading::Value(367_000),
+            mig: Vec::new(),
         }
     }
 
@@ -91,6 +93,9 @@ pub mod build {
             gpu_uuid: gpu.uuid.clone(),
             kind: ProcessKind::Compute,
             device_memory: Reading::Value(device),
+            util: Reading::Value(ProcessUtil::default()),
+            gpu_instance_id: None,
+            compute_instance_id: None,
             start_time: Reading::Value(1_763_800_000 + u64::from(pid)),
             user: Reading::Value("ana".into()),
             command: Reading::Value(command.into()),
@@ -106,5 +111,37 @@ pub mod build {
                 namespace_pid: None,
             }),
         }
+    }
+
+    /// `gpu` with MIG on and the instances NVML gives for these MIG devices, converted as the
+    /// NVML reader converts them (the lent GPU machines run with MIG off, so tests build MIG
+    /// from NVML's own return shapes).
+    pub fn with_mig(
+        mut gpu: GpuSample,
+        slots: Vec<crate::source::nvml::mig::MigSlot>,
+    ) -> GpuSample {
+        gpu.mig = slots
+            .into_iter()
+            .filter_map(crate::source::nvml::mig::instance)
+            .collect();
+        gpu
+    }
+
+    /// A process as NVML's `ProcessInfo` lists it on `gpu` (device memory, MIG instance ids),
+    /// converted as the NVML reader converts it, with every host field present.
+    pub fn nvml_process(
+        gpu: &GpuSample,
+        info: nvml_wrapper::struct_wrappers::device::ProcessInfo,
+        framework: Framework,
+        command: &str,
+    ) -> ProcessSample {
+        let mut listed = Vec::new();
+        let total = gpu.memory.value().map(|m| m.total);
+        crate::source::nvml::convert::merge_processes(&gpu.uuid, total, &[info], &[], &mut listed);
+        let mut p = process(listed[0].pid, gpu, 0, framework, command);
+        p.device_memory = listed[0].device_memory.clone();
+        p.gpu_instance_id = listed[0].gpu_instance_id;
+        p.compute_instance_id = listed[0].compute_instance_id;
+        p
     }
 }

@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
-use super::text::{fit, wrap};
+use super::text::{fit, rows, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
 use crate::screen::alerts::shown;
@@ -83,6 +83,26 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         }
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rest);
     }
+}
+
+/// Rows the panel's text takes at `width` columns (its border and padding excluded): every
+/// alert wrapped, or with the alerts pane active the selected one's evidence under the list.
+pub fn wanted(state: &State, width: u16) -> usize {
+    let width = usize::from(width);
+    let alerts = &state.machine().alerts;
+    if state.screen.pane == Pane::Alerts
+        && let Some(a) = alerts.get(state.screen.alert_selected)
+    {
+        let theme = Theme::new(&state.config);
+        let evidence = rows(&evidence(a, &theme), width);
+        // The list keeps a third of the panel.
+        return evidence + evidence / 2 + 1;
+    }
+    alerts
+        .iter()
+        .map(|a| wrap(&summary(a), width).len())
+        .sum::<usize>()
+        .max(1)
 }
 
 /// Every alert, one per line, wrapped when they all fit that way.

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
 use super::spark::{self, Window};
-use super::text::fit;
+use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
 use crate::sample::Reading;
@@ -45,6 +45,13 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     );
 }
 
+/// Rows the pane's text takes at `width` columns (its border and padding excluded).
+pub fn wanted(state: &State, theme: &Theme, width: u16) -> usize {
+    state.selected_process().map_or(1, |t| {
+        text::rows(&lines(t, state, theme, width), usize::from(width))
+    })
+}
+
 fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     let s = &t.sample;
     let na = |text: &str| Span::styled(text.to_string(), theme.na);
@@ -66,34 +73,47 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     let mut spark_line = vec![Span::raw("device ")];
     spark_line.extend(spark::spans(
         &t.history,
-        Window::of(state, room.min(60)),
+        Window::of(state, room),
         None,
         &marks,
         theme,
     ));
     spark_line.push(Span::raw(window_label));
 
-    let kb = |r: &Reading<u64>| r.get().map(units::kb);
+    // Every size as elsewhere on screen, with the exact MiB beside it.
+    let size = |b: Option<u64>| b.map(|b| format!("{} ({})", units::compact(b), units::mib(b)));
     let settings = match s.settings.value() {
         None => na("unknown"),
         Some(m) if m.is_empty() => Span::raw("none set"),
         Some(_) => Span::raw("from its environment:"),
     };
-    let mut out = vec![
-        Line::from(spark_line),
-        Line::from(vec![
-            Span::raw("now "),
-            or_na(s.device_memory.get().map(units::mib)),
-            Span::raw("  peak "),
-            or_na(t.peak.map(units::mib)),
-        ]),
-        Line::from(vec![
-            Span::raw("VMS "),
-            or_na(kb(&s.vms)),
-            Span::raw("  RSS "),
-            or_na(kb(&s.rss)),
-        ]),
+    let mut out = vec![Line::from(spark_line)];
+    let figure = |label: &str, b: Option<u64>| vec![Span::raw(format!("{label} ")), or_na(size(b))];
+    let pairs = [
+        (figure("now", s.device_memory.get()), figure("peak", t.peak)),
+        (figure("VMS", s.vms.get()), figure("RSS", s.rss.get())),
     ];
+    // Two figures a line where they fit, else one.
+    for (mut a, b) in pairs {
+        let len = |v: &[Span]| v.iter().map(Span::width).sum::<usize>();
+        if len(&a) + 2 + len(&b) <= usize::from(width) {
+            a.push(Span::raw("  "));
+            a.extend(b);
+            out.push(Line::from(a));
+        } else {
+            out.extend([Line::from(a), Line::from(b)]);
+        }
+    }
+    if let (Some(gi), ci) = (s.gpu_instance_id, s.compute_instance_id) {
+        let ci = ci.map_or_else(|| "n/a".to_string(), |c| c.to_string());
+        out.push(Line::raw(format!("MIG instance GI {gi} CI {ci}")));
+    }
+    if let Some(u) = s.util.value() {
+        out.push(Line::raw(format!(
+            "util SM {}%  MEM {}%  ENC {}%  DEC {}%",
+            u.sm, u.memory, u.encoder, u.decoder
+        )));
+    }
     out.extend(super::pool::lines(t, theme, width));
     out.extend(super::life::detail_lines(t, state, theme));
     // Why fields are n/a comes before the facts that are often n/a for the same reason.
@@ -175,6 +195,7 @@ fn reasons(t: &ProcessTrack) -> Vec<(Vec<&'static str>, String)> {
     let s = &t.sample;
     let fields = [
         ("device", s.device_memory.reason()),
+        ("util", s.util.reason()),
         ("start", s.start_time.reason()),
         ("user", s.user.reason()),
         ("command", s.command.reason()),

@@ -93,12 +93,12 @@ pub fn render(
     if state.machine().gpus.is_empty() {
         gpu_lines.extend(no_gpu(state, theme, inner.width));
     } else {
-        let two = gpus::lines(state, theme, inner.width, true);
+        let two = gpus::lines(state, theme, inner.width, true).lines;
         let fits = two.len() + gpu_lines.len() <= usize::from(inner.height);
         gpu_lines.extend(if fits {
             two
         } else {
-            gpus::lines(state, theme, inner.width, false)
+            gpus::lines(state, theme, inner.width, false).lines
         });
     }
     frame.render_widget(Paragraph::new(gpu_lines), inner);

@@ -10,18 +10,24 @@ use super::theme::Theme;
 use crate::model::{GpuTrack, Level, Segments, units};
 use crate::sample::{GpuStatus, Reading};
 use crate::screen::State;
-
-/// At this width and wider, memory is written in exact MiB.
-pub const EXACT_WIDTH: u16 = 100;
+use crate::screen::mig::MigRow;
 
 /// Labels of the four segments, in bar order.
 const LABELS: [&str; 4] = ["procs", "other", "rsvd", "free"];
 
-/// The GPU lines for a block `width` columns wide; `two` adds each GPU's second line.
-pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'static>> {
+/// The GPU lines of a block `width` columns wide, and where each GPU's lines start.
+pub struct GpuLines {
+    pub lines: Vec<Line<'static>>,
+    /// The lines of each GPU (indices into `lines`), in index order.
+    pub gpus: Vec<std::ops::Range<usize>>,
+}
+
+/// The GPU lines for a block `width` columns wide; `two` adds each GPU's readings line. The bar
+/// keeps at least half the width: when its numbers do not fit beside it they get a line of
+/// their own.
+pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> GpuLines {
     let gpus = state.machine().gpus_in_order();
-    let exact = width >= EXACT_WIDTH;
-    let numbers: Vec<Option<[String; 4]>> = gpus.iter().map(|g| numbers(g, exact)).collect();
+    let numbers: Vec<Option<[String; 4]>> = gpus.iter().map(|g| numbers(g)).collect();
     let mut widths = [0usize; 4];
     for n in numbers.iter().flatten() {
         for (w, s) in widths.iter_mut().zip(n) {
@@ -30,7 +36,9 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
     }
     let name_width = gpus.iter().map(|g| name(g).len()).max().unwrap_or(0);
     let mut out = Vec::new();
+    let mut ranges = Vec::new();
     for (g, nums) in gpus.iter().zip(&numbers) {
+        let start = out.len();
         let focused = state.screen.focus.as_deref() == Some(g.sample.uuid.as_str());
         let label = format!(
             "{}GPU{} {:<name_width$} ",
@@ -50,11 +58,22 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
                     .zip(widths)
                     .map(|((l, n), w)| format!("{l} {n:>w$}"))
                     .collect();
-                let tail = text.join("  ");
-                let bar = width.saturating_sub(indent + 4 + tail.len());
+                let tail: usize =
+                    text.iter().map(String::len).sum::<usize>() + 2 * (text.len() - 1);
+                let beside = width.saturating_sub(indent + 4 + tail);
+                let own_line = beside * 2 < width;
+                let bar = if own_line {
+                    width.saturating_sub(indent + 3)
+                } else {
+                    beside
+                };
                 first.push(Span::raw("["));
                 first.extend(bar_spans(seg, bar, theme));
                 first.push(Span::raw("] "));
+                if own_line {
+                    out.push(Line::from(std::mem::take(&mut first)));
+                    first.push(Span::raw(" ".repeat(indent)));
+                }
                 for (i, t) in text.into_iter().enumerate() {
                     if i > 0 {
                         first.push(Span::raw("  "));
@@ -88,9 +107,55 @@ pub fn lines(state: &State, theme: &Theme, width: u16, two: bool) -> Vec<Line<'s
         if two {
             out.push(second_line(state, g, theme, indent, width));
         }
+        let migs = state
+            .screen
+            .mig
+            .iter()
+            .filter(|m| m.gpu_uuid == g.sample.uuid);
+        out.extend(migs.map(|m| mig_line(m, theme, width)));
+        ranges.push(start..out.len());
     }
     out.extend(reserved_notes(&gpus, theme, usize::from(width)));
-    out
+    GpuLines {
+        lines: out,
+        gpus: ranges,
+    }
+}
+
+/// A MIG instance under its GPU: ids, profile, a used/free bar, its memory and processes.
+fn mig_line(m: &MigRow, theme: &Theme, width: usize) -> Line<'static> {
+    let i = &m.instance;
+    let plural = if m.processes == 1 { "" } else { "es" };
+    let ids = format!("{}/{}", i.gpu_instance_id, i.compute_instance_id);
+    let label = format!("    MIG {ids:<5} {:<8} ", i.profile);
+    let mut spans = vec![Span::raw(label.clone())];
+    match i.memory.value() {
+        Some(mem) => {
+            let tail = format!(
+                " used {} of {}  {} process{plural}",
+                units::compact(mem.used),
+                units::compact(mem.total),
+                m.processes
+            );
+            let bar = width.saturating_sub(label.len() + tail.len() + 3);
+            let seg = Segments {
+                total: mem.total,
+                processes: mem.used.min(mem.total),
+                other: 0,
+                reserved: Some(0),
+                free: mem.total.saturating_sub(mem.used),
+            };
+            spans.push(Span::raw("["));
+            spans.extend(bar_spans(&seg, bar, theme));
+            spans.push(Span::raw("]"));
+            spans.push(Span::raw(tail));
+        }
+        None => spans.push(Span::styled(
+            format!("memory n/a: {}", i.memory.reason().unwrap_or_default()),
+            theme.na,
+        )),
+    }
+    Line::from(spans)
 }
 
 /// Why reserved memory is n/a, once per distinct reason (with NVML v1 all GPUs share one).
@@ -124,16 +189,10 @@ fn name(g: &GpuTrack) -> &str {
         .unwrap_or(&g.sample.name)
 }
 
-/// The four numbers beside the bar, in exact MiB or compact form.
-fn numbers(g: &GpuTrack, exact: bool) -> Option<[String; 4]> {
+/// The four numbers beside the bar, binary-rounded like every size on screen.
+fn numbers(g: &GpuTrack) -> Option<[String; 4]> {
     let seg = g.segments?;
-    let f = |b: u64| {
-        if exact {
-            units::mib(b)
-        } else {
-            units::compact(b)
-        }
-    };
+    let f = units::compact;
     Some([
         f(seg.processes),
         f(seg.other),
@@ -233,7 +292,7 @@ fn second_line(
         + window_label.len()
         + notes.iter().map(|n| n.width() + 2).sum::<usize>();
     // One column stays free before the border.
-    let room = width.saturating_sub(indent + fixed + 1).min(30);
+    let room = width.saturating_sub(indent + fixed + 1);
     let marks: Vec<u64> = state
         .machine()
         .alerts

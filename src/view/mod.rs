@@ -1,34 +1,42 @@
 //! Drawing: one pure function of `&State`, split by screen region. It reads the state and never
 //! changes it; everything it shows was computed in `State::update`, except what depends on the
-//! screen's size (column widths, sparkline columns).
+//! screen's size (the layout, column widths, sparkline columns).
 //!
 //! ```text
 //! ┌ gpumon ─ host ─ driver ─ CUDA ─ every 1s ─ filter ─ PAUSED ─ stale ──────────┐ header.rs
 //! │ ⚠ source failing since 12:03:07: reason        (only while the source fails)  │ header.rs
-//! │ > GPU0 H200 [█████▓▒░░░░░] procs 96.1G  other 1.2G  rsvd 615M  free 41.9G    │ gpus.rs
-//! │             util 48%  54°C  367W  mem ▁▂▃▅▇ (10m)  ⚠ 1 alert                  │   (2 lines
-//! │   GPU1 ...                                                                    │    per GPU)
+//! │ > GPU0 H200 [█████▓▒░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░░] │ gpus.rs
+//! │             procs 96.1G  other 1.2G  rsvd 615M  free 41.9G  (beside the bar │   (numbers on
+//! │             util 48%  54°C  367W  mem ▁▂▃▅▇ (10m)  ⚠ 1 alert  when it fits)  │    their own line
+//! │     MIG 1/0   3g.40gb  [███░░░] used 20.0G of 39.2G  1 process  (MIG on)     │    when needed)
+//! ├ GPU0 memory, last 10m ───────────────────────────────────────────────────────┤ chart.rs
+//! │140G│ total ⠉⠉⠉⠉  used ⣀⣀⡠⠔  selected process ⣿⣿  (when there is room)         │
 //! ├ processes (sorted by device memory) ─ filter: pid 4312 ──────────────────────┤ processes.rs
-//! │   GPU     PID USER     FW    DEVICE  ...  COMMAND                             │
-//! │ >   0    4312 ana      jax   105.4G  ...  python train.py                     │
+//! │   GPU     PID USER     FW    DEVICE  ...  SM% MEM% ENC% DEC% COMMAND          │
+//! │ >   0    4312 ana      jax   105.4G  ...   97   41    0    0 python train.py  │
 //! ├ selected: 4312 python train.py ──────┬ alerts (1) ────────────────────────────┤
 //! │ device ▁▂▃▅▇ (10m)                   │ 12:03:07 pid 4400 class: title         │ detail.rs
-//! │ now 7686MiB  peak 7700MiB  ...       │                                        │ alerts.rs
+//! │ now 7.5G (7686 MiB)  peak ...        │                                        │ alerts.rs
 //! └──────────────────────────────────────┴────────────────────────────────────────┘
 //!  q quit  / filter  s snapshot  p pause  o sort  ? help        status / prompt    footer.rs
 //!                        (help.rs: the keymap in a centred popup, over all of it)
 //! ```
 //!
+//! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
+//!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
 
 mod alerts;
+mod chart;
 mod detail;
 mod fleet;
 mod footer;
 mod gpus;
 mod header;
 mod help;
+mod layout;
 mod life;
+pub mod mouse;
 mod pool;
 mod processes;
 mod signal;
@@ -42,6 +50,7 @@ use ratatui::symbols::merge::MergeStrategy;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
+pub use layout::Regions;
 use theme::Theme;
 
 use crate::model::SourceState;
@@ -50,11 +59,6 @@ use crate::screen::State;
 /// Below this size only a message is drawn.
 pub const MIN_WIDTH: u16 = 72;
 pub const MIN_HEIGHT: u16 = 20;
-
-/// Rows the table needs besides its processes: its borders and header.
-const TABLE_CHROME: u16 = 3;
-/// The bottom panels get at least this many rows (borders included).
-const MIN_BOTTOM: u16 = 8;
 
 pub fn render(frame: &mut Frame, state: &State) {
     let area = frame.area();
@@ -117,6 +121,22 @@ pub fn render(frame: &mut Frame, state: &State) {
     }
 }
 
+/// The regions of a frame of size `area` showing `state` (`None` while too small or starting):
+/// what `render` draws into, for hit-testing the mouse.
+pub fn regions(area: Rect, state: &State) -> Option<Regions> {
+    if area.width < MIN_WIDTH
+        || area.height < MIN_HEIGHT
+        || state.machine().source == SourceState::Starting
+    {
+        return None;
+    }
+    let main = Rect {
+        height: area.height - 1,
+        ..area
+    };
+    Some(layout::plan(main, state, &Theme::new(&state.config)).regions)
+}
+
 /// The GPU block's text when there is no GPU: not sampled yet, or why none can be read.
 fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     match state
@@ -137,7 +157,7 @@ fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
     }
 }
 
-/// The GPU block, the process table and the bottom panels, sharing their borders.
+/// The GPU block, the chart, the process table and the bottom panels, sharing their borders.
 fn body(
     frame: &mut Frame,
     main: Rect,
@@ -146,49 +166,16 @@ fn body(
     state: &State,
     theme: &Theme,
 ) {
-    let banner = header::banner(state, theme, main.width.saturating_sub(2));
-    let inner_width = main.width.saturating_sub(2);
-    // Two lines per GPU when the table (one row) and the bottom panels still fit.
-    let room_for_rest = TABLE_CHROME + 1 + MIN_BOTTOM - 2;
-    let top_height = |lines: &[Line]| {
-        let lines = u16::try_from(lines.len().max(1)).unwrap_or(u16::MAX);
-        lines.saturating_add(2 + u16::from(banner.is_some()))
-    };
-    let mut gpu_lines = gpus::lines(state, theme, inner_width, true);
-    if main.height.saturating_sub(top_height(&gpu_lines)) < room_for_rest {
-        gpu_lines = gpus::lines(state, theme, inner_width, false);
+    let plan = layout::plan(main, state, theme);
+    let r = &plan.regions;
+    let inner = top_block.inner(r.top);
+    frame.render_widget(top_block, r.top);
+    frame.render_widget(Paragraph::new(plan.top_lines), inner);
+    if let Some(area) = r.chart {
+        chart::render(frame, area, block(), state, theme);
     }
-    if state.machine().gpus.is_empty() {
-        gpu_lines = no_gpu(state, theme, inner_width);
-    }
-    let top_h = top_height(&gpu_lines).min(main.height - room_for_rest);
-    let top = Rect {
-        height: top_h,
-        ..main
-    };
-    let inner = top_block.inner(top);
-    frame.render_widget(top_block, top);
-    let mut lines: Vec<Line> = banner.into_iter().collect();
-    lines.extend(gpu_lines);
-    frame.render_widget(Paragraph::new(lines), inner);
-
-    // Rows from the GPU block's bottom border to the end, shared by the two blocks below.
-    let rest = main.height - (top_h - 1);
-    let wanted = TABLE_CHROME + u16::try_from(state.screen.rows.len().max(1)).unwrap_or(u16::MAX);
-    let bottom_min = MIN_BOTTOM.max(rest / 3);
-    let table_h = wanted.min(rest + 1 - bottom_min);
-    let table = Rect {
-        y: top.bottom() - 1,
-        height: table_h,
-        ..main
-    };
-    processes::render(frame, table, block(), state, theme);
-
-    let bottom = Rect {
-        y: table.bottom() - 1,
-        height: main.bottom() - (table.bottom() - 1),
-        ..main
-    };
+    processes::render(frame, r.table, block(), state, theme);
+    let Some(bottom) = r.bottom else { return };
     let left_w = bottom.width / 2 + 1;
     let left = Rect {
         width: left_w,

@@ -30,10 +30,15 @@ enum Col {
     Growth,
     Pool,
     Container,
+    /// Utilisation of the SMs, the memory controller, the encoder and the decoder, percent.
+    Sm,
+    MemUtil,
+    Enc,
+    Dec,
     Command,
 }
 
-const COLUMNS: [Col; 13] = [
+const COLUMNS: [Col; 17] = [
     Col::Gpu,
     Col::Pid,
     Col::User,
@@ -46,6 +51,10 @@ const COLUMNS: [Col; 13] = [
     Col::Growth,
     Col::Pool,
     Col::Container,
+    Col::Sm,
+    Col::MemUtil,
+    Col::Enc,
+    Col::Dec,
     Col::Command,
 ];
 
@@ -65,19 +74,25 @@ impl Col {
             Col::Growth => "GROW/10s",
             Col::Pool => "ALLOC/POOL",
             Col::Container => "CONTAINER",
+            Col::Sm => "SM%",
+            Col::MemUtil => "MEM%",
+            Col::Enc => "ENC%",
+            Col::Dec => "DEC%",
             Col::Command => "COMMAND",
         }
     }
 
-    fn width(self) -> u16 {
+    /// Columns it takes; GPU takes one more for MIG instance ids ("0/13").
+    fn width(self, mig: bool) -> u16 {
         match self {
-            Col::Gpu => 3,
+            Col::Gpu => 3 + u16::from(mig),
             Col::Fw => 5,
             Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
             Col::User => 7,
             Col::Growth => 8,
             Col::Pool => 11,
             Col::Container => 16,
+            Col::Sm | Col::MemUtil | Col::Enc | Col::Dec => 4,
             Col::Command => MIN_COMMAND,
         }
     }
@@ -85,15 +100,19 @@ impl Col {
     /// Order in which columns give way (1 first); 0 never does.
     fn drop_rank(self) -> u8 {
         match self {
-            Col::Rss => 1,
-            Col::Peak => 2,
-            Col::User => 3,
-            Col::Fw => 4,
-            Col::Ratio => 5,
-            Col::Growth => 6,
-            Col::Vms => 7,
-            Col::Pool => 8,
-            Col::Container => 2,
+            Col::Dec => 1,
+            Col::Enc => 2,
+            Col::MemUtil => 3,
+            Col::Sm => 4,
+            Col::Rss => 5,
+            Col::Peak => 6,
+            Col::User => 7,
+            Col::Container => 8,
+            Col::Fw => 9,
+            Col::Ratio => 10,
+            Col::Growth => 11,
+            Col::Vms => 12,
+            Col::Pool => 13,
             Col::Gpu | Col::Pid | Col::Device | Col::Command => 0,
         }
     }
@@ -113,11 +132,12 @@ impl Col {
         let s = &t.sample;
         let size = |r: &Reading<u64>| r.get().map(units::compact);
         let text = match self {
-            Col::Gpu => state
-                .machine()
-                .gpus
-                .get(&s.gpu_uuid)
-                .map(|g| g.sample.index.to_string()),
+            // "0/1": GPU 0, MIG GPU instance 1.
+            Col::Gpu => state.machine().gpus.get(&s.gpu_uuid).map(|g| {
+                let index = g.sample.index;
+                s.gpu_instance_id
+                    .map_or_else(|| index.to_string(), |gi| format!("{index}/{gi}"))
+            }),
             Col::Pid => Some(s.pid.to_string()),
             Col::User => s.user.value().cloned(),
             Col::Fw => s.framework.value().map(|f| f.label().to_string()),
@@ -132,10 +152,16 @@ impl Col {
                     format!("{r:.0}x")
                 }
             }),
-            Col::Growth if t.exited_ms.is_some() => Some("-".into()),
+            Col::Growth | Col::Sm | Col::MemUtil | Col::Enc | Col::Dec if t.exited_ms.is_some() => {
+                Some("-".into())
+            }
             Col::Growth => t.growth.map(units::growth),
             Col::Pool => super::pool::cell(t),
             Col::Container => s.container.value().map(|c| c.short.clone()),
+            Col::Sm => s.util.value().map(|u| u.sm.to_string()),
+            Col::MemUtil => s.util.value().map(|u| u.memory.to_string()),
+            Col::Enc => s.util.value().map(|u| u.encoder.to_string()),
+            Col::Dec => s.util.value().map(|u| u.decoder.to_string()),
             Col::Command => match super::life::exit_label(state, t) {
                 Some(label) => Some(format!(
                     "[{label}] {}",
@@ -149,7 +175,9 @@ impl Col {
             None => ("n/a".to_string(), theme.na),
         };
         let text = match self {
-            Col::User | Col::Container => fit(&text, usize::from(self.width()), theme.g.ellipsis),
+            Col::User | Col::Container => {
+                fit(&text, usize::from(self.width(false)), theme.g.ellipsis)
+            }
             Col::Command => fit(&text, command_width, theme.g.ellipsis),
             _ => text,
         };
@@ -166,8 +194,8 @@ fn align(line: Line<'static>, col: Col) -> Cell<'static> {
 }
 
 /// Columns taken by `cols` at their fixed widths, with the selection marker and spacing.
-fn needed(cols: &[Col]) -> u16 {
-    cols.iter().map(|c| c.width()).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
+fn needed(cols: &[Col], mig: bool) -> u16 {
+    cols.iter().map(|c| c.width(mig)).sum::<u16>() + u16::try_from(cols.len()).unwrap_or(0) + 1
 }
 
 /// Which optional columns the processes shown have something for.
@@ -181,14 +209,14 @@ struct Optional {
 
 /// The columns that fit in `width` (the selection marker included); the optional ones only when
 /// a process shown has something for them.
-fn visible(width: u16, optional: Optional) -> Vec<Col> {
+fn visible(width: u16, optional: Optional, mig: bool) -> Vec<Col> {
     let mut cols = COLUMNS.to_vec();
     cols.retain(|c| match c {
         Col::Pool => optional.probed,
         Col::Container => optional.placed,
         _ => true,
     });
-    while needed(&cols) > width {
+    while needed(&cols, mig) > width {
         let Some(worst) = cols
             .iter()
             .copied()
@@ -259,15 +287,16 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
                 .is_some_and(|c| !c.short.is_empty())
         }),
     };
-    let cols = visible(inner.width, optional);
-    let command_width = usize::from(inner.width - needed(&cols) + MIN_COMMAND);
+    let mig = !state.screen.mig.is_empty();
+    let cols = visible(inner.width, optional, mig);
+    let command_width = usize::from(inner.width - needed(&cols, mig) + MIN_COMMAND);
     let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
     if state.screen.rows.is_empty() {
         let [head, body] = inner.layout(&ratatui::layout::Layout::vertical([
             Constraint::Length(1),
             Constraint::Fill(1),
         ]));
-        let widths = cols.iter().map(|c| width_of(*c));
+        let widths = cols.iter().map(|c| width_of(*c, mig));
         frame.render_widget(
             Table::new(Vec::<Row>::new(), widths)
                 .header(header)
@@ -308,13 +337,32 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
             row
         }
     });
-    let table = Table::new(rows, cols.iter().map(|c| width_of(*c)))
+    let table = Table::new(rows, cols.iter().map(|c| width_of(*c, mig)))
         .header(header)
         .row_highlight_style(theme.selected)
         .highlight_symbol("> ")
         .highlight_spacing(HighlightSpacing::Always);
     let mut table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
     frame.render_stateful_widget(table, inner, &mut table_state);
+}
+
+/// The row (an index into `state.screen.rows`) drawn on screen line `y` of the table in `area`.
+pub fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
+    // Below the top border and the header, above the bottom border.
+    let first = area.y + 2;
+    let height = area.height.saturating_sub(3);
+    if y < first || y >= first + height {
+        return None;
+    }
+    let rows = &state.screen.rows;
+    let selected = state
+        .screen
+        .selected
+        .as_ref()
+        .and_then(|k| rows.iter().position(|r| r == k));
+    let shown = on_screen(rows.len(), selected, height);
+    let i = shown.start + usize::from(y - first);
+    shown.contains(&i).then_some(i)
 }
 
 /// The rows a `Table` of `len` one-line rows shows in `height` lines, scrolled from the top just
@@ -326,78 +374,13 @@ fn on_screen(len: usize, selected: Option<usize>, height: u16) -> std::ops::Rang
     start..len.min(start + height)
 }
 
-fn width_of(c: Col) -> Constraint {
+fn width_of(c: Col, mig: bool) -> Constraint {
     if c == Col::Command {
         Constraint::Fill(1)
     } else {
-        Constraint::Length(c.width())
+        Constraint::Length(c.width(mig))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_growth_header_names_the_window() {
-        let window = units::duration_ms(crate::model::GROWTH_WINDOW_MS);
-        assert_eq!(Col::Growth.title(), format!("GROW/{window}"));
-    }
-
-    #[test]
-    fn narrow_screens_drop_rss_and_peak_first() {
-        let both = Optional {
-            probed: true,
-            placed: true,
-        };
-        assert_eq!(visible(220, both).len(), 13);
-        let all = visible(200, Optional::default());
-        assert_eq!(all.len(), 11);
-        let at80 = visible(78, Optional::default());
-        assert!(!at80.contains(&Col::Rss) && !at80.contains(&Col::Peak));
-        assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
-    }
-
-    /// Rendering only `on_screen` rows draws what the table draws with all of them.
-    #[test]
-    fn the_rows_on_screen_are_the_rows_the_table_shows() {
-        use ratatui::buffer::Buffer;
-        use ratatui::widgets::StatefulWidget;
-        let draw = |rows: &[usize], selected: Option<usize>, height: u16| {
-            let area = Rect::new(0, 0, 12, height);
-            let mut buf = Buffer::empty(area);
-            let table = Table::new(
-                rows.iter().map(|i| Row::new([Cell::from(i.to_string())])),
-                [Constraint::Fill(1)],
-            )
-            .header(Row::new(["head"]))
-            .highlight_symbol("> ")
-            .highlight_spacing(HighlightSpacing::Always);
-            StatefulWidget::render(
-                table,
-                area,
-                &mut buf,
-                &mut TableState::new().with_selected(selected),
-            );
-            buf
-        };
-        for len in 0..12 {
-            let all: Vec<usize> = (0..len).collect();
-            for height in 0u16..8 {
-                for selected in std::iter::once(None).chain((0..len).map(Some)) {
-                    let shown = on_screen(len, selected, height.saturating_sub(1));
-                    let part = draw(
-                        &all[shown.clone()],
-                        selected.map(|s| s - shown.start),
-                        height,
-                    );
-                    assert_eq!(
-                        part,
-                        draw(&all, selected, height),
-                        "{len} {height} {selected:?}"
-                    );
-                }
-            }
-        }
-    }
-}
+mod tests;

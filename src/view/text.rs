@@ -45,6 +45,12 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// Rows `lines` take in a wrapping paragraph `width` columns wide (at least one per line).
+pub fn rows(lines: &[ratatui::text::Line], width: usize) -> usize {
+    let width = width.max(1);
+    lines.iter().map(|l| l.width().div_ceil(width).max(1)).sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

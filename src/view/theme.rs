@@ -74,6 +74,8 @@ pub struct Theme {
     pub banner: Style,
     pub mark: Style,
     pub spark: Style,
+    /// The selected process's line on the chart.
+    pub selected_line: Style,
     pub paused: Style,
 }
 
@@ -120,6 +122,7 @@ impl Theme {
             },
             mark: fg(Color::Red).add_modifier(Modifier::BOLD),
             spark: fg(Color::Cyan),
+            selected_line: fg(Color::Yellow).add_modifier(Modifier::BOLD),
             paused: fg(Color::Yellow).add_modifier(Modifier::BOLD),
         }
     }

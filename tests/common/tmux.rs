@@ -31,7 +31,7 @@ impl Session {
         let script = format!(
             "cd {d}; stty sane; GPUMON_NVML_LIB=/nonexistent/libnvidia-ml.so.1 {command} 2>{d}/stderr; \
              echo $? > {d}/status; stty -a > {d}/stty; \
-             tmux display -p '#{{alternate_on}} #{{cursor_flag}}' > {d}/screen; sleep 60"
+             tmux display -p '#{{alternate_on}} #{{cursor_flag}} #{{mouse_any_flag}}' > {d}/screen; sleep 60"
         );
         let ok = Command::new("tmux")
             .args([
@@ -122,6 +122,31 @@ impl Session {
             .unwrap();
     }
 
+    /// A left click at screen cell (`x`, `y`), 0-based, sent as the SGR mouse report a
+    /// terminal writes (press, then release) while the program captures the mouse.
+    pub fn click(&self, x: u16, y: u16) {
+        for end in ['M', 'm'] {
+            self.keys(&["-l", &format!("\x1b[<0;{};{}{end}", x + 1, y + 1)]);
+        }
+    }
+
+    /// Whether the program in the pane has asked the terminal for mouse reports.
+    pub fn mouse_captured(&self) -> bool {
+        let out = Command::new("tmux")
+            .args(["display", "-p", "-t", &self.name, "#{mouse_any_flag}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+
+    pub fn resize(&self, width: u16, height: u16) {
+        Command::new("tmux")
+            .args(["resize-window", "-t", &self.name])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .status()
+            .unwrap();
+    }
+
     #[track_caller]
     pub fn wait_for(&self, what: impl Fn(&str) -> bool, label: &str) -> String {
         let start = Instant::now();
@@ -174,7 +199,8 @@ impl Session {
         pids
     }
 
-    /// Exit status, and that the terminal is back in cooked mode on the main screen with a cursor.
+    /// Exit status, and that the terminal is back in cooked mode on the main screen with a cursor
+    /// and no mouse reporting.
     #[track_caller]
     pub fn assert_restored(&self, status: i32) -> String {
         let got: i32 = self.wait_file("status").trim().parse().unwrap();
@@ -190,8 +216,8 @@ impl Session {
         }
         assert_eq!(
             self.wait_file("screen").trim(),
-            "0 1",
-            "main screen, cursor shown"
+            "0 1 0",
+            "main screen, cursor shown, mouse released"
         );
         stderr
     }

@@ -16,7 +16,7 @@ use gpumon::source::live::LiveSource;
 use gpumon::source::scripted::build;
 use gpumon::source::{
     Framework, GpuProcess, GpuReader, GpuReadout, GpuSample, HostProcess, HostReader, MachineInfo,
-    ProcessKind, Reading, Source, SourceError,
+    ProcessKind, ProcessUtil, Reading, Source, SourceError,
 };
 
 /// A GPU driver whose answer at each tick (0, 1, ...) is scripted.
@@ -83,6 +83,9 @@ pub fn listed(pid: u32, gpu: &GpuSample, bytes: u64) -> GpuProcess {
         gpu_uuid: gpu.uuid.clone(),
         kind: ProcessKind::Compute,
         device_memory: Reading::Value(bytes),
+        util: Reading::Value(ProcessUtil::default()),
+        gpu_instance_id: None,
+        compute_instance_id: None,
     }
 }
 

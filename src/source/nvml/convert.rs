@@ -15,6 +15,9 @@ pub const V1_RESERVED: &str = "NVML v1 (driver before R510): used includes reser
 /// Why a process's device memory is n/a when NVML reports `NVML_VALUE_NOT_AVAILABLE`.
 pub const MEMORY_NOT_REPORTED: &str = "not reported by the driver (WDDM, some vGPU and MIG setups)";
 
+/// A process's utilisation until `utilization::apply` has read it.
+pub const UTIL_NOT_READ: &str = "not read";
+
 /// Linux's largest possible PID (`PID_MAX_LIMIT` on 64-bit); anything above is garbage.
 const PID_MAX_LIMIT: u32 = 4_194_304;
 
@@ -186,6 +189,9 @@ pub fn merge_processes(
                     gpu_uuid: uuid.to_string(),
                     kind,
                     device_memory: memory,
+                    util: Reading::na(UTIL_NOT_READ),
+                    gpu_instance_id: p.gpu_instance_id,
+                    compute_instance_id: p.compute_instance_id,
                 }),
                 Some(i) => {
                     let q = &mut out[start + i];
@@ -239,6 +245,7 @@ pub fn lost_gpu(index: u32, known: Option<&Identity>, why: String) -> GpuSample 
         utilization: Reading::na(why.clone()),
         temperature_c: Reading::na(why.clone()),
         power_mw: Reading::na(why.clone()),
+        mig: Vec::new(),
         status: GpuStatus::Lost { reason: why },
     }
 }

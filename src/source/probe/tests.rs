@@ -253,6 +253,9 @@ fn the_live_source_gives_probed_processes_their_pool_and_says_what_it_ignored() 
         gpu_uuid: g.uuid.clone(),
         kind: crate::sample::ProcessKind::Compute,
         device_memory: Reading::Value(10 * GIB),
+        util: Reading::na("not sampled"),
+        gpu_instance_id: None,
+        compute_instance_id: None,
     };
     let readout = GpuReadout {
         gpus: vec![g.clone()],

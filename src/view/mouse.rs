@@ -1,0 +1,38 @@
+//! Mouse clicks and the wheel, hit-tested against the regions `render` draws into.
+//!
+//! The app loop calls [`action`] with the current state and terminal size when a mouse event
+//! comes. It redraws before it waits for events, so the screen the user clicked on is the one
+//! this state and size lay out: the same `layout::plan` gives the same rectangles, and nothing
+//! about the last frame has to be kept (in `State` or elsewhere).
+
+use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+
+use super::{processes, regions};
+use crate::input::Action;
+use crate::screen::State;
+
+/// Rows the wheel moves the selection per notch.
+const WHEEL_ROWS: isize = 3;
+
+/// What a mouse event on a screen of size `area` does: a click on a process row selects it, on a
+/// GPU's lines focuses that GPU; the wheel over the table moves the selection.
+pub fn action(area: Rect, state: &State, event: MouseEvent) -> Option<Action> {
+    if state.screen.help || state.screen.prompt.is_some() || state.asking() {
+        return None;
+    }
+    let r = regions(area, state)?;
+    let at = Position::new(event.column, event.row);
+    match event.kind {
+        MouseEventKind::Down(MouseButton::Left) => {
+            if r.table.contains(at) {
+                return processes::row_at(r.table, state, at.y).map(Action::SelectRow);
+            }
+            let gpu = r.gpus.iter().position(|g| g.contains(at))?;
+            u8::try_from(gpu).ok().map(Action::ClickGpu)
+        }
+        MouseEventKind::ScrollDown if r.table.contains(at) => Some(Action::Scroll(WHEEL_ROWS)),
+        MouseEventKind::ScrollUp if r.table.contains(at) => Some(Action::Scroll(-WHEEL_ROWS)),
+        _ => None,
+    }
+}
