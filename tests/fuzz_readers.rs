@@ -193,7 +193,7 @@ proptest! {
     }
 
     #[test]
-    fn recording_reader_mutated_demo(first in 1usize..120, n in 1usize..4, m in mutations()) {
+    fn recording_reader_mutated_demo(first in 1usize..100, n in 1usize..4, m in mutations()) {
         let lines = demo_lines();
         let end = (first + n).min(lines.len());
         let body = lines[first..end].join(&b'\n');

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serve::{IO_TIMEOUT, POLLS, Reply, Server, exchange};
 
 const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-const TOTAL: &str = r#"gpumon_gpu_memory_total_bytes{Hostname="vm",gpu="0",UUID="GPU-55c380d6-235f-44c0-6f6d-7d867122ca7e",modelName="NVIDIA H100 80GB HBM3"} 85520809984"#;
+const TOTAL: &str = r#"gpumon_gpu_memory_total_bytes{Hostname="vm",gpu="0",UUID="GPU-9601073a-4930-3745-eb95-7957db7c2774",modelName="NVIDIA H100 80GB HBM3"} 85520809984"#;
 
 fn scrape_ok(server: &Server) {
     let r = server.get("/metrics", &[("Accept", PROMETHEUS_ACCEPT)]);

@@ -43,24 +43,25 @@ for path in logs:
     seen = pools.get(pid, [])
     print(f"{path}: pid {pid}: {len(lines)} job lines, {len(seen)} probe samples recorded by gpumon"
           + (f" on {seen[0][2]}" if seen else ""))
+    window = int(header.get("interval_ms", 1000))
     for at_ms, pool, _ in seen:
-        # The job's line nearest in time to when the probe read the figures.
-        near = min(lines, key=lambda j: abs(j["t"] * 1000 - at_ms))
-        if abs(near["t"] * 1000 - at_ms) > int(header.get("interval_ms", 1000)):
+        # The job's own lines within one interval of when the probe read the figures: the
+        # figures must equal one of them (the job may have changed its pool in between).
+        near = [j for j in lines if abs(j["t"] * 1000 - at_ms) <= window]
+        if not near:
             continue
         fw = pool["framework"]
         for jk, pk in MAP.get(fw, []):
-            jv, pv = near["stats"].get(jk), pool.get(pk)
-            if jv is None or pv is None:
-                continue
-            if jk == "limit" and jv == 0:
+            pv = pool.get(pk)
+            values = [j["stats"].get(jk) for j in near if j["stats"].get(jk) is not None]
+            if pv is None or not values or (jk == "limit" and 0 in values):
                 continue
             scale = MiB if "bytes" in jk or jk in ("used", "total", "free", "limit") else 1
-            if jv // scale == pv // scale:
+            if any(jv // scale == pv // scale for jv in values):
                 equal += 1
             else:
                 differ += 1
-                print(f"  differ at {at_ms}: {fw} {jk}={jv} vs gpumon {pk}={pv}")
+                print(f"  differ at {at_ms}: {fw} {jk} in {values} vs gpumon {pk}={pv}")
     last = seen[-1][1] if seen else None
     if last:
         shown = {k: v for k, v in last.items() if v is not None and k not in ("framework", "version", "at_ms")}

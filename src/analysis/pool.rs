@@ -127,8 +127,11 @@ fn fragmented(pool: &Pool, prev: Option<&Pool>) -> Option<String> {
             human(free),
             human(b)
         )),
-        (_, _, Some(n)) => Some(format!(
-            "the allocator flushed its cache to retry {n} time(s) since the last sample"
+        // A flush with much of the pool free: the free memory was in the wrong pieces (with
+        // the pool full, a retry says the GPU was full, which other alerts name).
+        (true, _, Some(n)) => Some(format!(
+            "the allocator flushed its cache to retry {n} time(s) since the last sample, with {} of its pool free",
+            human(free)
         )),
         _ => None,
     }
@@ -285,17 +288,30 @@ fn probe_oom(
     Some(failure_risk(t, pool, Some(g), "seen by its probe (no log)"))
 }
 
-/// A probed process that ended with its pool at its limit or fragmented, no log seen.
+/// A probed process that ended with its pool at its limit or fragmented, no log seen: whether it
+/// died of an OOM is not known, so this is suspected, with what the last figures would explain.
 fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let (class, _) = verdict(pool, None);
-    matches!(class, "fragmentation" | "pool-limit").then(|| {
-        failure_risk(
-            t,
-            pool,
-            None,
-            "at exit, from its last probe figures (no log)",
-        )
-    })
+    let (class, why) = verdict(pool, None);
+    if !matches!(class, "fragmentation" | "pool-limit") {
+        return None;
+    }
+    let pid = t.sample.pid;
+    let mut risk = failure_risk(t, pool, None, "");
+    risk.level = Level::Suspected;
+    risk.class = "exit-at-limit";
+    risk.title = format!(
+        "pid {pid} exited with its {} pool {}: if it died of an OOM, {class} (likely; no log seen)",
+        pool.framework.label(),
+        if class == "pool-limit" {
+            "at its limit"
+        } else {
+            "fragmented"
+        },
+    );
+    if let Some(first) = risk.evidence.first_mut() {
+        *first = format!("its last probe figures: {why}");
+    }
+    Some(risk)
 }
 
 #[cfg(test)]

@@ -95,6 +95,15 @@ impl ProbeDirs {
             .and_then(|u| u.parse().ok())
     }
 
+    /// A temporary file left by a process killed mid-write: removed once the process has ended,
+    /// if it is this user's.
+    fn clean_temp(&self, path: &Path, pid: u32) {
+        let ours = fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.uid() == self.my_uid);
+        if ours && self.owner_of(pid).is_none() {
+            let _ = fs::remove_file(path);
+        }
+    }
+
     fn look_at(&mut self, path: &Path, pid: u32, scan: &mut ProbeScan) {
         let Ok(meta) = fs::symlink_metadata(path) else {
             return; // Replaced or removed between listing and reading: next scan.
@@ -148,12 +157,16 @@ impl PoolReader for ProbeDirs {
             };
             for entry in entries.flatten() {
                 let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if let Some(pid) = temp_file_pid(name) {
+                    self.clean_temp(&entry.path(), pid);
+                    continue;
+                }
                 let Some(pid) = name
-                    .to_str()
-                    .and_then(|n| n.strip_suffix(".json"))
+                    .strip_suffix(".json")
                     .and_then(|n| n.parse::<u32>().ok())
                 else {
-                    continue; // The hook's temporary files, or anything else.
+                    continue;
                 };
                 seen += 1;
                 if seen > MAX_FILES {
@@ -164,6 +177,14 @@ impl PoolReader for ProbeDirs {
         }
         scan
     }
+}
+
+/// The pid of a temporary file the hook writes (`.<pid>.json.tmp`).
+fn temp_file_pid(name: &str) -> Option<u32> {
+    name.strip_prefix('.')?
+        .strip_suffix(".json.tmp")?
+        .parse()
+        .ok()
 }
 
 fn children(dir: &Path) -> impl Iterator<Item = PathBuf> {

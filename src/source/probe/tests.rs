@@ -120,6 +120,7 @@ fn the_directory_reader_trusts_only_the_processes_own_regular_files() {
     fs::create_dir(probe.path().join("104.json")).unwrap();
     fs::write(probe.path().join("105.json"), doc(105, "GPU-00000000")).unwrap();
     fs::write(probe.path().join(".100.json.tmp"), "half a file").unwrap();
+    fs::write(probe.path().join(".105.json.tmp"), "left by a kill").unwrap();
 
     let mut reader = ProbeDirs::new(vec![probe.path().to_path_buf()], false, me)
         .with_proc_root(proc_root.path().to_path_buf());
