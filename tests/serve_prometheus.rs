@@ -100,7 +100,13 @@ fn expected(snapshot: &Value) -> Vec<(String, String, f64)> {
             }
         }
         // The allocator probe's figures, where the process was probed (the demo's are).
-        for part in ["allocated", "reserved", "stranded", "limit", "largest_free_block"] {
+        for part in [
+            "allocated",
+            "reserved",
+            "stranded",
+            "limit",
+            "largest_free_block",
+        ] {
             if let Some(x) = p["pool"][part].as_f64() {
                 out.push((format!("gpumon_process_pool_{part}_bytes"), pid.clone(), x));
             }
