@@ -1,0 +1,65 @@
+//! The allocator probe end to end: `gpumon run` starts a Python job that loads a stand-in
+//! `torch` (tests/python/fakes) reporting a fragmented cache; the probe inside the job writes its
+//! figures, gpumon reads them and shows the pool on screen. Without NVML (as in CI) the probed
+//! job is listed from its probe file alone. Needs tmux and python3 (`.ci/run` installs tmux).
+
+#[path = "common/tmux.rs"]
+mod tmux;
+
+use tmux::Session;
+
+const JOB: &str = r#"
+import time, torch
+GiB = 2**30
+torch.cuda._stats[0] = {
+    "allocated_bytes.all.current": 4 * GiB,
+    "reserved_bytes.all.current": 9 * GiB,
+    "inactive_split_bytes.all.current": 5 * GiB,
+    "num_alloc_retries": 0,
+    "num_ooms": 0,
+}
+torch.cuda._initialized = True
+print("job ready", flush=True)
+time.sleep(60)
+"#;
+
+#[test]
+fn gpumon_run_shows_the_pool_of_a_probed_job() {
+    let fakes = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/fakes");
+    let probe = tempfile::tempdir().unwrap();
+    let job = probe.path().join("job.py");
+    std::fs::write(&job, JOB).unwrap();
+    let probe_dir = probe.path().join("probe");
+    let command = format!(
+        "env PYTHONPATH={fakes} GPUMON_PROBE_DIR={} {} run -- python3 {}",
+        probe_dir.display(),
+        env!("CARGO_BIN_EXE_gpumon"),
+        job.display()
+    );
+    let s = Session::run("probe", &command, (120, 40));
+    let screen = s.wait_for(
+        |t| t.contains("4G/9G") && t.contains("torch pool ["),
+        "the probed job's pool",
+    );
+    assert!(screen.contains("ALLOC/POOL"), "{screen}");
+    assert!(
+        screen.contains("alloc 4G  free 5G  stranded 5G"),
+        "{screen}"
+    );
+    assert!(screen.contains("not listed by NVML"), "{screen}");
+    // One file, the job's, owner-only, in a directory gpumon made owner-only.
+    let files: Vec<_> = std::fs::read_dir(&probe_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&files[0]), 0o600);
+    assert_eq!(mode(&probe_dir), 0o700);
+    s.keys(&["q"]);
+    s.wait_for(|t| t.contains("k stop it"), "the quit question");
+    s.keys(&["k"]);
+    s.assert_restored(143);
+}
