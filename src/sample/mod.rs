@@ -202,6 +202,29 @@ impl Framework {
             Framework::Other => "other",
         }
     }
+
+    /// The name the allocator probe's files and the snapshot's `pool` use ("pytorch", …).
+    pub fn pool_name(self) -> &'static str {
+        match self {
+            Framework::Pytorch => "pytorch",
+            Framework::Tensorflow => "tensorflow",
+            Framework::Jax => "jax",
+            Framework::Cupy => "cupy",
+            Framework::Other => "other",
+        }
+    }
+
+    /// The framework a probe file or snapshot names; `None` for a name gpumon does not know.
+    pub fn from_pool_name(name: &str) -> Option<Framework> {
+        [
+            Framework::Pytorch,
+            Framework::Tensorflow,
+            Framework::Jax,
+            Framework::Cupy,
+        ]
+        .into_iter()
+        .find(|f| f.pool_name() == name)
+    }
 }
 
 /// A process's share of a GPU's engines over NVML's last sample period, percent (NVML's

@@ -9,7 +9,7 @@ use crate::model::{
     Alert, GpuTrack, Level, Machine as MachineData, ProcessTrack, Ring, SourceState,
 };
 use crate::sample::split;
-use crate::sample::{Framework, GpuStatus, MachineInfo, Pool, Reading};
+use crate::sample::{GpuStatus, MachineInfo, Pool, Reading};
 use crate::screen::mig::MigRow;
 use crate::screen::{Filter, Screen, Sort, State};
 
@@ -169,15 +169,8 @@ fn gpu(t: &GpuTrack, screen_mig: &[MigRow]) -> Gpu {
 }
 
 fn pool_doc(p: Pool) -> PoolDoc {
-    let framework = match p.framework {
-        Framework::Pytorch => "pytorch",
-        Framework::Jax => "jax",
-        Framework::Cupy => "cupy",
-        Framework::Tensorflow => "tensorflow",
-        Framework::Other => "other",
-    };
     PoolDoc {
-        framework: framework.to_string(),
+        framework: p.framework.pool_name().to_string(),
         allocated: p.allocated,
         reserved: p.reserved,
         cached_free: p.cached_free,

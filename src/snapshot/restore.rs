@@ -207,13 +207,7 @@ fn mig(d: &MigDoc) -> MigInstance {
 
 /// The probe's figures back from the document (an unknown framework name reads as "other").
 fn pool(d: &PoolDoc) -> Pool {
-    let framework = match d.framework.as_str() {
-        "pytorch" => Framework::Pytorch,
-        "jax" => Framework::Jax,
-        "cupy" => Framework::Cupy,
-        "tensorflow" => Framework::Tensorflow,
-        _ => Framework::Other,
-    };
+    let framework = Framework::from_pool_name(&d.framework).unwrap_or(Framework::Other);
     Pool {
         framework,
         version: d.version.clone(),

@@ -93,13 +93,8 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
     }
     let mut devices = Vec::new();
     for f in doc.frameworks {
-        let framework = match f.name.as_str() {
-            "pytorch" => Framework::Pytorch,
-            "jax" => Framework::Jax,
-            "cupy" => Framework::Cupy,
-            "tensorflow" => Framework::Tensorflow,
-            other => return Err(format!("unknown framework {other:?}")),
-        };
+        let framework = Framework::from_pool_name(&f.name)
+            .ok_or_else(|| format!("unknown framework {:?}", f.name))?;
         for d in f.devices {
             let uuid = d.uuid.filter(|u| valid_uuid(u));
             devices.push(DevicePool {
