@@ -5,7 +5,7 @@ use super::settings::{Env, jax, pct, pool, settings};
 use super::{Difference, Topic, label};
 use crate::sample::Framework;
 use crate::snapshot::lines::size;
-use crate::snapshot::{Gpu, Process, Snapshot};
+use crate::snapshot::{Gpu, PoolDoc, Process, Snapshot};
 
 /// Differences in device memory below this are noise.
 const NOISE: u64 = 1 << 20;
@@ -103,6 +103,48 @@ pub(super) fn pair(
                 ),
             )
         });
+    }
+    if let (Some(qa), Some(qb)) = (&pa.pool, &pb.pool) {
+        pools(&subject, qa, qb, out);
+    }
+}
+
+/// The allocator probe's figures of the same job on both sides: what its pool holds, what is
+/// allocated in it, and what is stranded in split blocks.
+fn pools(subject: &str, qa: &PoolDoc, qb: &PoolDoc, out: &mut Vec<Difference>) {
+    let parts: [(&str, Option<u64>, Option<u64>, &str); 3] = [
+        (
+            "allocated in its pool",
+            qa.allocated,
+            qb.allocated,
+            "The job's live tensors and buffers differ: a different model, batch or input size, \
+             not the allocator.",
+        ),
+        (
+            "held by its pool",
+            qa.reserved,
+            qb.reserved,
+            "The pool keeps freed memory cached (PyTorch, CuPy) or takes its size up front (JAX \
+             preallocation): device memory follows what the pool holds, not what is allocated.",
+        ),
+        (
+            "stranded in split blocks",
+            qa.stranded,
+            qb.stranded,
+            "Free memory inside partly used blocks cannot serve a larger request: the side with \
+             more stranded is closer to a fragmentation OOM (expandable_segments avoids it).",
+        ),
+    ];
+    for (what, a, b, effect) in parts {
+        if a.zip(b).is_some_and(|(x, y)| x.abs_diff(y) >= NOISE) {
+            out.push(Difference::bytes(
+                Topic::Pool,
+                format!("{subject}: {what} (probe)"),
+                a,
+                b,
+                effect.into(),
+            ));
+        }
     }
 }
 

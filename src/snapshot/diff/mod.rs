@@ -43,6 +43,8 @@ pub enum Topic {
     DeviceMemory,
     /// Device memory outside the framework's own pool (CUDA context, workspaces).
     Overhead,
+    /// The allocator probe's figures of the same job (allocated, pool, stranded).
+    Pool,
     Setting,
 }
 
