@@ -32,15 +32,7 @@ pub fn render(frame: &mut Frame, area: Rect, theme: &Theme) {
             .map(|b| line(b.keys, fit(b.help, text_width, theme.g.ellipsis)))
             .collect();
     }
-    let height = u16::try_from(lines.len() + 2)
-        .unwrap_or(u16::MAX)
-        .min(area.height);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + (area.height - height) / 2,
-        width,
-        height,
-    };
+    let popup = super::text::popup(area, width, lines.len());
     let block = Block::bordered()
         .border_set(theme.g.border)
         .title(Line::styled(" keys ", theme.title))

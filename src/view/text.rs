@@ -51,6 +51,21 @@ pub fn rows(lines: &[ratatui::text::Line], width: usize) -> usize {
     lines.iter().map(|l| l.width().div_ceil(width).max(1)).sum()
 }
 
+/// A popup `width` wide, centred in `area`, tall enough for `lines` and its border (at most
+/// `area`'s height).
+pub fn popup(area: ratatui::layout::Rect, width: u16, lines: usize) -> ratatui::layout::Rect {
+    let width = width.min(area.width);
+    let height = u16::try_from(lines + 2)
+        .unwrap_or(u16::MAX)
+        .min(area.height);
+    ratatui::layout::Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
