@@ -194,8 +194,7 @@ fn panic_helper() {
     let Ok(kind) = std::env::var("GPUMON_E2E_PANIC") else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();

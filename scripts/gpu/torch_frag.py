@@ -7,6 +7,9 @@ modes:
   fill      the same without a cap, on a GPU another process already filled: fill what is left.
   full      ask for more than the device has free with an empty cache -> device-full OOM.
   grow      allocate 256 MiB every 2 s up to GROW_GIB (default 8), then hold (demo workload).
+  busy      matrix products back to back for BUSY_S seconds (default 60): a GPU at work for
+            per-process utilisation checks.
+With DIE=1 an OOM is re-raised after its report, so the job dies of it (exit status 1).
 """
 import json, os, sys, time
 import torch
@@ -24,6 +27,8 @@ def report(e):
     s = torch.cuda.memory_stats()
     print(json.dumps({k: s.get(k) for k in ["allocated_bytes.all.current", "reserved_bytes.all.current",
                                           "inactive_split_bytes.all.current", "num_alloc_retries", "num_ooms"]}), flush=True)
+    if os.environ.get("DIE"):
+        raise e
 
 
 keep = []
@@ -56,4 +61,11 @@ elif mode == "grow":
     while len(keep) * 256 < top * 1024:
         keep.append(torch.ones(256 * MiB // 4, dtype=torch.float32, device=dev))
         time.sleep(2)
+elif mode == "busy":
+    a = torch.randn(8192, 8192, device=dev)
+    end = time.monotonic() + float(os.environ.get("BUSY_S", "60"))
+    while time.monotonic() < end:
+        for _ in range(20):
+            b = a @ a
+        torch.cuda.synchronize()
 time.sleep(hold)

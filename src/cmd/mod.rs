@@ -42,8 +42,9 @@ impl Fail {
 
 /// Runs what the command line asks for.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+    // One thread runs every front end's select loop and its tasks; NVML and /proc reads go to the
+    // blocking pool. Fewer threads, less memory: the work is a few reads a second.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .max_blocking_threads(4)
         .enable_all()
         .build()

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::sizes::parse_exact;
 use super::{Event, Family, Kind, re};

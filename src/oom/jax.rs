@@ -4,7 +4,7 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::sizes::{parse_exact, parse_human};
 use super::{Event, Family, Kind, re};

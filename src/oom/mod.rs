@@ -16,7 +16,7 @@ mod tensorflow;
 use std::collections::VecDeque;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
 use sizes::Size;
@@ -38,16 +38,30 @@ pub(crate) fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static regex")
 }
 
-/// Lines worth handing to the parsers (every wording has one of these words).
-static PREFILTER: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)memory|alloc|oom"));
+/// Whether a line is worth handing to the parsers: every wording has one of these words (ASCII,
+/// any case). A plain scan, as it runs on every line a job prints.
+fn worth_parsing(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    ["memory", "alloc", "oom"].iter().any(|word| {
+        bytes
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+    })
+}
+
 static ANSI: LazyLock<Regex> = LazyLock::new(|| {
     re(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 });
 
 /// A log line as text: invalid UTF-8 replaced, colour codes and control characters dropped.
 pub fn clean(raw: &[u8]) -> String {
-    let text = String::from_utf8_lossy(raw);
-    let text = ANSI.replace_all(&text, "");
+    let lossy = String::from_utf8_lossy(raw);
+    // Escape sequences all start with ESC; most lines have none.
+    let text = if lossy.contains('\x1b') {
+        ANSI.replace_all(&lossy, "")
+    } else {
+        std::borrow::Cow::Borrowed(&*lossy)
+    };
     text.chars()
         .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
         .collect::<String>()
@@ -180,7 +194,7 @@ impl OomParser {
         let text = clean(raw.get(..MAX_LINE).unwrap_or(raw));
         self.recent
             .retain(|(l, _)| line_no.saturating_sub(*l) <= DUP_LINES);
-        let event = if PREFILTER.is_match(&text) {
+        let event = if worth_parsing(&text) {
             detect(&text)
         } else {
             None

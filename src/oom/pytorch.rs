@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::sizes::parse_human;
 use super::{Event, Family, Kind, re};
@@ -42,11 +42,11 @@ static BARE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static THC: LazyLock<Regex> = LazyLock::new(|| re(r"cuda runtime error \(2\) : out of memory"));
 
-fn size(c: &regex::Captures, name: &str) -> Option<super::sizes::Size> {
+fn size(c: &regex_lite::Captures, name: &str) -> Option<super::sizes::Size> {
     c.name(name).and_then(|m| parse_human(m.as_str()))
 }
 
-fn ordinal(c: &regex::Captures) -> Option<u32> {
+fn ordinal(c: &regex_lite::Captures) -> Option<u32> {
     c.name("dev").and_then(|m| m.as_str().parse().ok())
 }
 

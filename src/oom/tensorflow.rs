@@ -3,7 +3,7 @@
 
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::sizes::{Size, parse_exact, parse_human, tensor_bytes};
 use super::{Event, Family, Kind, cap, re};

@@ -207,3 +207,18 @@ fn window_closes_after_idle_lines_and_on_flush() {
     assert_eq!(out.len(), 2);
     assert_eq!(out[1].allocator, Some(Allocator::CudaAsync));
 }
+
+#[test]
+fn the_prefilter_keeps_every_wording_in_any_case_and_drops_the_rest() {
+    for line in [
+        "RuntimeError: CUDA out of MEMORY.",
+        "Resource exhausted: OOM when allocating tensor",
+        "failed to Alloc 2GiB",
+        "cudaErrorMemoryAllocation",
+    ] {
+        assert!(worth_parsing(line), "{line}");
+    }
+    for line in ["epoch 3 loss 0.25", "", "mem", "allo c", "oo m"] {
+        assert!(!worth_parsing(line), "{line}");
+    }
+}
