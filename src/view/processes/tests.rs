@@ -1,6 +1,9 @@
 //! The process table's column choice and its on-screen rows.
 
+use super::columns::*;
 use super::*;
+use crate::model::units;
+use ratatui::widgets::Cell;
 
 #[test]
 fn the_growth_header_names_the_window() {
