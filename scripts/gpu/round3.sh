@@ -24,8 +24,7 @@ breakdown() { # NAME CMD...: run in a 120x40 pane for 12 s, then VmHWM and RSS p
 }
 
 if [[ $parts == *rss* ]]; then
-  for b in "$bin" target/gpumon-*; do [ -x "$b" ] && breakdown "$(basename "$b")" "$PWD/$b --interval 1s"; done
-  breakdown "gpumon MALLOC_ARENA_MAX=1" "env MALLOC_ARENA_MAX=1 $bin --interval 1s"
+  for b in target/release/gpumon target/gpumon-*; do [ -x "$b" ] && breakdown "$b" "$PWD/$b --interval 1s"; done
   breakdown nvtop "$nvtop -d 10"
   cat "$o/rss.txt"
 fi
