@@ -126,12 +126,25 @@ pub enum Command {
         #[arg(long = "log", value_name = "FILE")]
         logs: Vec<PathBuf>,
     },
-    /// Explain the memory differences between two snapshots
+    /// Explain the memory differences between two snapshots: files, or live from `gpumon serve`
+    #[command(
+        after_help = "Each side is a snapshot file (`gpumon snapshot`, or `s` on the screen) or the \
+http:// URL of a `gpumon serve`, whose /snapshot is read now, e.g. \
+`gpumon diff http://gpu-a:9477 http://gpu-b:9477`. A path that exists is always read as a file. \
+Plain http only: reach an https server over an SSH tunnel."
+    )]
     Diff {
+        /// The first snapshot: a file, or a server's URL (http://HOST:PORT)
+        #[arg(value_name = "A")]
         a: PathBuf,
+        /// The second snapshot: a file, or a server's URL (http://HOST:PORT)
+        #[arg(value_name = "B")]
         b: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Bearer token for the URL sides, read from FILE (for servers started with --token-file)
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
     },
     /// Serve the samples over HTTP (Prometheus `/metrics`, `/snapshot`, `/healthz`), no screen
     Serve(ServeArgs),

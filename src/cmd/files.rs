@@ -1,5 +1,5 @@
-//! The file subcommands: `snapshot` (of the GPUs now, or of a recording's end), `diff` and
-//! `explain`.
+//! The file subcommands: `snapshot` (of the GPUs now, or of a recording's end) and `explain`
+//! (`diff`, whose sides may also be servers, is in `diff.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,22 +57,6 @@ pub(super) fn take_snapshot(
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-pub(super) fn diff(a: &Path, b: &Path, format: Format) -> Result<ExitCode, Fail> {
-    let read = |p: &Path| snapshot::read(p).map_err(|e| Fail::usage(e.to_string()));
-    let (sa, sb) = (read(a)?, read(b)?);
-    let d = snapshot::diff::diff(&sa, &sb);
-    let text = match format {
-        Format::Text => format!(
-            "A: {}\nB: {}\n{}",
-            a.display(),
-            b.display(),
-            snapshot::diff::render_text(&d)
-        ),
-        Format::Json => snapshot::diff::render_json(&d),
-    };
-    print_out(&text)
 }
 
 pub(super) fn explain(logs: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {

@@ -2,6 +2,7 @@
 //! place (`sources`), every failure turned into a [`Fail`] (one line on stderr and an exit status:
 //! 0 success, 1 runtime failure, 2 bad usage or no usable GPU/NVML).
 
+mod diff;
 mod docs;
 mod files;
 mod fleet;
@@ -81,7 +82,12 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
             format,
             replay,
         }) => files::take_snapshot(output.as_deref(), format, replay.as_deref()),
-        Some(Command::Diff { a, b, format }) => files::diff(&a, &b, format),
+        Some(Command::Diff {
+            a,
+            b,
+            format,
+            token_file,
+        }) => diff::diff(&a, &b, format, token_file.as_deref()),
         Some(Command::Explain { logs, format }) => files::explain(&logs, format),
         Some(Command::Completions { shell }) => print_out(&docs::completions(shell)),
         Some(Command::Man) => docs::man()

@@ -1,0 +1,145 @@
+//! `gpumon diff A B`: each side a snapshot file or the `http://` URL of a `gpumon serve`, whose
+//! `/snapshot` is read now with the remote hosts' client (bounded time and size, the bearer token
+//! of `--token-file`) and checked as a file is; then the two are compared.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::{Fail, print_out};
+use crate::cli::Format;
+use crate::remote::{Client, hosts};
+use crate::snapshot::{self, Snapshot};
+
+/// Where one side's snapshot comes from.
+#[derive(Debug, PartialEq, Eq)]
+enum Side<'a> {
+    File(&'a Path),
+    /// A server's base URL, checked, without a trailing `/`.
+    Server(String),
+}
+
+/// What an argument names: a path that exists is a file whatever its name; else `scheme://…` is
+/// a server (plain `http://` only, anything else a usage error), and the rest are files.
+fn side(arg: &Path) -> Result<Side<'_>, Fail> {
+    if arg.exists() {
+        return Ok(Side::File(arg));
+    }
+    match arg.to_str() {
+        Some(text) if text.contains("://") => hosts::check_url(text)
+            .map(Side::Server)
+            .map_err(Fail::usage),
+        _ => Ok(Side::File(arg)),
+    }
+}
+
+/// `host:port`, which is not a file here and not a URL either: the error says how to name it.
+fn looks_like_an_address(arg: &Path) -> Option<&str> {
+    let text = arg.to_str()?;
+    let (host, port) = text.rsplit_once(':')?;
+    let host_ok = !host.is_empty() && !host.contains('/');
+    (host_ok && port.parse::<u16>().is_ok_and(|p| p > 0)).then_some(text)
+}
+
+fn load(side: &Side<'_>, client: &Client) -> Result<Snapshot, Fail> {
+    match side {
+        Side::File(path) => snapshot::read(path).map_err(|e| {
+            let hint = looks_like_an_address(path)
+                .map(|a| format!(" (a server is named by its URL: http://{a})"))
+                .unwrap_or_default();
+            Fail::usage(format!("{e}{hint}"))
+        }),
+        Side::Server(url) => client
+            .snapshot(url)
+            .map_err(|e| Fail::runtime(format!("{url}: {e}"))),
+    }
+}
+
+pub(super) fn diff(
+    a: &Path,
+    b: &Path,
+    format: Format,
+    token_file: Option<&Path>,
+) -> Result<ExitCode, Fail> {
+    let (side_a, side_b) = (side(a)?, side(b)?);
+    let any_server = [&side_a, &side_b]
+        .iter()
+        .any(|s| matches!(s, Side::Server(_)));
+    // The token is read as fleet mode reads it, and only when a side is a server.
+    let token = match token_file {
+        Some(path) if any_server => {
+            Some(hosts::read_token(path).map_err(|e| Fail::usage(format!("--token-file {e}")))?)
+        }
+        _ => None,
+    };
+    let client = Client::new(token);
+    // Both sides at once: two servers are read at nearly the same moment, and a slow one costs
+    // its time allowance once, not twice.
+    let (sa, sb) = std::thread::scope(|s| {
+        let b = s.spawn(|| load(&side_b, &client));
+        let a = load(&side_a, &client);
+        let b = b
+            .join()
+            .unwrap_or_else(|_| Err(Fail::runtime("reading B failed")));
+        (a, b)
+    });
+    let (sa, sb) = (sa?, sb?);
+    let d = snapshot::diff::diff(&sa, &sb);
+    let text = match format {
+        Format::Text => format!(
+            "A: {}\nB: {}\n{}",
+            a.display(),
+            b.display(),
+            snapshot::diff::render_text(&d)
+        ),
+        Format::Json => snapshot::diff::render_json(&d),
+    };
+    print_out(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(arg: &str) -> String {
+        match side(Path::new(arg)) {
+            Err(f) => {
+                assert_eq!(f.code, 2, "{arg}: {}", f.message);
+                f.message
+            }
+            Ok(s) => panic!("{arg}: {s:?}"),
+        }
+    }
+
+    #[test]
+    fn urls_files_and_what_is_refused() {
+        assert_eq!(
+            side(Path::new("http://gpu-a:9477/")).ok(),
+            Some(Side::Server("http://gpu-a:9477".into()))
+        );
+        let file = "tests/fixtures/snapshots/h100-jax-prealloc.json";
+        assert_eq!(
+            side(Path::new(file)).ok(),
+            Some(Side::File(Path::new(file)))
+        );
+        // Not there and not a URL: a file, whose read names it.
+        assert_eq!(
+            side(Path::new("gpu-a:9477")).ok(),
+            Some(Side::File(Path::new("gpu-a:9477")))
+        );
+        assert!(usage("https://gpu-a:9477").contains("https is not supported"));
+        assert!(usage("ftp://gpu-a").contains("is not an http:// URL"));
+        assert!(usage("http://gpu-a:99999").contains("port is not a number"));
+        assert!(usage("http://").contains("names no host"));
+    }
+
+    #[test]
+    fn an_address_without_its_scheme_gets_a_hint() {
+        assert_eq!(
+            looks_like_an_address(Path::new("gpu-a:9477")),
+            Some("gpu-a:9477")
+        );
+        for not in ["a.json", "dir/x:1", ":9477", "gpu-a:0", "gpu-a:http"] {
+            assert_eq!(looks_like_an_address(Path::new(not)), None, "{not}");
+        }
+    }
+}
