@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
+use regex_lite::Regex;
 
 /// Rooms that must not import these (the arrows' other direction).
 const FORBIDDEN: &[(&str, &[&str])] = &[
