@@ -19,8 +19,8 @@ use crate::source::probe::{PoolReader, default_dir};
 use crate::source::procfs::ProcReader;
 use crate::source::replay::ReplaySource;
 
-/// Start times read from /proc/PID/stat (through sysinfo, as the samples read them), for the
-/// re-check before a signal; `None` when signals are off.
+/// Start times read from /proc/PID/stat (as the samples read them), for the re-check before a
+/// signal; `None` when signals are off.
 pub(super) fn start_times(enabled: bool) -> Option<Arc<dyn StartTimes>> {
     enabled.then(|| Arc::new(ProcStartTimes) as Arc<dyn StartTimes>)
 }
@@ -29,15 +29,7 @@ struct ProcStartTimes;
 
 impl StartTimes for ProcStartTimes {
     fn start_time(&self, pid: u32) -> Option<u64> {
-        use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
-        let mut sys = System::new().ok()?;
-        let pid = Pid::from_u32(pid);
-        sys.refresh_processes_specifics(
-            ProcessesToUpdate::Some(&[pid]),
-            true,
-            ProcessRefreshKind::nothing(),
-        );
-        sys.process(pid).map(sysinfo::Process::start_time)
+        crate::source::procfs::start_time(pid)
     }
 }
 

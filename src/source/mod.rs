@@ -81,7 +81,7 @@ pub struct HostProcess {
     pub container: Reading<crate::sample::Placement>,
 }
 
-/// The host side of the live source (/proc through sysinfo in production, a fake in tests).
+/// The host side of the live source (/proc in production, a fake in tests).
 pub trait HostReader: Send {
     /// Host name and kernel.
     fn host(&mut self) -> (String, Option<String>);

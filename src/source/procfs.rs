@@ -1,22 +1,24 @@
-//! The host side of the live source: what /proc says about the PIDs NVML lists (via sysinfo).
+//! The host side of the live source: what /proc says about the PIDs NVML lists.
 //!
-//! Only the PIDs asked about are read (never a walk of /proc, never their tasks). Facts that do
-//! not change during a process's life (user, command, framework, settings, container) are read once per
-//! process, identified by (pid, start time); memory is read every tick.
+//! Only the PIDs asked about are read (never a walk of /proc, never their tasks). Memory and the
+//! start time come from /proc/PID/statm and /proc/PID/stat every tick. Facts that do not change
+//! during a process's life (user, command, framework, settings, container) are read once per
+//! process, identified by (pid, start time). The parsing is in `parse`.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
-
-use sysinfo::{Pid, Process, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
+use std::sync::OnceLock;
 
 use super::{
     Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
 };
 use crate::sample::Placement;
 
+mod parse;
+
 /// What is read once per process lifetime.
 struct Lifetime {
-    start_time: u64,
+    start_time: Option<u64>,
     user: Reading<String>,
     command: Reading<String>,
     framework: Reading<Framework>,
@@ -26,38 +28,43 @@ struct Lifetime {
 
 /// Reads /proc for the PIDs it is given.
 pub struct ProcReader {
-    sys: System,
-    /// The PIDs of this lookup, sorted (kept to reuse the allocation).
-    pids: Vec<Pid>,
     lifetimes: HashMap<u32, Lifetime>,
     user_names: HashMap<u32, String>,
 }
 
 impl ProcReader {
-    /// Fails only where sysinfo cannot read processes at all (no /proc).
+    /// Fails only where processes cannot be read at all (no /proc).
     pub fn new() -> Result<Self, SourceError> {
-        let sys = System::new()
+        std::fs::read("/proc/self/stat")
             .map_err(|e| SourceError::Unavailable(format!("cannot read processes: {e}")))?;
         Ok(ProcReader {
-            sys,
-            pids: Vec::new(),
             lifetimes: HashMap::new(),
             user_names: HashMap::new(),
         })
     }
+}
 
-    /// sysinfo keeps every process it has read; start afresh once it holds PIDs no longer
-    /// asked about, so a long run does not accumulate them.
-    fn forget_stale(&mut self) {
-        let stale = self
-            .sys
-            .processes()
-            .keys()
-            .any(|p| self.pids.binary_search(p).is_err());
-        if stale && let Ok(fresh) = System::new() {
-            self.sys = fresh;
-        }
-    }
+/// `/proc/PID/file`'s bytes; `None` once the process has gone (or the file is not readable).
+fn read(pid: u32, file: &str) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/{file}")).ok()
+}
+
+/// The boot time in Unix seconds, read once from /proc/stat.
+fn boot_time() -> Option<u64> {
+    static BTIME: OnceLock<Option<u64>> = OnceLock::new();
+    *BTIME.get_or_init(|| parse::btime(&std::fs::read("/proc/stat").ok()?))
+}
+
+/// Process start in Unix seconds from /proc/PID/stat's text, as the Python probe computes it:
+/// boot time + start ticks / clock ticks per second (whole seconds, rounded down).
+fn start_time_of(stat: &[u8]) -> Option<u64> {
+    let ticks = parse::stat_start_ticks(stat)? / rustix::param::clock_ticks_per_second().max(1);
+    boot_time()?.checked_add(ticks)
+}
+
+/// When process `pid` started, in Unix seconds (the same number the samples carry).
+pub fn start_time(pid: u32) -> Option<u64> {
+    start_time_of(&read(pid, "stat")?)
 }
 
 /// The user name of `uid`, looked up once (the uid itself when /etc/passwd lacks it).
@@ -65,94 +72,88 @@ fn user_name(names: &mut HashMap<u32, String>, uid: u32) -> String {
     names
         .entry(uid)
         .or_insert_with(|| {
-            Users::new_with_refreshed_list()
+            std::fs::read("/etc/passwd")
                 .ok()
-                .and_then(|users| {
-                    users
-                        .iter()
-                        .find(|u| **u.id() == uid)
-                        .map(|u| u.name().to_string())
-                })
+                .and_then(|passwd| parse::passwd_name(&passwd, uid))
                 .unwrap_or_else(|| uid.to_string())
         })
         .clone()
 }
 
-/// Reads what does not change during the life of process `pid`.
-fn lifetime(pid: u32, p: &Process, names: &mut HashMap<u32, String>) -> Lifetime {
-    let user = match p.user_id() {
-        Some(uid) => Reading::Value(user_name(names, **uid)),
+/// Reads what does not change during the life of process `pid`, whose /proc/PID/stat is `stat`.
+fn lifetime(pid: u32, stat: &[u8], names: &mut HashMap<u32, String>) -> Lifetime {
+    let user = match read(pid, "status").as_deref().and_then(parse::real_uid) {
+        Some(uid) => Reading::Value(user_name(names, uid)),
         None => Reading::na("owner not readable"),
     };
+    // The command line, arguments joined by spaces; the process name when it has none.
+    let command = read(pid, "cmdline")
+        .as_deref()
+        .and_then(parse::command)
+        .or_else(|| parse::stat_comm(stat))
+        .unwrap_or_default();
     Lifetime {
-        start_time: p.start_time(),
+        start_time: start_time_of(stat),
         user,
-        command: Reading::Value(command(p)),
+        command: Reading::Value(command),
         framework: framework::read(pid),
         settings: environ::read(pid),
         container: container::read(std::path::Path::new("/proc"), pid).map(Placement::from),
     }
 }
 
-/// The command line, arguments joined by spaces; the process name when it has none.
-fn command(p: &Process) -> String {
-    let args: Vec<_> = p.cmd().iter().map(|a| a.to_string_lossy()).collect();
-    if args.iter().all(|a| a.is_empty()) {
-        p.name().to_string_lossy().into_owned()
-    } else {
-        args.join(" ")
-    }
-}
-
 impl HostReader for ProcReader {
     fn host(&mut self) -> (String, Option<String>) {
-        let host = System::host_name().unwrap_or_else(|_| "unknown".to_string());
-        (host, System::kernel_version().ok())
+        let uname = rustix::system::uname();
+        let text =
+            |s: &std::ffi::CStr| Some(s.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
+        let host = text(uname.nodename()).unwrap_or_else(|| "unknown".to_string());
+        (host, text(uname.release()))
     }
 
     fn lookup(&mut self, pids: &[u32]) -> HashMap<u32, HostProcess> {
-        self.pids.clear();
-        self.pids.extend(pids.iter().map(|&p| Pid::from_u32(p)));
-        self.pids.sort_unstable();
-        self.pids.dedup();
-        self.forget_stale();
-        let refresh = ProcessRefreshKind::nothing()
-            .with_memory()
-            .without_tasks()
-            .with_cmd(UpdateKind::OnlyIfNotSet)
-            .with_user(UpdateKind::OnlyIfNotSet);
-        self.sys
-            .refresh_processes_specifics(ProcessesToUpdate::Some(&self.pids), true, refresh);
+        let page = rustix::param::page_size() as u64;
         let ProcReader {
-            sys,
-            pids,
             lifetimes,
             user_names,
         } = self;
         let mut found = HashMap::with_capacity(pids.len());
-        for pid in pids.iter() {
-            let Some(p) = sys.process(*pid) else { continue };
-            let n = pid.as_u32();
-            let life = match lifetimes.entry(n) {
+        for &pid in pids {
+            if found.contains_key(&pid) {
+                continue;
+            }
+            // Either file missing: the process has exited.
+            let (Some(stat), Some(statm)) = (read(pid, "stat"), read(pid, "statm")) else {
+                continue;
+            };
+            let start_time = start_time_of(&stat);
+            let life = match lifetimes.entry(pid) {
                 Entry::Occupied(mut e) => {
-                    if e.get().start_time != p.start_time() {
-                        e.insert(lifetime(n, p, user_names));
+                    if e.get().start_time != start_time {
+                        e.insert(lifetime(pid, &stat, user_names));
                     }
                     e.into_mut()
                 }
-                Entry::Vacant(e) => e.insert(lifetime(n, p, user_names)),
+                Entry::Vacant(e) => e.insert(lifetime(pid, &stat, user_names)),
+            };
+            let pages = parse::statm_pages(&statm);
+            let bytes = |n: Option<u64>| match n {
+                Some(n) => Reading::Value(n.saturating_mul(page)),
+                None => Reading::na("memory not readable"),
             };
             let host = HostProcess {
-                start_time: Reading::Value(life.start_time),
+                start_time: life
+                    .start_time
+                    .map_or_else(|| Reading::na("start time not readable"), Reading::Value),
                 user: life.user.clone(),
                 command: life.command.clone(),
-                vms: Reading::Value(p.virtual_memory()),
-                rss: Reading::Value(p.memory()),
+                vms: bytes(pages.map(|p| p.0)),
+                rss: bytes(pages.map(|p| p.1)),
                 framework: life.framework.clone(),
                 settings: life.settings.clone(),
                 container: life.container.clone(),
             };
-            found.insert(n, host);
+            found.insert(pid, host);
         }
         lifetimes.retain(|pid, _| found.contains_key(pid));
         found

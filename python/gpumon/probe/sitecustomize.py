@@ -143,7 +143,7 @@ def _device(index, uuid, allocated, reserved):
 
 
 def _start_time():
-    """Process start in Unix seconds, as sysinfo computes it; None off Linux."""
+    """Process start in Unix seconds, as gpumon's /proc reader computes it; None off Linux."""
     try:
         with open("/proc/self/stat", "rb") as f:
             ticks = int(f.read().rsplit(b")", 1)[1].split()[19])

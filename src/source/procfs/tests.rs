@@ -76,7 +76,6 @@ fn lifetime_facts_are_cached_and_evicted() {
     assert_eq!(reader.lifetimes.len(), 1);
     assert!(reader.lookup(&[]).is_empty());
     assert!(reader.lifetimes.is_empty());
-    assert!(reader.sys.processes().is_empty());
 }
 
 #[test]
@@ -84,4 +83,50 @@ fn host_names_this_machine() {
     let (host, kernel) = ProcReader::new().unwrap().host();
     assert!(!host.is_empty());
     assert!(kernel.is_some_and(|k| !k.is_empty()));
+}
+
+#[test]
+fn start_time_is_boot_time_plus_whole_seconds_since_boot() {
+    // Computed here as the Python probe does, from the files themselves.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+    let ticks: u64 = after_name
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let btime: u64 = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let expected = btime + ticks / 100;
+    let me = std::process::id();
+    let mut reader = ProcReader::new().unwrap();
+    assert_eq!(
+        reader.lookup(&[me])[&me].start_time,
+        Reading::Value(expected)
+    );
+    assert_eq!(start_time(me), Some(expected));
+}
+
+#[test]
+fn a_process_without_arguments_is_named_by_its_comm() {
+    // Kernel threads have an empty cmdline; kthreadd is PID 2 where this PID namespace is the
+    // host's (skipped elsewhere, as in a container).
+    let Ok(comm) = std::fs::read_to_string("/proc/2/comm") else {
+        return;
+    };
+    if !std::fs::read("/proc/2/cmdline").unwrap().is_empty() {
+        return;
+    }
+    let found = ProcReader::new().unwrap().lookup(&[2]);
+    assert_eq!(
+        found[&2].command,
+        Reading::Value(comm.trim_end().to_string())
+    );
 }
