@@ -15,6 +15,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    gpumon::cmd::exit_on_panic();
     match gpumon::cmd::dispatch(cli) {
         Ok(code) => code,
         Err(f) => {

@@ -61,6 +61,7 @@ if [[ $parts == *rivals* ]]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
   tools=("gpumon=$bin --interval 1s")
   for b in target/gpumon-*; do [ -x "$b" ] && tools+=("$(basename "$b")=$PWD/$b --interval 1s"); done
+  # gpumon runs again last, so an order effect (the load settling) would show as a difference.
   python3 scripts/bench_vs_rivals.py --seconds "${SECONDS_EACH:-20}" "${tools[@]}" "nvtop=$nvtop -d 10" \
-    "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
+    "nvitop=python3 -m nvitop --interval 1" "gpumon-again=$bin --interval 1s" | tee "$o/rivals.txt"
 fi

@@ -2,15 +2,17 @@
 //! place (`sources`), every failure turned into a [`Fail`] (one line on stderr and an exit status:
 //! 0 success, 1 runtime failure, 2 bad usage or no usable GPU/NVML).
 
+// The live screen's first (see lib.rs on order).
+mod live;
+mod sources;
+
 mod diff;
 mod docs;
 mod files;
 mod fleet;
-mod live;
 mod probe;
 mod run;
 mod serve;
-mod sources;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -39,6 +41,17 @@ impl Fail {
             message: message.to_string(),
         }
     }
+}
+
+/// Makes a panic anywhere end gpumon with status 101 after its message, in every build and every
+/// command. The release profile aborts on a panic (less code to load), so nothing may count on a
+/// panicking task being caught; the screen's own hook restores the terminal first.
+pub fn exit_on_panic() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        previous(info);
+        std::process::exit(101);
+    }));
 }
 
 /// Runs what the command line asks for.
