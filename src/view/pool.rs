@@ -20,14 +20,14 @@ fn parts(p: &Pool, device: Option<u64>) -> [u64; 4] {
     let allocated = p.allocated.unwrap_or(0);
     let free = p.cached_free.unwrap_or(0);
     let stranded = p.stranded.unwrap_or(0).min(free);
-    let pool = p.reserved.unwrap_or(allocated + free);
+    let pool = p.reserved.unwrap_or(allocated.saturating_add(free));
     let rest = device.map_or(0, |d| d.saturating_sub(pool));
     [allocated, free - stranded, stranded, rest]
 }
 
 /// The bar, `width` cells wide, each part at least one cell when it is not zero.
 fn bar(parts: [u64; 4], width: usize, theme: &Theme) -> Vec<Span<'static>> {
-    let total: u64 = parts.iter().sum();
+    let total = parts.iter().fold(0u64, |a, &b| a.saturating_add(b));
     if total == 0 || width == 0 {
         return Vec::new();
     }
@@ -111,6 +111,34 @@ pub fn lines(t: &ProcessTrack, theme: &Theme, width: u16) -> Vec<Line<'static>> 
 mod tests {
     use super::*;
     use crate::model::Config;
+
+    #[test]
+    fn absurd_figures_from_a_bad_file_draw_without_overflowing() {
+        let theme = Theme::new(&Config::new(1000, 60_000));
+        let p = Pool {
+            framework: crate::sample::Framework::Pytorch,
+            version: None,
+            at_ms: 0,
+            allocated: Some(u64::MAX),
+            reserved: None,
+            cached_free: Some(u64::MAX),
+            stranded: None,
+            largest_free_block: None,
+            largest_alloc: None,
+            limit: None,
+            peak_allocated: None,
+            peak_reserved: None,
+            alloc_retries: None,
+            ooms: None,
+        };
+        let parts = parts(&p, Some(u64::MAX));
+        assert_eq!(parts[0], u64::MAX);
+        let cells: usize = bar(parts, 40, &theme)
+            .iter()
+            .map(|s| s.content.chars().count())
+            .sum();
+        assert_eq!(cells, 40);
+    }
 
     #[test]
     fn the_bar_fills_its_width_and_shows_every_part_that_is_not_zero() {
