@@ -209,3 +209,27 @@ fn snapshot_of_a_recording_writes_a_private_file() {
         "{classes:?}"
     );
 }
+
+/// The systemd unit in `assets/` starts a command line gpumon accepts, with a token because it
+/// listens beyond loopback.
+#[test]
+fn the_systemd_unit_runs_a_serve_command_gpumon_accepts() {
+    use clap::Parser;
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/assets/systemd/gpumon-serve.service"
+    ))
+    .unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    let mut args = exec.split_whitespace();
+    assert_eq!(args.next(), Some("/usr/local/bin/gpumon"));
+    let args: Vec<&str> = args.collect();
+    let cli = gpumon::cli::Cli::try_parse_from(std::iter::once("gpumon").chain(args.clone()))
+        .unwrap_or_else(|e| panic!("{exec}: {e}"));
+    assert!(matches!(cli.command, Some(gpumon::cli::Command::Serve(_))));
+    assert!(args.contains(&"--token-file"), "{exec}");
+    assert!(unit.contains("Restart=on-failure"));
+}
