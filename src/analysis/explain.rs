@@ -1,5 +1,6 @@
 //! `gpumon explain LOG…`: every allocation failure in whole log files, classified from the
-//! message's own numbers (no state), as text for people (80 columns) or JSON.
+//! message's own numbers (no state), as text for people (80 columns) or JSON. What a recording
+//! adds (the alerts its replay raised) is rendered by the caller and appended as [`Extra`].
 
 use std::fs::File;
 use std::io::Read;
@@ -47,10 +48,29 @@ struct Report<'a> {
     schema: &'static str,
     logs: Vec<String>,
     failures: &'a [Explained],
+    /// Only there when recordings were given, so the report without them is unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recordings: Option<serde_json::Value>,
+}
+
+/// What the report adds after the logs' failures (the recordings' alerts): its JSON, the
+/// report's `recordings` field, and its text, printed after the logs' (empty: nothing).
+pub struct Extra {
+    pub json: serde_json::Value,
+    pub text: String,
 }
 
 /// Reads every file whole and explains each failure in it; an unreadable file is an error.
 pub fn explain(paths: &[PathBuf], format: Format) -> Result<String, ExplainError> {
+    explain_with(paths, format, None)
+}
+
+/// [`explain`], followed by `extra`; without logs, the text is `extra`'s alone.
+pub fn explain_with(
+    paths: &[PathBuf],
+    format: Format,
+    extra: Option<Extra>,
+) -> Result<String, ExplainError> {
     let mut all = Vec::new();
     for p in paths {
         let name = p.display().to_string();
@@ -81,10 +101,15 @@ pub fn explain(paths: &[PathBuf], format: Format) -> Result<String, ExplainError
                 schema: "gpumon.explain/1",
                 logs: paths.iter().map(|p| p.display().to_string()).collect(),
                 failures: &all,
+                recordings: extra.map(|e| e.json),
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
-        Format::Text => text(&all),
+        Format::Text => match extra {
+            None => text(&all),
+            Some(e) if paths.is_empty() => e.text,
+            Some(e) => format!("{}\n{}", text(&all), e.text),
+        },
     })
 }
 
@@ -160,7 +185,7 @@ fn quote(message: &str) -> &str {
 }
 
 /// Word-wraps `s` to [`WIDTH`] columns; a word longer than a line is cut.
-fn wrap(s: &str, first: &str, rest: &str) -> String {
+pub fn wrap(s: &str, first: &str, rest: &str) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut empty = true;

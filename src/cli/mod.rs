@@ -148,9 +148,20 @@ Plain http only: reach an https server over an SSH tunnel."
     },
     /// Serve the samples over HTTP (Prometheus `/metrics`, `/snapshot`, `/healthz`), no screen
     Serve(ServeArgs),
-    /// Find and classify the allocation failures in logs
+    /// Find and classify the allocation failures in logs, and the failures and risks in
+    /// gpumon recordings
+    #[command(
+        after_help = "Each FILE is a log, or a gpumon recording (`gpumon record`, NDJSON or \
+.zst): a file whose first line is a recording's header, or whose name ends in .zst. A recording \
+is replayed through the same analysis as the screen, and the alerts raised on the way are \
+reported after the logs' failures: OOMs only the allocator probe saw, fragmentation and \
+pool-limit risks, processes that ended at their pool's limit, and the failures of the logs it \
+followed while recording (each input is reported on its own, so such a log given too is \
+reported twice)."
+    )]
     Explain {
-        #[arg(required = true)]
+        /// Logs and recordings
+        #[arg(required = true, value_name = "FILE")]
         logs: Vec<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,

@@ -1,7 +1,7 @@
-//! The file subcommands: `snapshot` (of the GPUs now, or of a recording's end) and `explain`
-//! (`diff`, whose sides may also be servers, is in `diff.rs`).
+//! `snapshot` (of the GPUs now, or of a recording's end); the other file subcommands are
+//! `explain` (`explain.rs`) and `diff` (`diff.rs`, whose sides may also be servers).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use super::{Fail, HINT, print_out, sources};
@@ -57,9 +57,4 @@ pub(super) fn take_snapshot(
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-pub(super) fn explain(logs: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
-    let text = crate::analysis::explain::explain(logs, format).map_err(Fail::runtime)?;
-    print_out(&text)
 }

@@ -8,6 +8,7 @@ mod sources;
 
 mod diff;
 mod docs;
+mod explain;
 mod files;
 mod fleet;
 mod probe;
@@ -101,7 +102,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
             format,
             token_file,
         }) => diff::diff(&a, &b, format, token_file.as_deref()),
-        Some(Command::Explain { logs, format }) => files::explain(&logs, format),
+        Some(Command::Explain { logs, format }) => explain::explain(&logs, format),
         Some(Command::Completions { shell }) => print_out(&docs::completions(shell)),
         Some(Command::Man) => docs::man()
             .map_err(Fail::runtime)

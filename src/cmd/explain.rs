@@ -1,0 +1,210 @@
+//! `gpumon explain FILE…`: logs go to `analysis::explain` as before; gpumon recordings are
+//! replayed through the pipeline (as `snapshot --replay` does, without sleeping) and the
+//! failures and risks it raised are reported after the logs' failures.
+//!
+//! A recording's alerts include the failures of the logs it followed while recording: a log
+//! given on the same command line is reported again, under its own name (each input on its own).
+
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde::Serialize;
+
+use super::{Fail, print_out};
+use crate::analysis::explain::{Extra, explain_with, wrap};
+use crate::cli::Format;
+use crate::model::{Alert, Config, Event, Level, Machine};
+use crate::recording::file;
+use crate::source::replay::ReplaySource;
+use crate::{pipeline, snapshot};
+
+/// How much of a file's first line is read to tell a recording from a log.
+const FIRST_LINE: u64 = 64 * 1024;
+
+/// One alert raised while a recording was replayed (the JSON shape).
+#[derive(Debug, Serialize)]
+struct Raised {
+    at_ms: u64,
+    /// RFC 3339 UTC.
+    time: String,
+    pid: Option<u32>,
+    command: Option<String>,
+    gpu: Option<u32>,
+    gpu_uuid: Option<String>,
+    level: Level,
+    class: String,
+    confidence: Option<String>,
+    title: String,
+    evidence: Vec<String>,
+    remedy: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Replayed {
+    file: String,
+    samples: u64,
+    alerts: Vec<Raised>,
+}
+
+pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
+    let (recordings, logs): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        paths.iter().partition(|p| is_recording(p));
+    let logs: Vec<PathBuf> = logs.into_iter().cloned().collect();
+    if recordings.is_empty() {
+        let text = explain_with(&logs, format, None).map_err(Fail::runtime)?;
+        return print_out(&text);
+    }
+    // The logs first, so an unreadable one fails before any replay.
+    explain_with(&logs, format, None).map_err(Fail::runtime)?;
+    let replayed = recordings
+        .iter()
+        .map(|p| replay(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let extra = Extra {
+        json: serde_json::to_value(&replayed).map_err(Fail::runtime)?,
+        text: text(&replayed),
+    };
+    let text = explain_with(&logs, format, Some(extra)).map_err(Fail::runtime)?;
+    print_out(&text)
+}
+
+/// A recording: named `.zst`, or its first line is a JSON object whose `schema` is a gpumon
+/// recording's (any version: the reader then says which it reads). Anything else, an
+/// unreadable file included, is a log.
+fn is_recording(path: &Path) -> bool {
+    if file::is_zst(path) {
+        return true;
+    }
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut line = Vec::new();
+    if std::io::BufReader::new(f.take(FIRST_LINE))
+        .read_until(b'\n', &mut line)
+        .is_err()
+    {
+        return false;
+    }
+    serde_json::from_slice::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
+        .is_some_and(|s| s.starts_with("gpumon.recording/"))
+}
+
+/// Replays the recording at `path` through the pipeline and keeps every failure and risk alert
+/// raised on the way, oldest first, with the process's command and the GPU's index as then.
+fn replay(path: &Path) -> Result<Replayed, Fail> {
+    let name = path.display().to_string();
+    let input = file::open(path).map_err(|e| Fail::runtime(format!("cannot read {name}: {e}")))?;
+    let mut source = ReplaySource::read(&name, input).map_err(Fail::runtime)?;
+    let mut machine = Machine::new(Config::new(source.header().interval_ms, 600_000));
+    pipeline::apply(
+        &mut machine,
+        Event::Started(source.header().machine.clone()),
+    );
+    let mut samples = 0;
+    let mut alerts = Vec::new();
+    while let Some(s) = source.next_sample().map_err(Fail::runtime)? {
+        samples += 1;
+        let before = added(&machine);
+        pipeline::apply(&mut machine, Event::Sample(s));
+        let new = usize::try_from(added(&machine) - before).unwrap_or(usize::MAX);
+        let new = &machine.alerts[..new.min(machine.alerts.len())];
+        // Newest first in the machine: reversed, they are in the order raised.
+        for a in new.iter().rev().filter(|a| a.level != Level::Notice) {
+            alerts.push(raised(a, &machine));
+        }
+    }
+    if samples == 0 {
+        return Err(Fail::runtime(format!(
+            "{name}: a recording without samples, nothing to explain"
+        )));
+    }
+    Ok(Replayed {
+        file: name,
+        samples,
+        alerts,
+    })
+}
+
+/// How many alerts the machine has taken in, dropped ones included.
+fn added(m: &Machine) -> u64 {
+    m.alerts.len() as u64 + m.alerts_dropped
+}
+
+fn raised(a: &Alert, m: &Machine) -> Raised {
+    let command = a.pid.and_then(|pid| {
+        m.processes
+            .values()
+            .filter(|p| p.key.pid == pid)
+            .filter(|p| a.gpu_uuid.as_ref().is_none_or(|g| *g == p.key.gpu_uuid))
+            .find_map(|p| p.sample.command.value().cloned())
+    });
+    Raised {
+        at_ms: a.at_ms,
+        time: snapshot::time_ms(a.at_ms),
+        pid: a.pid,
+        command,
+        gpu: a
+            .gpu_uuid
+            .as_deref()
+            .and_then(|u| m.gpu(u))
+            .map(|g| g.sample.index),
+        gpu_uuid: a.gpu_uuid.clone(),
+        level: a.level,
+        class: a.class.clone(),
+        confidence: a.confidence.clone(),
+        title: a.title.clone(),
+        evidence: a.evidence.clone(),
+        remedy: a.remedy.clone(),
+    }
+}
+
+/// The recordings' alerts in `analysis::explain`'s style, within its 80 columns.
+fn text(all: &[Replayed]) -> String {
+    let mut out = String::new();
+    for (i, r) in all.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let n = r.alerts.len();
+        out.push_str(&wrap(
+            &format!(
+                "{}: gpumon recording, {} sample(s), {n} alert(s) raised in replay",
+                r.file, r.samples
+            ),
+            "",
+            "  ",
+        ));
+        for a in &r.alerts {
+            out.push('\n');
+            let level = match (a.level, &a.confidence) {
+                (Level::Failure, Some(c)) => format!("failure, {c}"),
+                (Level::Failure, None) => "failure".into(),
+                _ => "suspected".into(),
+            };
+            let mut head = a.time.clone();
+            if let Some(g) = a.gpu {
+                head.push_str(&format!(" GPU {g}"));
+            }
+            if let Some(pid) = a.pid {
+                head.push_str(&format!(" pid {pid}"));
+            }
+            out.push_str(&wrap(&format!("{head}: {} ({level})", a.class), "", "  "));
+            if let Some(c) = &a.command {
+                out.push_str(&wrap(c, "  command: ", "    "));
+            }
+            out.push_str(&wrap(&a.title, "  > ", "    "));
+            for ev in &a.evidence {
+                out.push_str(&wrap(ev, "  - ", "    "));
+            }
+            if let Some(r) = &a.remedy {
+                out.push_str(&wrap(r, "  remedy: ", "    "));
+            }
+        }
+    }
+    let n: usize = all.iter().map(|r| r.alerts.len()).sum();
+    out.push_str(&format!("\n{n} alert(s) in {} recording(s)\n", all.len()));
+    out
+}
