@@ -62,15 +62,17 @@ pub struct Extra {
 
 /// Reads every file whole and explains each failure in it; an unreadable file is an error.
 pub fn explain(paths: &[PathBuf], format: Format) -> Result<String, ExplainError> {
-    explain_with(paths, format, None)
+    Ok(render(&read_logs(paths)?, format, None))
 }
 
-/// [`explain`], followed by `extra`; without logs, the text is `extra`'s alone.
-pub fn explain_with(
-    paths: &[PathBuf],
-    format: Format,
-    extra: Option<Extra>,
-) -> Result<String, ExplainError> {
+/// The logs' failures, classified: read once by [`read_logs`], then [`render`]ed.
+pub struct Logs {
+    paths: Vec<String>,
+    failures: Vec<Explained>,
+}
+
+/// Reads every file whole and classifies each failure in it; an unreadable file is an error.
+pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
     let mut all = Vec::new();
     for p in paths {
         let name = p.display().to_string();
@@ -95,22 +97,30 @@ pub fn explain_with(
             }
         }));
     }
-    Ok(match format {
+    Ok(Logs {
+        paths: paths.iter().map(|p| p.display().to_string()).collect(),
+        failures: all,
+    })
+}
+
+/// The report on `logs`, followed by `extra`; without logs, the text is `extra`'s alone.
+pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
+    match format {
         Format::Json => {
             let report = Report {
                 schema: "gpumon.explain/1",
-                logs: paths.iter().map(|p| p.display().to_string()).collect(),
-                failures: &all,
+                logs: logs.paths.clone(),
+                failures: &logs.failures,
                 recordings: extra.map(|e| e.json),
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
         Format::Text => match extra {
-            None => text(&all),
-            Some(e) if paths.is_empty() => e.text,
-            Some(e) => format!("{}\n{}", text(&all), e.text),
+            None => text(&logs.failures),
+            Some(e) if logs.paths.is_empty() => e.text,
+            Some(e) => format!("{}\n{}", text(&logs.failures), e.text),
         },
-    })
+    }
 }
 
 /// The failures of one file, in order.

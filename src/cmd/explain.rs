@@ -12,12 +12,12 @@ use std::process::ExitCode;
 use serde::Serialize;
 
 use super::{Fail, print_out};
-use crate::analysis::explain::{Extra, explain_with, wrap};
+use crate::analysis::explain::{Extra, read_logs, render, wrap};
 use crate::cli::Format;
-use crate::model::{Alert, Config, Event, Level, Machine};
+use crate::model::{Alert, Level, Machine};
 use crate::recording::file;
+use crate::snapshot;
 use crate::source::replay::ReplaySource;
-use crate::{pipeline, snapshot};
 
 /// How much of a file's first line is read to tell a recording from a log.
 const FIRST_LINE: u64 = 64 * 1024;
@@ -51,12 +51,11 @@ pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fai
     let (recordings, logs): (Vec<&PathBuf>, Vec<&PathBuf>) =
         paths.iter().partition(|p| is_recording(p));
     let logs: Vec<PathBuf> = logs.into_iter().cloned().collect();
-    if recordings.is_empty() {
-        let text = explain_with(&logs, format, None).map_err(Fail::runtime)?;
-        return print_out(&text);
-    }
     // The logs first, so an unreadable one fails before any replay.
-    explain_with(&logs, format, None).map_err(Fail::runtime)?;
+    let logs = read_logs(&logs).map_err(Fail::runtime)?;
+    if recordings.is_empty() {
+        return print_out(&render(&logs, format, None));
+    }
     let replayed = recordings
         .iter()
         .map(|p| replay(p))
@@ -65,8 +64,7 @@ pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fai
         json: serde_json::to_value(&replayed).map_err(Fail::runtime)?,
         text: text(&replayed),
     };
-    let text = explain_with(&logs, format, Some(extra)).map_err(Fail::runtime)?;
-    print_out(&text)
+    print_out(&render(&logs, format, Some(extra)))
 }
 
 /// A recording: named `.zst`, or its first line is a JSON object whose `schema` is a gpumon
@@ -98,24 +96,20 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
     let name = path.display().to_string();
     let input = file::open(path).map_err(|e| Fail::runtime(format!("cannot read {name}: {e}")))?;
     let mut source = ReplaySource::read(&name, input).map_err(Fail::runtime)?;
-    let mut machine = Machine::new(Config::new(source.header().interval_ms, 600_000));
-    pipeline::apply(
-        &mut machine,
-        Event::Started(source.header().machine.clone()),
-    );
-    let mut samples = 0;
+    let (mut samples, mut seen) = (0, 0);
     let mut alerts = Vec::new();
-    while let Some(s) = source.next_sample().map_err(Fail::runtime)? {
+    super::files::replay_recording(&mut source, |machine| {
         samples += 1;
-        let before = added(&machine);
-        pipeline::apply(&mut machine, Event::Sample(s));
-        let new = usize::try_from(added(&machine) - before).unwrap_or(usize::MAX);
+        let total = added(machine);
+        let new = usize::try_from(total - seen).unwrap_or(usize::MAX);
+        seen = total;
         let new = &machine.alerts[..new.min(machine.alerts.len())];
         // Newest first in the machine: reversed, they are in the order raised.
         for a in new.iter().rev().filter(|a| a.level != Level::Notice) {
-            alerts.push(raised(a, &machine));
+            alerts.push(raised(a, machine));
         }
-    }
+    })
+    .map_err(Fail::runtime)?;
     if samples == 0 {
         return Err(Fail::runtime(format!(
             "{name}: a recording without samples, nothing to explain"

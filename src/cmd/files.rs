@@ -1,39 +1,52 @@
 //! `snapshot` (of the GPUs now, or of a recording's end); the other file subcommands are
 //! `explain` (`explain.rs`) and `diff` (`diff.rs`, whose sides may also be servers).
 
+use std::io::BufRead;
 use std::path::Path;
 use std::process::ExitCode;
 
 use super::{Fail, HINT, print_out, sources};
 use crate::cli::Format;
 use crate::model::{Config, Event, Machine};
+use crate::recording::RecordingError;
+use crate::source::replay::ReplaySource;
 use crate::{pipeline, snapshot};
+
+/// The history window of the machines these commands build (the screen's default).
+const HISTORY_MS: u64 = 600_000;
+
+/// Replays a recording through the pipeline, one sample at a time (memory holds the machine,
+/// never the recording), calling `each` after every sample; the caller words the errors.
+pub(super) fn replay_recording<R: BufRead>(
+    source: &mut ReplaySource<R>,
+    mut each: impl FnMut(&Machine),
+) -> Result<Machine, RecordingError> {
+    let mut machine = Machine::new(Config::new(source.header().interval_ms, HISTORY_MS));
+    pipeline::apply(
+        &mut machine,
+        Event::Started(source.header().machine.clone()),
+    );
+    while let Some(s) = source.next_sample()? {
+        pipeline::apply(&mut machine, Event::Sample(s));
+        each(&machine);
+    }
+    Ok(machine)
+}
 
 pub(super) fn take_snapshot(
     output: Option<&Path>,
     format: Format,
     replay: Option<&Path>,
 ) -> Result<ExitCode, Fail> {
-    let config = |interval_ms| Config::new(interval_ms, 600_000);
     let machine = match replay {
         Some(path) => {
-            // One sample at a time: memory holds the machine, never the recording.
             let mut source = sources::open_replay(path)?;
-            let mut machine = Machine::new(config(source.header().interval_ms));
-            pipeline::apply(
-                &mut machine,
-                Event::Started(source.header().machine.clone()),
-            );
-            for s in source.samples() {
-                let s = s.map_err(|e| Fail::usage(e.to_string()))?;
-                pipeline::apply(&mut machine, Event::Sample(s));
-            }
-            machine
+            replay_recording(&mut source, |_| {}).map_err(|e| Fail::usage(e.to_string()))?
         }
         None => {
             let start = |e: crate::source::SourceError| Fail::usage(format!("{e}\n{HINT}"));
             let mut source = sources::live_factory(Vec::new())().map_err(start)?;
-            let mut machine = Machine::new(config(1000));
+            let mut machine = Machine::new(Config::new(1000, HISTORY_MS));
             pipeline::apply(
                 &mut machine,
                 Event::Started(source.machine().map_err(start)?),
