@@ -80,8 +80,14 @@ fn user_name(names: &mut HashMap<u32, String>, uid: u32) -> String {
         .clone()
 }
 
-/// Reads what does not change during the life of process `pid`, whose /proc/PID/stat is `stat`.
-fn lifetime(pid: u32, stat: &[u8], names: &mut HashMap<u32, String>) -> Lifetime {
+/// Reads what does not change during the life of process `pid`, whose /proc/PID/stat is `stat`
+/// and start time `start_time` (read from it).
+fn lifetime(
+    pid: u32,
+    stat: &[u8],
+    start_time: Option<u64>,
+    names: &mut HashMap<u32, String>,
+) -> Lifetime {
     let user = match read(pid, "status").as_deref().and_then(parse::real_uid) {
         Some(uid) => Reading::Value(user_name(names, uid)),
         None => Reading::na("owner not readable"),
@@ -93,7 +99,7 @@ fn lifetime(pid: u32, stat: &[u8], names: &mut HashMap<u32, String>) -> Lifetime
         .or_else(|| parse::stat_comm(stat))
         .unwrap_or_default();
     Lifetime {
-        start_time: start_time_of(stat),
+        start_time,
         user,
         command: Reading::Value(command),
         framework: framework::read(pid),
@@ -130,11 +136,11 @@ impl HostReader for ProcReader {
             let life = match lifetimes.entry(pid) {
                 Entry::Occupied(mut e) => {
                     if e.get().start_time != start_time {
-                        e.insert(lifetime(pid, &stat, user_names));
+                        e.insert(lifetime(pid, &stat, start_time, user_names));
                     }
                     e.into_mut()
                 }
-                Entry::Vacant(e) => e.insert(lifetime(pid, &stat, user_names)),
+                Entry::Vacant(e) => e.insert(lifetime(pid, &stat, start_time, user_names)),
             };
             let pages = parse::statm_pages(&statm);
             let bytes = |n: Option<u64>| match n {
