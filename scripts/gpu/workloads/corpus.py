@@ -1,0 +1,114 @@
+"""Runs the real-workload corpus on a GPU machine, one run at a time, each under `gpumon record`
+with the allocator probe on (the caller has done `eval "$(gpumon probe env)"`).
+
+Usage: python3 corpus.py GPUMON OUT [GROUP|RUN ...]   (groups: healthy, failing, holdout)
+Each run leaves OUT/RUN/: recording.ndjson (gpumon's), pN.log (each job's own output: one JSON
+line of allocator figures a step, and any OOM's figures and text), meta.json (what ran, pids, exit
+statuses, times). scripts/alert_bench.py scores the recordings against those logs."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+
+
+def job(script, mode, delay=0.0, **env):
+    return {"argv": [PY, os.path.join(HERE, script), mode], "delay": delay,
+            "env": {k: str(v) for k, v in env.items()}}
+
+
+JAX_CAPPED = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "XLA_PYTHON_CLIENT_MEM_FRACTION": "0.1166"}
+
+# name: (group, jobs). Healthy runs never fail; failing runs end in one OOM.
+RUNS = {
+    "gpt2-fixed": ("healthy", [job("lm.py", "gpt2-fixed", RUN_S=20)]),
+    "gpt2-varlen": ("healthy", [job("lm.py", "gpt2-varlen", RUN_S=40)]),
+    "llama-amp": ("healthy", [job("lm.py", "llama-amp", RUN_S=20)]),
+    "bert-loader": ("healthy", [job("lm.py", "bert-loader", RUN_S=20)]),
+    "kv-infer": ("healthy", [job("lm.py", "kv-infer", RUN_S=25)]),
+    "vit-two": ("healthy", [job("vision.py", "vit-train", RUN_S=20),
+                            job("vision.py", "vit-train", 1.0, RUN_S=20)]),
+    "compile": ("healthy", [job("vision.py", "compile", RUN_S=35)]),
+    "flax-train": ("healthy", [job("jax_flax.py", "flax-train", RUN_S=20)]),
+    "cupy-pipeline": ("healthy", [job("cupy_pipe.py", "pipeline", RUN_S=15)]),
+    "capped-retry": ("healthy", [job("vision.py", "capped-retry", RUN_S=24)]),
+    "big-batch": ("failing", [job("vision.py", "big-batch", RUN_S=10)]),
+    "gpt2-leak": ("failing", [job("lm.py", "gpt2-leak", CAP_GIB=9.5, LEAK_S=40)]),
+    "churn-capped": ("failing", [job("pools.py", "churn-capped", CAP_GIB=8, BUILD_S=40)]),
+    "jax-keep": ("failing", [job("jax_flax.py", "flax-keep", **JAX_CAPPED)]),
+    "second-process": ("failing", [job("lm.py", "gpt2-growing", RUN_S=60),
+                                   job("pools.py", "grab", 0.0, WAIT_S=14, RUN_S=30)]),
+    "slow-fill": ("failing", [job("pools.py", "hold", HOLD_GIB=58, RUN_S=75),
+                              job("pools.py", "fill", 6.0, GROW_MIB=512, RUN_S=120)]),
+    "cupy-limit": ("failing", [job("cupy_pipe.py", "limit-keep", LIMIT_GIB=6)]),
+    "capped-frag": ("failing", [job("pools.py", "capped-frag", RUN_S=6)]),
+    "capped-big": ("failing", [job("vision.py", "capped-big", RUN_S=8)]),
+    # Held out: never looked at while the rules were tuned.
+    "ho-qwen-accum": ("holdout", [job("holdout.py", "qwen-accum", RUN_S=25)]),
+    "ho-eval-graph": ("holdout", [job("holdout.py", "eval-graph", CAP_GIB=8, BUILD_S=40)]),
+    "ho-long-context": ("holdout", [job("holdout.py", "long-context", CAP_GIB=6)]),
+    "ho-jax-ondemand": ("holdout", [job("holdout.py", "jax-ondemand", RUN_S=20,
+                                        XLA_PYTHON_CLIENT_PREALLOCATE="false")]),
+}
+RUN_LIMIT_S = 150
+
+
+def run(gpumon, out, name):
+    group, jobs = RUNS[name][0], RUNS[name][1]
+    d = os.path.join(out, name)
+    os.makedirs(d, exist_ok=True)
+    logs = [os.path.join(d, f"p{i}.log") for i in range(len(jobs))]
+    for p in logs:
+        open(p, "w").close()
+    rec_cmd = [gpumon, "record", os.path.join(d, "recording.ndjson"), "--interval", "1s"]
+    for p in logs:
+        rec_cmd += ["--log", p]
+    rec = subprocess.Popen(rec_cmd, stderr=open(os.path.join(d, "record.err"), "w"))
+    time.sleep(2.5)
+    began = time.time()
+    procs = []
+    for j, log in zip(jobs, logs):
+        if j["delay"]:
+            time.sleep(j["delay"])
+        f = open(log, "w")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **j["env"])
+        procs.append((subprocess.Popen(j["argv"], stdout=f, stderr=subprocess.STDOUT, env=env),
+                      time.time()))
+    statuses = []
+    for p, started in procs:
+        try:
+            p.wait(timeout=max(1, RUN_LIMIT_S - (time.time() - began)))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        statuses.append({"pid": p.pid, "status": p.returncode, "started": started,
+                         "ended": time.time()})
+    time.sleep(3)
+    rec.send_signal(signal.SIGINT)
+    try:
+        rec.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        rec.kill()
+    meta = {"name": name, "group": group, "began": began, "ended": time.time(),
+            "jobs": [dict(j, argv=[os.path.basename(a) for a in j["argv"]], **s)
+                     for j, s in zip(jobs, statuses)],
+            "recorder_status": rec.returncode}
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    print(f"{name:16} {group:8} {time.time() - began:5.1f}s exit {[s['status'] for s in statuses]}",
+          flush=True)
+
+
+def main():
+    gpumon, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+    chosen = [n for n in RUNS if n in names or RUNS[n][0] in names] or list(RUNS)
+    for name in chosen:
+        run(gpumon, out, name)
+
+
+if __name__ == "__main__":
+    main()
