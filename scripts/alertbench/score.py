@@ -1,0 +1,187 @@
+"""Scores gpumon's alerts (`gpumon explain --format json` on each fixture's recording) against
+the fixture's truth.json: per run a line, per alert kind a table row, and the goals (--check)."""
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+from . import report
+
+LEAD_GOAL_S = 20.0     # a warning at least this far ahead ...
+BUILD_UP_GOAL_S = 30.0  # ... of every OOM whose cause built up for this long
+FAILURE_SLACK_MS = 5000  # a failure alert may be stamped a little before the job's own OOM line
+
+OWN_LIMIT = re.compile(r"\b(cap|capped|allowed|limit|fraction|bytes_limit|set_limit|pool)\b", re.I)
+GPU_FREE = re.compile(r"\b(GPU ?\d* (?:is )?full|full|free memory|GPU's free|free)\b", re.I)
+
+
+def time_to_limit_cause(alert):
+    """time-to-limit is about the process's own limit when its title names a cap or limit, about
+    the GPU's free memory when it names free memory or a full GPU (the limit wins on both)."""
+    title = alert.get("title") or ""
+    if OWN_LIMIT.search(title):
+        return {"pool-limit"}
+    if GPU_FREE.search(title):
+        return {"device-full"}
+    return {"pool-limit"} if alert.get("pid") is not None else {"device-full"}
+
+
+# Which warning classes point at which truth class (a warning not here is never a lead).
+CAUSES = {
+    "fragmentation-risk": {"fragmentation"},
+    "pool-near-limit": {"pool-limit"},
+    "exit-at-limit": {"pool-limit"},
+    "leak": {"pool-limit", "device-full"},
+    "time-to-limit": time_to_limit_cause,
+    "time-to-full": {"device-full"},
+    "growth-step": {"device-full"},
+    "releasable-cache": {"device-full"},
+}
+
+
+def causes(alert):
+    c = CAUSES.get(alert["class"], set())
+    return c(alert) if callable(c) else c
+
+
+def explain(gpumon, recording):
+    out = subprocess.run([gpumon, "explain", "--format", "json", recording],
+                         capture_output=True, text=True, env=dict(os.environ,
+                         GPUMON_NVML_LIB="/nonexistent/libnvidia-ml.so.1"))
+    if out.returncode != 0:
+        raise RuntimeError(f"{gpumon} explain {recording}: {out.stderr.strip()}")
+    recs = json.loads(out.stdout).get("recordings") or []
+    return recs[0]["alerts"] if recs else []
+
+
+def names_target(alert, oom):
+    if alert.get("pid") == oom["pid"]:
+        return True
+    return (oom["class"] == "device-full" and alert.get("pid") is None
+            and alert.get("gpu") in (None, oom.get("gpu", 0)))
+
+
+def score_run(t, alerts):
+    """One run's result: its failure alert, class right, leak named, lead, and each warning's
+    verdict (lead / off-cause / false alarm / excused by near_failure)."""
+    warnings = [a for a in alerts if a["level"] == "suspected"]
+    failures = [a for a in alerts if a["level"] == "failure"]
+    r = {"name": t["name"], "group": t["group"], "healthy": t["healthy"],
+         "near_failure": t["near_failure"], "recorded_s": t["recorded_s"], "oom": t["oom"],
+         "alerts": [a["class"] for a in alerts], "warnings": [], "failure": None,
+         "class_right": None, "leak_named": None, "lead_s": None, "lead_kind": None}
+    oom = t["oom"]
+    for a in warnings:
+        if oom is None:
+            verdict = "excused" if t["near_failure"] else "false-alarm"
+        elif (a["at_ms"] < oom["t_ms"] and names_target(a, oom) and oom["class"] in causes(a)):
+            verdict = "lead"
+        else:
+            verdict = "off-cause"
+        lead = (oom["t_ms"] - a["at_ms"]) / 1000 if verdict == "lead" else None
+        r["warnings"].append({"class": a["class"], "verdict": verdict, "lead_s": lead,
+                              "at_ms": a["at_ms"]})
+    if oom is None:
+        return r
+    f = next((a for a in failures if a.get("pid") == oom["pid"]
+              and a["at_ms"] >= oom["t_ms"] - FAILURE_SLACK_MS), None)
+    r["failure"] = f and {"class": f["class"], "confidence": f.get("confidence"),
+                          "title": f.get("title")}
+    r["class_right"] = bool(f) and f["class"] == oom["class"]
+    if oom["leak"]:
+        r["leak_named"] = any(a["class"] == "leak" and a.get("pid") == oom["pid"]
+                              and a["at_ms"] < oom["t_ms"] for a in warnings) or \
+            bool(f and "leak" in (f.get("title") or "").lower())
+    leads = [w for w in r["warnings"] if w["verdict"] == "lead"]
+    if leads:
+        first = min(leads, key=lambda w: w["at_ms"])
+        r["lead_s"], r["lead_kind"] = round(first["lead_s"], 1), first["class"]
+    return r
+
+
+def goals(results):
+    """The failed goals, one line each."""
+    out = []
+    for r in results:
+        oom = r["oom"]
+        if oom is not None:
+            if not r["class_right"]:
+                got = r["failure"]["class"] if r["failure"] else "no failure alert"
+                out.append(f"{r['name']}: OOM classified {got}, truth {oom['class']}")
+            if oom["build_up_s"] >= BUILD_UP_GOAL_S and (r["lead_s"] or 0) < LEAD_GOAL_S:
+                out.append(f"{r['name']}: cause built up {oom['build_up_s']}s, lead "
+                           f"{r['lead_s'] if r['lead_s'] is not None else 'none'}")
+        fa = [w["class"] for w in r["warnings"] if w["verdict"] == "false-alarm"]
+        if fa:
+            out.append(f"{r['name']}: false alarm(s) on a healthy run: {', '.join(fa)}")
+    return out
+
+
+def kinds(results):
+    """Per alert kind: true warnings, off-cause, false alarms, leads (first of the kind per OOM)."""
+    rows = {}
+    for r in results:
+        firsts = {}
+        for w in r["warnings"]:
+            k = rows.setdefault(w["class"], {"true": 0, "off": 0, "false": 0, "excused": 0,
+                                             "leads": []})
+            key = {"lead": "true", "off-cause": "off", "false-alarm": "false",
+                   "excused": "excused"}[w["verdict"]]
+            k[key] += 1
+            if w["verdict"] == "lead":
+                firsts[w["class"]] = max(firsts.get(w["class"], 0), w["lead_s"])
+        for c, lead in firsts.items():
+            rows[c]["leads"].append(lead)
+    for k in rows.values():
+        k["median_lead_s"] = round(statistics.median(k["leads"]), 1) if k["leads"] else None
+        k["worst_lead_s"] = round(min(k["leads"]), 1) if k["leads"] else None
+    return rows
+
+
+def classes(results):
+    """Per truth class: OOMs, classified right, leaks named, warned >= 20 s where required."""
+    rows = {}
+    for r in results:
+        oom = r["oom"]
+        if oom is None:
+            continue
+        k = rows.setdefault(oom["class"], {"ooms": 0, "right": 0, "leaks": 0, "leaks_named": 0,
+                                           "need_lead": 0, "lead_met": 0})
+        k["ooms"] += 1
+        k["right"] += bool(r["class_right"])
+        k["leaks"] += bool(oom["leak"])
+        k["leaks_named"] += bool(r["leak_named"])
+        if oom["build_up_s"] >= BUILD_UP_GOAL_S:
+            k["need_lead"] += 1
+            k["lead_met"] += (r["lead_s"] or 0) >= LEAD_GOAL_S
+    return rows
+
+
+def load(fixtures, holdout):
+    runs = sorted(d for d in os.listdir(fixtures)
+                  if os.path.isfile(os.path.join(fixtures, d, "truth.json")))
+    held = [d for d in runs if d.startswith("ho-")]
+    pick = {"exclude": [d for d in runs if d not in held], "only": held, "include": runs}[holdout]
+    return [(d, json.load(open(os.path.join(fixtures, d, "truth.json")))) for d in pick]
+
+
+def main(fixtures, gpumon, holdout, fmt, check):
+    chosen = load(fixtures, holdout)
+    if not chosen:
+        print(f"alert_bench: no fixtures (RUN/truth.json) under {fixtures}", file=sys.stderr)
+        return 2
+    results = []
+    for d, t in chosen:
+        rec = os.path.join(fixtures, d, "recording.ndjson.zst")
+        try:
+            results.append(score_run(t, explain(gpumon, rec)))
+        except (OSError, RuntimeError, ValueError) as e:
+            print(f"alert_bench: {e}", file=sys.stderr)
+            return 2
+    summary = {"holdout": holdout, "runs": results, "kinds": kinds(results),
+               "classes": classes(results), "goals_failed": goals(results),
+               "healthy_hours": sum(r["recorded_s"] for r in results if r["healthy"]) / 3600}
+    print(report.render(summary, fmt))
+    return 1 if check and summary["goals_failed"] else 0
