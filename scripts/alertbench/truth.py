@@ -39,11 +39,18 @@ def read_recording(path):
     return out
 
 
-def framework(events):
+def framework(events, oom_text=""):
+    """From the start line's version key, else from the OOM text's own shape."""
     start = next((e for e in events if e.get("ev") == "start"), {})
     for key, name in (("torch", "pytorch"), ("jax", "jax"), ("cupy", "cupy")):
         if key in start:
             return name
+    if oomtext.pytorch(oom_text):
+        return "pytorch"
+    if oomtext.xla(oom_text) is not None:
+        return "jax"
+    if oomtext.cupy(oom_text):
+        return "cupy"
     return None
 
 
@@ -208,7 +215,7 @@ def run_truth(run_dir):
         if oom is None or truth["oom"] is not None:
             continue
         truth["healthy"] = False
-        pid, fw, t_oom = job["pid"], framework(events), oom["t"]
+        pid, fw, t_oom = job["pid"], framework(events, oom.get("text") or ""), oom["t"]
         sample = sample_at(samples, t_oom)
         gpu_uuid = next((p.get("gpu_uuid") for s in samples for p in s["processes"]
                          if p["pid"] == pid), None)
