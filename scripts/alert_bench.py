@@ -58,13 +58,18 @@ from alertbench import score, truth  # noqa: E402
 def prepare(raw, fixtures):
     if shutil.which("zstd") is None:
         sys.exit("alert_bench: prepare needs the zstd command (apt-get install zstd)")
+    if not os.path.isdir(raw):
+        sys.exit(f"alert_bench: {raw} is not a directory")
     runs = sorted(d for d in os.listdir(raw) if os.path.isfile(os.path.join(raw, d, "meta.json")))
     if not runs:
         sys.exit(f"alert_bench: no runs (RUN/meta.json) under {raw}")
     for name in runs:
         src, dst = os.path.join(raw, name), os.path.join(fixtures, name)
         os.makedirs(dst, exist_ok=True)
-        t = truth.run_truth(src)
+        try:
+            t = truth.run_truth(src)
+        except (OSError, ValueError, KeyError) as e:
+            sys.exit(f"alert_bench: {src}: cannot read the run: {e!r}")
         rec = os.path.join(dst, "recording.ndjson.zst")
         subprocess.run(["zstd", "-19", "-q", "-f", os.path.join(src, "recording.ndjson"),
                         "-o", rec + ".tmp"], check=True)

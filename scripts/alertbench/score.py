@@ -168,7 +168,11 @@ def load(fixtures, holdout):
 
 
 def main(fixtures, gpumon, holdout, fmt, check):
-    chosen = load(fixtures, holdout)
+    try:
+        chosen = load(fixtures, holdout)
+    except (OSError, ValueError) as e:
+        print(f"alert_bench: cannot read the fixtures under {fixtures}: {e}", file=sys.stderr)
+        return 2
     if not chosen:
         print(f"alert_bench: no fixtures (RUN/truth.json) under {fixtures}", file=sys.stderr)
         return 2
