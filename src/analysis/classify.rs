@@ -141,11 +141,25 @@ fn caching(mut r: Rules, req: Size) -> Verdict {
     let reserved = n.reserved.or_else(|| Some(n.allocated?.plus(n.cached?)));
     let cached = n.cached.or_else(|| Some(reserved?.minus(n.allocated?)));
     let free = n.free;
-    // Stranded cache first: when it covered the request, the memory was there (inside any cap)
-    // in pieces too small, so fragmentation is the cause even if a cap was reached too.
+    // Stranded cache first: when it covered the request, was a real share of the pool, and the
+    // request would have fit under any cap, the memory was there in pieces too small, so
+    // fragmentation is the cause even if a cap was reached too. A few MiB left at a full pool is
+    // rounding, not fragmentation.
     if let Some(c) = cached {
         r.note(format!("{c} reserved by PyTorch but unallocated"));
-        if r.ge(c, req) {
+        let share = reserved.is_none_or(|rv| {
+            c.bytes.saturating_mul(1000) >= rv.bytes.saturating_mul(FRAGMENTED_PERMILLE)
+        });
+        let fits = match (n.allowed, n.allocated) {
+            (Some(cap), Some(a)) => cap.bytes >= a.bytes.saturating_add(req.bytes),
+            _ => true,
+        };
+        if r.ge(c, req) && !(share && fits) {
+            r.note(
+                "that is too small a share of the pool, or the request would not have fit under the cap anyway: not fragmentation"
+                    .into(),
+            );
+        } else if r.ge(c, req) {
             if let (Some(allowed), Some(reserved)) = (n.allowed, reserved) {
                 r.note(format!(
                     "{allowed} allowed to the process, {reserved} reserved: the cap was reached with the request's size stranded inside it"
@@ -181,6 +195,14 @@ fn caching(mut r: Rules, req: Size) -> Verdict {
     if let Some(c) = cached
         && r.ge(c.plus(free), req)
     {
+        // PyTorch flushes what it can release before failing: what stayed was split blocks.
+        // With other processes holding the GPU, they are what was missing.
+        if !r.ctx.others.is_empty() {
+            r.note(format!(
+                "its {c} unallocated cache plus the {free} free would have fit, but that cache sat in split blocks it could not release"
+            ));
+            return r.done(Class::DeviceFull, format!("asked {req}, {free} free"));
+        }
         return r.done(
             Class::Split,
             format!("asked {req}: cache {c} + free {free} would fit"),
@@ -278,8 +300,41 @@ fn cupy(mut r: Rules, req: Size) -> Verdict {
     device_rule(r, req)
 }
 
+/// Unallocated cache below this share of the pool (per mille) is rounding at a full pool.
+const FRAGMENTED_PERMILLE: u64 = 50;
+
+/// The allocator probe's figures against the request: a pool at its own limit (JAX's
+/// `bytes_limit`, a CuPy or PyTorch cap) refuses whatever the GPU has free.
+fn probe_limit(r: &mut Rules, req: Size) -> bool {
+    let Some(pool) = r.ctx.pool.as_ref() else {
+        return false;
+    };
+    let Some(limit) = pool.limit.filter(|l| *l > 0) else {
+        return false;
+    };
+    let over = |b: Option<u64>| b.filter(|b| b.saturating_add(req.bytes) > limit);
+    let no_block = pool.largest_free_block.is_none_or(|b| b < req.bytes);
+    let held = over(pool.reserved).filter(|_| no_block);
+    let Some(at) = held.or(over(pool.allocated.max(pool.peak_allocated))) else {
+        return false;
+    };
+    r.certain = false;
+    r.note(format!(
+        "its pool was at {} of its {} limit (allocator probe), with no free block of that size",
+        human(at),
+        human(limit)
+    ));
+    true
+}
+
 /// The GPU's free memory at the last sample against the request (never exact: `likely`).
 fn device_rule(mut r: Rules, req: Size) -> Verdict {
+    if probe_limit(&mut r, req) {
+        return r.done(
+            Class::PoolLimit,
+            format!("asked {req}, its pool at its limit"),
+        );
+    }
     let Some(g) = r.ctx.gpu else {
         r.note("no GPU reading at the failure to compare with".into());
         return r.done(Class::Unknown, format!("asked {req}"));

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::model::{Machine, ProcessTrack};
 use crate::oom::failure::Failure;
 use crate::oom::sizes::human;
-use crate::sample::Framework;
+use crate::sample::{Framework, Pool};
 
 /// A GPU's memory at the failure, bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +87,8 @@ pub struct Context {
     pub framework: Option<Framework>,
     /// Largest first.
     pub others: Vec<Other>,
+    /// Its allocator probe's last figures before the failure, when it was probed.
+    pub pool: Option<Pool>,
 }
 
 impl Context {
@@ -113,6 +115,7 @@ impl Context {
         let track = tracks.iter().find(|t| t.sample.gpu_uuid == uuid);
         // An exited process's failure happened while it still held its memory.
         let when = track.map_or(machine.now_ms, |t| t.last_seen_ms);
+        ctx.pool = track.and_then(|t| t.sample.pool.value().or(t.prev_pool.as_ref()).cloned());
         ctx.process_memory = track.and_then(|t| {
             t.history
                 .iter()

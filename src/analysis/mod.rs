@@ -4,10 +4,12 @@
 pub mod classify;
 pub mod context;
 pub mod explain;
+pub mod growth;
 pub mod pool;
 pub mod remedy;
 pub mod warnings;
 
+use crate::model::units::{duration_ms, rate};
 use crate::model::{Alert, Level, Machine};
 use crate::oom::failure::{Dialect, Failure};
 use crate::oom::sizes::human;
@@ -53,11 +55,31 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         classify::Confidence::Certain => "",
         classify::Confidence::Likely => " (likely)",
     };
-    let mut evidence = v.evidence;
+    let mut evidence = v.evidence.clone();
     if let Some(p) = ctx.process_memory {
         evidence.push(format!("the process held {}", human(p)));
     }
     evidence.push(format!("{} line {}", f.log, f.line));
+    let mut remedy = remedy;
+    let mut after = "";
+    if let Some(c) = leaked(f, &v, machine) {
+        after = " after a leak";
+        evidence.insert(
+            0,
+            format!(
+                "a leak: its allocated + stranded memory rose from {} to {} over {} ({}) with nothing released",
+                human(c.from),
+                human(c.to),
+                duration_ms(c.span_ms),
+                rate(c.rate)
+            ),
+        );
+        let pid = f.pid.unwrap_or_default();
+        remedy = match v.class {
+            classify::Class::DeviceFull => format!("{} {remedy}", growth::leak_remedy(pid)),
+            _ => growth::leak_remedy(pid),
+        };
+    }
     Alert {
         at_ms: f.at_ms,
         gpu_uuid: ctx.gpu_uuid,
@@ -66,13 +88,30 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         class: v.class.as_str().into(),
         confidence: Some(v.confidence.as_str().into()),
         title: format!(
-            "{who}{dialect} OOM: {}{likely}, {}",
+            "{who}{dialect} OOM: {}{after}{likely}, {}",
             v.class.as_str(),
             v.headline
         ),
         evidence,
         remedy: Some(remedy),
     }
+}
+
+/// The leak a failure ended, when the failing process's probe saw one: a limit reached (its own or
+/// the GPU's) by memory that climbed with nothing released.
+fn leaked(f: &Failure, v: &classify::Verdict, machine: &Machine) -> Option<growth::Climb> {
+    if !matches!(
+        v.class,
+        classify::Class::PoolLimit | classify::Class::DeviceFull
+    ) {
+        return None;
+    }
+    let pid = f.pid?;
+    machine
+        .processes
+        .values()
+        .filter(|t| t.sample.pid == pid)
+        .find_map(|t| growth::climb(t.pool_track.as_ref()?, f.at_ms))
 }
 
 #[cfg(test)]

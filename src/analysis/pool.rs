@@ -1,6 +1,7 @@
-//! Risks read from the allocator probe's figures, before any failure: a pool fragmenting, a
-//! pool near its limit, cache one process could give back while its GPU is short; and an OOM the
-//! probe saw (or a probed process that died at its limit) when no log reached gpumon.
+//! Risks read from the allocator probe's figures, before any failure: a leak or a fragmentation
+//! that builds (`growth.rs`), a fragmented pool that cannot grow around its holes, a pool near its
+//! limit, cache one process could give back while its GPU is short; and an OOM the probe saw (or
+//! a probed process that died at its limit) when no log reached gpumon.
 
 use crate::analysis::context::Context;
 use crate::analysis::remedy::{defragment, dialect_of, raise_limit};
@@ -10,8 +11,12 @@ use crate::sample::Pool;
 
 /// Pools smaller than this are not worth a warning.
 const MIN_POOL: u64 = 512 << 20;
-/// Free bytes in a pool that count as "much", at least.
+/// Free bytes in a pool that count as "much", at least, and their share of the pool (per mille).
 const MIN_FREE: u64 = 512 << 20;
+const MIN_FREE_PERMILLE: u64 = 100;
+/// Cache flushes in this window that count as repeating (one flush that succeeded is normal).
+const RETRY_WINDOW_MS: u64 = 60_000;
+const RETRIES_REPEAT: usize = 2;
 /// A pool whose allocations reach this share of its limit (per mille) is near it.
 const NEAR_LIMIT_PERMILLE: u64 = 900;
 /// Releasable cache worth naming.
@@ -61,7 +66,11 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                 continue;
             };
             if t.exited_ms.is_none() {
-                out.extend(fragmenting(t, pool));
+                let growing = super::growth::risk(t, pool, g, at_ms);
+                if growing.is_none() {
+                    out.extend(fragmenting(t, pool, g, at_ms));
+                }
+                out.extend(growing);
                 out.extend(near_limit(t, pool));
                 out.extend(releasable(t, pool, g, &on_gpu));
                 out.extend(probe_oom(t, pool, g, at_ms, failed));
@@ -75,7 +84,7 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
     out
 }
 
-fn context(t: &ProcessTrack) -> Context {
+pub(super) fn context(t: &ProcessTrack) -> Context {
     Context {
         settings: t.sample.settings.value().cloned(),
         framework: t.sample.framework.get(),
@@ -88,7 +97,7 @@ fn label(pool: &Pool) -> &'static str {
 }
 
 /// The pool's figures as evidence lines, each only where the framework reports it.
-fn figures(pool: &Pool) -> Vec<String> {
+pub(super) fn figures(pool: &Pool) -> Vec<String> {
     let rows: [(&str, Option<u64>); 6] = [
         ("allocated", pool.allocated),
         ("held by the pool", pool.reserved),
@@ -108,37 +117,53 @@ fn figures(pool: &Pool) -> Vec<String> {
     out
 }
 
-/// Much of the pool free, yet only in pieces smaller than what the job allocates; or the
-/// allocator flushing its cache to retry.
-fn fragmented(pool: &Pool, prev: Option<&Pool>) -> Option<String> {
+/// Much of the pool free but unusable (stranded in split blocks; for a pool without that figure,
+/// all its cached free bytes), the pool unable to grow around it (`room`: what it may still grow
+/// by, `None` when unknown), and the free part only in pieces smaller than what the job allocates,
+/// or the allocator flushing its cache to retry again and again (`retries` in the last minute):
+/// one flush that succeeded is normal, not a sign.
+fn fragmented(pool: &Pool, room: Option<u64>, retries: usize) -> Option<String> {
     let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
     let free = pool.unusable_free()?;
-    let retries = match (pool.alloc_retries, prev.and_then(|p| p.alloc_retries)) {
-        (Some(now), Some(before)) if now > before => Some(now - before),
-        _ => None,
-    };
-    let much = free >= MIN_FREE.max(reserved / 4);
+    let much = free >= MIN_FREE.max(reserved / 1000 * MIN_FREE_PERMILLE);
+    let matters = room.is_none_or(|r| r < free);
     let pieces = pool
         .largest_free_block
         .filter(|b| b.saturating_mul(4) <= free && pool.largest_alloc.is_none_or(|a| *b < a));
-    match (much, pieces, retries) {
-        (true, Some(b), _) => Some(format!(
+    match (much && matters, pieces) {
+        (true, Some(b)) => Some(format!(
             "{} free in the pool, but its largest free block is {}",
             human(free),
             human(b)
         )),
-        // A flush with much of the pool free: the free memory was in the wrong pieces (with
-        // the pool full, a retry says the GPU was full, which other alerts name).
-        (true, _, Some(n)) => Some(format!(
-            "the allocator flushed its cache to retry {n} time(s) since the last sample, with {} of its pool free",
+        (true, None) if retries >= RETRIES_REPEAT => Some(format!(
+            "the allocator flushed its cache to retry {retries} times in the last minute, with {} of its pool free but unusable",
             human(free)
         )),
         _ => None,
     }
 }
 
-fn fragmenting(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let why = fragmented(pool, t.prev_pool.as_ref())?;
+/// What the pool may still grow by: to its own limit, or by what the GPU has free.
+fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
+    let reserved = pool.reserved?;
+    let own = pool
+        .limit
+        .filter(|l| *l > 0)
+        .map(|l| l.saturating_sub(reserved));
+    let gpu = g.sample.memory.value().map(|m| m.free);
+    match (own, gpu) {
+        (Some(o), Some(g)) => Some(o.min(g)),
+        (o, g) => o.or(g),
+    }
+}
+
+fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Option<Risk> {
+    let retries = t
+        .pool_track
+        .as_ref()
+        .map_or(0, |p| p.retries_within(at_ms, RETRY_WINDOW_MS));
+    let why = fragmented(pool, room(pool, g), retries)?;
     let pid = t.sample.pid;
     Some(Risk {
         class: "fragmentation-risk",
@@ -232,7 +257,8 @@ fn releasable(
 
 /// What a pool's last figures say about why it failed.
 fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
-    if let Some(why) = fragmented(pool, None) {
+    // At a failure the pool could not grow: its room was nil.
+    if let Some(why) = fragmented(pool, Some(0), 0) {
         ("fragmentation", why)
     } else if let Some((used, limit)) = at_limit(pool) {
         (

@@ -1,15 +1,16 @@
-//! Risks read from the memory history alone (`Level::Suspected`), each raised once per
-//! (class, pid or GPU): preallocation, a growth step larger than what is free, a GPU filling up,
-//! and a process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
+//! Risks read from the memory history, each raised once per (class, pid or GPU): preallocation
+//! (information, unless it crowds another process), a growth step larger than what is free, a GPU
+//! filling up with memory that cannot be released (a probed process's cache never counts), and a
+//! process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
 
 use std::cell::OnceCell;
 
 use crate::analysis::pool;
 use crate::model::units::{duration_ms, rate};
 use crate::model::{Alert, Level};
-use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
+use crate::model::{GpuTrack, Machine, PoolTrack, ProcessTrack, Ring, processes_on};
 use crate::oom::sizes::human;
-use crate::sample::Framework;
+use crate::sample::{Framework, Pool};
 
 /// A process that takes this share of a GPU (per mille) at start has preallocated.
 const PREALLOC_PERMILLE: u64 = 700;
@@ -19,6 +20,12 @@ const PREALLOC_WITHIN_MS: u64 = 10_000;
 const MIN_STEP: u64 = 64 << 20;
 /// Warn when the GPU would be full sooner than this.
 const FULL_WITHIN_MS: u64 = 10 * 60_000;
+/// The window of a series' floor.
+const FLOOR_MS: u64 = 5_000;
+/// A probed process's figures older than this say nothing of the GPU at a later reading.
+const FRESH_MS: u64 = 5_000;
+/// A GPU with less free than this (or 2 % of its memory) is short.
+const SHORT_FREE: u64 = 1 << 30;
 /// Growth must have lasted this long to count as sustained.
 const SUSTAINED_MS: u64 = 30_000;
 /// A growth step this close before an exit counts as "mid-growth".
@@ -69,15 +76,11 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
         let gpu = g.sample.uuid.as_str();
         let found = preallocation(t, g, &|| !raised(&out, "preallocation", pid, gpu));
         if let Some((title, evidence, remedy)) = found {
-            out.push(alert(
-                at_ms,
-                "preallocation",
-                pid,
-                gpu,
-                title,
-                evidence,
-                remedy,
-            ));
+            let mut a = alert(at_ms, "preallocation", pid, gpu, title, evidence, remedy);
+            if !crowds(machine, t, g) {
+                a.level = Level::Info;
+            }
+            out.push(a);
         }
         let found = growth_step(t, g, &|| !raised(&out, "growth-step", pid, gpu));
         if let Some((title, evidence, remedy)) = found {
@@ -114,6 +117,15 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     }
     for g in machine.gpus.values() {
         let gpu = g.sample.uuid.as_str();
+        // A process's own growth alert already names this GPU's limit and who fills it.
+        let explained = machine.alerts.iter().chain(&out).any(|a| {
+            a.gpu_uuid.as_deref() == Some(gpu)
+                && matches!(a.class.as_str(), "leak" | "fragmentation-risk")
+                && at_ms.saturating_sub(a.at_ms) <= 2 * SUSTAINED_MS
+        });
+        if explained {
+            continue;
+        }
         if let Some((title, evidence, remedy)) =
             time_to_full(machine, g, &|| !raised(&out, "time-to-full", None, gpu))
         {
@@ -153,6 +165,19 @@ fn alert(
         evidence,
         remedy,
     }
+}
+
+/// Whether a preallocating process crowds others out: another live process on its GPU, and the
+/// GPU short of free memory.
+fn crowds(machine: &Machine, t: &ProcessTrack, g: &GpuTrack) -> bool {
+    let others = processes_on(&machine.processes, &g.sample.uuid)
+        .any(|o| o.exited_ms.is_none() && o.sample.pid != t.sample.pid);
+    let short = g
+        .sample
+        .memory
+        .value()
+        .is_some_and(|m| m.free < SHORT_FREE.max(m.total / 50));
+    others && short
 }
 
 fn total(g: &GpuTrack) -> Option<u64> {
@@ -245,12 +270,20 @@ fn growth_step(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding>
     if t.exited_ms.is_some() {
         return None;
     }
+    // A probed process takes its next step from the cache it can release before the GPU's free.
+    let cache = t
+        .sample
+        .pool
+        .value()
+        .and_then(Pool::releasable)
+        .unwrap_or(0);
     let free = g.sample.memory.value()?.free;
     let now = t.history.last()?.at_ms;
     let (at, step) = t.history.latest_step()?;
     let after_start = at >= t.first_seen_ms + PREALLOC_WITHIN_MS;
     let recent = now.saturating_sub(at) <= GROWING_WITHIN_MS;
-    if !after_start || !recent || step < MIN_STEP || step <= free || !is_new() {
+    if !after_start || !recent || step < MIN_STEP || step <= free.saturating_add(cache) || !is_new()
+    {
         return None;
     }
     Some((
@@ -318,28 +351,100 @@ fn exit_no_log(
     ))
 }
 
+/// A probed process's releasable cache at `at_ms` (0 when its figures are not that recent).
+fn releasable_at(t: &PoolTrack, at_ms: u64) -> u64 {
+    let v = |r: &Ring| {
+        r.last_at_or_before(at_ms)
+            .filter(|p| at_ms.saturating_sub(p.at_ms) <= FRESH_MS)
+            .and_then(|p| p.value)
+    };
+    match (v(&t.reserved), v(&t.allocated)) {
+        (Some(r), Some(a)) => r
+            .saturating_sub(a)
+            .saturating_sub(v(&t.stranded).unwrap_or(0)),
+        _ => 0,
+    }
+}
+
+/// The GPU's used memory over the last minute, less the cache its probed processes could
+/// release: what fills the GPU for good.
+fn committed(machine: &Machine, g: &GpuTrack, last: u64) -> Vec<(u64, u64)> {
+    let probed: Vec<&PoolTrack> = processes_on(&machine.processes, &g.sample.uuid)
+        .filter_map(|t| t.pool_track.as_ref())
+        .collect();
+    g.used
+        .iter()
+        .filter(|p| last.saturating_sub(p.at_ms) <= 60_000)
+        .filter_map(|p| {
+            let cache: u64 = probed.iter().map(|t| releasable_at(t, p.at_ms)).sum();
+            Some((p.at_ms, p.value?.saturating_sub(cache)))
+        })
+        .collect::<Vec<_>>()
+        .floors()
+}
+
+/// A series' floor: each point the lowest of the readings within `FLOOR_MS` before it, so the
+/// temporaries a probed job holds mid-step (read at any moment of it) are not taken for growth.
+trait Floors {
+    fn floors(self) -> Vec<(u64, u64)>;
+}
+
+impl Floors for Vec<(u64, u64)> {
+    fn floors(self) -> Vec<(u64, u64)> {
+        self.iter()
+            .enumerate()
+            .map(|(i, &(at, _))| {
+                let low = self[..=i]
+                    .iter()
+                    .rev()
+                    .take_while(|p| at.saturating_sub(p.0) <= FLOOR_MS)
+                    .map(|p| p.1)
+                    .min()
+                    .unwrap_or(0);
+                (at, low)
+            })
+            .collect()
+    }
+}
+
+/// Bytes per second from the first point at most `window_ms` before the last to the last.
+fn rate_over(series: &[(u64, u64)], window_ms: u64) -> Option<f64> {
+    let &(t1, v1) = series.last()?;
+    let &(t0, v0) = series
+        .iter()
+        .find(|p| t1.saturating_sub(p.0) <= window_ms)?;
+    let dt = t1.checked_sub(t0).filter(|d| *d >= 1000)?;
+    #[allow(clippy::cast_precision_loss)]
+    Some((v1 as f64 - v0 as f64) * 1000.0 / dt as f64)
+}
+
 fn time_to_full(machine: &Machine, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     let free = g.sample.memory.value()?.free;
     let last = g.used.last()?.at_ms;
-    let oldest = g
-        .used
-        .iter()
-        .find(|p| last.saturating_sub(p.at_ms) <= 60_000 && p.value.is_some())?
-        .at_ms;
+    let series = committed(machine, g, last);
+    let oldest = series.first()?.0;
     if last.saturating_sub(oldest) < SUSTAINED_MS {
         return None;
     }
-    let per_s = g.used.rate_per_s(60_000)?;
-    let recent = g.used.rate_per_s(SUSTAINED_MS / 2)?;
-    if per_s <= 0.0 || recent <= 0.0 || !steady(g, oldest) {
+    let per_s = rate_over(&series, 60_000)?;
+    let recent = rate_over(&series, SUSTAINED_MS / 2)?;
+    if per_s <= 0.0 || recent <= 0.0 || !steady(&series) {
         return None;
     }
+    // The cache the probed processes hold now is room too: they release it before failing.
+    let cache = g
+        .used
+        .last()
+        .and_then(|p| p.value)
+        .zip(series.last())
+        .map_or(0, |(used, c)| used.saturating_sub(c.1));
+    let room = free.saturating_add(cache);
     #[allow(
         clippy::cast_precision_loss,
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss
     )]
-    let eta_ms = (free as f64 / per_s * 1000.0) as u64;
+    let eta_ms = (room as f64 / per_s * 1000.0) as u64;
     if eta_ms >= FULL_WITHIN_MS || !is_new() {
         return None;
     }
@@ -370,21 +475,22 @@ fn time_to_full(machine: &Machine, g: &GpuTrack, is_new: IsNew) -> Option<Findin
             )
         },
         vec![
-            format!("used memory grew {} over the last minute", rate(per_s)),
+            format!(
+                "used memory that cannot be released grew {} over the last minute",
+                rate(per_s)
+            ),
             format!("{} free", human(free)),
+            "a probed process's cache does not count: its allocator releases it before failing"
+                .into(),
         ],
         Some(remedy),
     ))
 }
 
-/// Whether the growth since `from_ms` is a trend rather than one jump (a pool grabbed at start, a
+/// Whether the growth in `series` is a trend rather than one jump (a pool grabbed at start, a
 /// burst of allocations): no single step is more than half of the whole increase.
-fn steady(g: &GpuTrack, from_ms: u64) -> bool {
-    let mut readings = g
-        .used
-        .iter()
-        .filter(|p| p.at_ms >= from_ms)
-        .filter_map(|p| p.value);
+fn steady(series: &[(u64, u64)]) -> bool {
+    let mut readings = series.iter().map(|p| p.1);
     let Some(first) = readings.next() else {
         return false;
     };

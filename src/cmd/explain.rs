@@ -176,6 +176,7 @@ fn text(all: &[Replayed]) -> String {
             let level = match (a.level, &a.confidence) {
                 (Level::Failure, Some(c)) => format!("failure, {c}"),
                 (Level::Failure, None) => "failure".into(),
+                (Level::Info, _) => "info".into(),
                 _ => "suspected".into(),
             };
             let mut head = a.time.clone();

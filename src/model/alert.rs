@@ -11,6 +11,9 @@ pub enum Level {
     Failure,
     /// A risk inferred from the memory history or the allocator probe's figures.
     Suspected,
+    /// Worth knowing, not a risk: nothing is expected to fail (a preallocated pool that crowds
+    /// no other process). Never shown as a warning.
+    Info,
     /// Something the source ignored, said once (a probe file it did not trust, and why).
     Notice,
 }

@@ -5,6 +5,7 @@
 pub mod alert;
 pub mod history;
 pub mod machine;
+pub mod pool_track;
 pub mod process;
 pub mod units;
 
@@ -12,6 +13,7 @@ use crate::sample::Reading;
 pub use alert::{Alert, Level};
 pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
+pub use pool_track::PoolTrack;
 pub use process::{Change, ProcKey, ProcessTrack};
 
 /// How long an exited process is kept (on screen, for analysis and snapshots) before it is

@@ -1,6 +1,6 @@
 //! One tracked process on one GPU: identity (GPU, PID, start time), latest sample and history.
 
-use crate::model::{GROWTH_WINDOW_MS, Ring};
+use crate::model::{GROWTH_WINDOW_MS, PoolTrack, Ring};
 use crate::sample::ProcessSample;
 
 /// A process on a GPU; a reused PID has another start time, so it starts a new history.
@@ -50,6 +50,8 @@ pub struct ProcessTrack {
     pub exited_ms: Option<u64>,
     /// The allocator probe's figures one sample earlier (to see counters rise).
     pub prev_pool: Option<crate::sample::Pool>,
+    /// Its pool over the history window, from its first probed sample on (`None`: never probed).
+    pub pool_track: Option<PoolTrack>,
 }
 
 impl ProcessTrack {
@@ -65,6 +67,7 @@ impl ProcessTrack {
             last_seen_ms: at_ms,
             exited_ms: None,
             prev_pool: None,
+            pool_track: None,
         }
     }
 
@@ -86,6 +89,14 @@ impl ProcessTrack {
         self.growth = self.history.rate_per_s(GROWTH_WINDOW_MS);
         self.last_seen_ms = at_ms;
         self.exited_ms = None;
+        let pool = p.pool.value();
+        if pool.is_some() || self.pool_track.is_some() {
+            let capacity = self.history.capacity();
+            let before = self.sample.pool.value();
+            self.pool_track
+                .get_or_insert_with(|| PoolTrack::new(capacity))
+                .observe(at_ms, pool, before);
+        }
         self.prev_pool = std::mem::replace(&mut self.sample, p).pool.value().cloned();
     }
 

@@ -266,6 +266,7 @@ fn alert(a: &Alert) -> AlertDoc {
             Level::Failure => LevelDoc::Failure,
             Level::Suspected => LevelDoc::Suspected,
             Level::Notice => LevelDoc::Notice,
+            Level::Info => LevelDoc::Info,
         },
         class: a.class.clone(),
         confidence: a.confidence.clone(),

@@ -270,6 +270,7 @@ pub enum LevelDoc {
     Failure,
     Suspected,
     Notice,
+    Info,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

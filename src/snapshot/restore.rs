@@ -187,6 +187,7 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         exited_ms: p.exited_at.as_deref().and_then(ms),
         last_change: None,
         prev_pool: None,
+        pool_track: None,
     }
 }
 
@@ -235,6 +236,7 @@ fn alert(a: &AlertDoc) -> Alert {
             LevelDoc::Failure => Level::Failure,
             LevelDoc::Suspected => Level::Suspected,
             LevelDoc::Notice => Level::Notice,
+            LevelDoc::Info => Level::Info,
         },
         class: a.class.clone(),
         confidence: a.confidence.clone(),

@@ -300,6 +300,7 @@ fn alerts(o: &mut Out, s: &Snapshot) {
             super::LevelDoc::Failure => "failure",
             super::LevelDoc::Suspected => "suspected",
             super::LevelDoc::Notice => "notice",
+            super::LevelDoc::Info => "info",
         };
         let mut head = format!("{} {level} {}", a.at, a.class);
         if let Some(c) = &a.confidence {

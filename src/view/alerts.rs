@@ -128,7 +128,7 @@ fn level_style(a: &Alert, theme: &Theme) -> Style {
     match a.level {
         Level::Failure => theme.alert,
         Level::Suspected => Style::new(),
-        Level::Notice => theme.na,
+        Level::Notice | Level::Info => theme.na,
     }
 }
 

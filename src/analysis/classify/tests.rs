@@ -85,7 +85,7 @@ fn pytorch_classes() {
 
 #[test]
 fn rounding_that_straddles_is_likely() {
-    let near = "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 10.00 MiB is free. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.";
+    let near = "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 10.00 MiB is free. Of the allocated memory 10.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.";
     let (c, conf, _) = check(near, &Context::default());
     assert_eq!((c, conf), (Class::Fragmentation, Confidence::Likely));
     let clear = near.replace("and 1.00 GiB is reserved", "and 1.02 GiB is reserved");

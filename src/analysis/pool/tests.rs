@@ -71,24 +71,34 @@ fn classes(alerts: &[Alert]) -> Vec<&str> {
 #[test]
 fn a_torch_cache_splitting_into_small_blocks_warns_before_the_oom() {
     let g = gpu(0, 80 * GIB, 20 * GIB, GIB / 2);
-    // The verified pattern: stranded bytes climb while the largest free block stays 8 MiB.
-    let seq: Vec<_> = [(200, 2000), (400, 2600), (2304, 4300)]
-        .into_iter()
-        .map(|(stranded, reserved)| {
-            let p = torch(
-                (reserved - stranded) * MIB,
-                reserved * MIB,
-                stranded * MIB,
-                8 * MIB,
-            );
-            (
-                g.clone(),
-                vec![probed(873, &g, reserved * MIB + 500 * MIB, p)],
-            )
-        })
-        .collect();
+    // The verified pattern: stranded bytes climb while the largest free block stays 8 MiB, in a
+    // pool capped at 4.5 GiB, so it cannot grow around its holes.
+    let frag = |cap: Option<u64>| -> Vec<_> {
+        [(200, 2000), (400, 2600), (2304, 4300)]
+            .into_iter()
+            .map(|(stranded, reserved)| {
+                let p = Pool {
+                    limit: cap,
+                    ..torch(
+                        (reserved - stranded) * MIB,
+                        reserved * MIB,
+                        stranded * MIB,
+                        8 * MIB,
+                    )
+                };
+                (
+                    g.clone(),
+                    vec![probed(873, &g, reserved * MIB + 500 * MIB, p)],
+                )
+            })
+            .collect()
+    };
+    let seq = frag(Some(4608 * MIB));
     let first_two = run(seq[..2].to_vec());
     assert!(classes(&first_two).is_empty(), "{first_two:?}");
+    // Without a cap, on a GPU with 59 GiB free, the pool grows around its holes: no risk.
+    let uncapped = run(frag(None));
+    assert!(classes(&uncapped).is_empty(), "{uncapped:?}");
     let alerts = run(seq);
     assert_eq!(classes(&alerts), vec!["fragmentation-risk"]);
     let a = &alerts[0];
@@ -129,22 +139,29 @@ fn a_healthy_pool_raises_nothing() {
 #[test]
 fn climbing_allocation_retries_are_a_fragmentation_risk() {
     let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
-    let seq = [0u64, 0, 3]
-        .into_iter()
-        .map(|retries| {
-            let p = Pool {
-                alloc_retries: Some(retries),
-                ..torch(5 * GIB + 512 * MIB, 8 * GIB, 2 * GIB + 512 * MIB, 2 * GIB)
-            };
-            (g.clone(), vec![probed(873, &g, 9 * GIB, p)])
-        })
-        .collect();
-    let alerts = run(seq);
+    // Capped at 8.5 GiB: the pool cannot grow around its 2.5 GiB of stranded blocks.
+    let seq = |retries: &[u64]| -> Vec<_> {
+        retries
+            .iter()
+            .map(|r| {
+                let p = Pool {
+                    alloc_retries: Some(*r),
+                    limit: Some(8 * GIB + 512 * MIB),
+                    ..torch(5 * GIB + 512 * MIB, 8 * GIB, 2 * GIB + 512 * MIB, 2 * GIB)
+                };
+                (g.clone(), vec![probed(873, &g, 9 * GIB, p)])
+            })
+            .collect()
+    };
+    // One flush that succeeded is normal under a cap: no warning.
+    let once = run(seq(&[0, 0, 1, 1, 1]));
+    assert!(classes(&once).is_empty(), "{once:?}");
+    let alerts = run(seq(&[0, 0, 1, 2]));
     assert_eq!(classes(&alerts), vec!["fragmentation-risk"]);
     assert!(
-        alerts[0]
-            .title
-            .contains("retry 3 time(s) since the last sample, with 2.50 GiB of its pool free"),
+        alerts[0].title.contains(
+            "retry 2 times in the last minute, with 2.50 GiB of its pool free but unusable"
+        ),
         "{}",
         alerts[0].title
     );

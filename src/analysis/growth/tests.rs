@@ -1,0 +1,156 @@
+//! The growth rules on scripted probe sequences: a leak, cache growth over flat allocated, a
+//! fragmentation that builds, one jump, in-step temporaries, and each kind of limit.
+
+use super::*;
+use crate::model::{GpuTrack, PoolTrack, ProcessTrack, Ring};
+use crate::sample::{Framework, GpuSample, Pool, Reading};
+use crate::source::scripted::build::{GIB, MIB, gpu, process};
+
+fn pool(allocated: u64, reserved: u64, stranded: u64, limit: Option<u64>) -> Pool {
+    Pool {
+        framework: Framework::Pytorch,
+        version: None,
+        at_ms: 0,
+        allocated: Some(allocated),
+        reserved: Some(reserved),
+        cached_free: Some(reserved.saturating_sub(allocated)),
+        stranded: Some(stranded),
+        largest_free_block: None,
+        largest_alloc: None,
+        limit,
+        peak_allocated: None,
+        peak_reserved: None,
+        alloc_retries: Some(0),
+        ooms: Some(0),
+    }
+}
+
+fn track(sample: GpuSample) -> GpuTrack {
+    GpuTrack {
+        sample,
+        segments: None,
+        used: Ring::new(600),
+        lost_since_ms: None,
+        total: None,
+        unattributed: 0,
+        alerts: 0,
+    }
+}
+
+/// A process whose pool follows `f(second)` for `secs` seconds on an 80 GiB GPU with `free`.
+fn run(secs: u64, free: u64, f: impl Fn(u64) -> Pool) -> (ProcessTrack, GpuTrack, Pool) {
+    let g = gpu(0, 80 * GIB, 80 * GIB - free, 0);
+    let sample = |k: u64| {
+        let mut p = process(7, &g, GIB, Framework::Pytorch, "python3 train.py");
+        p.pool = Reading::Value(f(k));
+        p
+    };
+    let at = |k: u64| 1_000_000 + k * 1000;
+    let mut t = ProcessTrack::new(&sample(0), at(0), 600);
+    for k in 0..secs {
+        t.observe(sample(k), at(k));
+    }
+    (t, track(g), f(secs - 1))
+}
+
+fn now(secs: u64) -> u64 {
+    1_000_000 + (secs - 1) * 1000
+}
+
+#[test]
+fn a_leak_under_a_cap_is_warned_with_its_cap_and_time() {
+    // 200 MiB more every second, nothing released, under a 9.5 GiB cap.
+    let cap = 9 * GIB + GIB / 2;
+    let (t, g, last) = run(20, 70 * GIB, |k| {
+        let a = GIB + k * 200 * MIB;
+        pool(a, a + 100 * MIB, 50 * MIB, Some(cap))
+    });
+    let r = risk(&t, &last, &g, now(20)).expect("a leak");
+    assert_eq!(r.class, "leak");
+    assert!(r.title.contains("9.50 GiB cap"), "{}", r.title);
+    assert!(r.evidence.iter().any(|e| e.contains("nothing released")));
+    assert!(r.remedy.contains("keeps memory alive"));
+}
+
+#[test]
+fn cache_growth_over_flat_allocated_is_never_a_warning() {
+    // The pool grows 2 GiB a second toward a full GPU; allocated stays at 1 GiB.
+    let (t, g, last) = run(38, 2 * GIB, |k| {
+        pool(GIB, GIB + k * 2 * GIB, 80 * MIB, None)
+    });
+    assert!(risk(&t, &last, &g, now(38)).is_none());
+}
+
+#[test]
+fn a_growing_pool_with_its_stranded_share_growing_is_fragmentation() {
+    let (t, g, last) = run(20, 70 * GIB, |k| {
+        let a = GIB + k * 120 * MIB;
+        let s = 200 * MIB + k * 60 * MIB;
+        pool(a, a + s, s, Some(8 * GIB))
+    });
+    let r = risk(&t, &last, &g, now(20)).expect("a fragmentation that builds");
+    assert_eq!(r.class, "fragmentation-risk");
+    assert!(r.remedy.contains("expandable_segments"), "{}", r.remedy);
+}
+
+#[test]
+fn one_jump_then_flat_is_not_a_climb() {
+    let (t, g, last) = run(20, 70 * GIB, |k| {
+        let a = if k < 8 { 100 * MIB } else { 3 * GIB };
+        pool(a, a, 0, None)
+    });
+    assert!(risk(&t, &last, &g, now(20)).is_none());
+}
+
+#[test]
+fn in_step_temporaries_are_not_a_leak() {
+    // Allocated read at any moment of a step: 1 GiB between steps, up to 5 GiB inside one.
+    let (t, g, last) = run(40, 70 * GIB, |k| {
+        let a = GIB + (k * 7919 % 5) * GIB;
+        pool(a, 7 * GIB, 100 * MIB, Some(10 * GIB))
+    });
+    assert!(risk(&t, &last, &g, now(40)).is_none());
+}
+
+#[test]
+fn the_gpu_binds_first_when_its_free_memory_is_nearer_than_the_cap() {
+    let g = track(gpu(0, 80 * GIB, 78 * GIB, 0));
+    let l = binding(&pool(4 * GIB, 5 * GIB, 0, Some(40 * GIB)), &g).unwrap();
+    assert_eq!(l.kind, LimitKind::Gpu);
+    // The GPU's free memory plus the cache the process could release.
+    assert_eq!(l.headroom, 2 * GIB + GIB);
+    let capped = binding(&pool(4 * GIB, 5 * GIB, 0, Some(6 * GIB)), &g).unwrap();
+    assert_eq!(capped.kind, LimitKind::Own);
+    assert_eq!(capped.headroom, 2 * GIB);
+    assert_eq!(
+        limit_name(&capped, Framework::Jax, &g),
+        "its 6.00 GiB pool limit (XLA bytes_limit)"
+    );
+    assert_eq!(limit_name(&l, Framework::Pytorch, &g), "GPU0's free memory");
+}
+
+#[test]
+fn a_slow_leak_far_from_its_limit_waits() {
+    // 20 MiB a second with 70 GiB to go: an hour away, not a warning yet.
+    let (t, g, last) = run(60, 70 * GIB, |k| {
+        let a = GIB + k * 20 * MIB;
+        pool(a, a, 0, None)
+    });
+    assert!(risk(&t, &last, &g, now(60)).is_none());
+}
+
+#[test]
+fn retries_are_counted_only_when_the_count_rises() {
+    let mut track = PoolTrack::new(60);
+    let with = |n: u64| {
+        let mut p = pool(GIB, 2 * GIB, 0, None);
+        p.alloc_retries = Some(n);
+        p
+    };
+    let (a, b, c) = (with(0), with(1), with(1));
+    track.observe(1000, Some(&a), None);
+    track.observe(2000, Some(&b), Some(&a));
+    track.observe(3000, Some(&c), Some(&b));
+    assert_eq!(track.retries_within(3000, 60_000), 1);
+    assert_eq!(track.retries_within(70_000, 60_000), 0);
+}
