@@ -8,7 +8,7 @@ use crate::model::{GpuTrack, Level, PoolTrack, ProcessTrack, Ring};
 use crate::oom::sizes::human;
 use crate::sample::{Framework, Pool};
 
-use super::pool::Risk;
+use super::risk::{Risk, context, figures};
 
 /// The windows a climb is looked for in, longest first: a long climb is the stronger evidence,
 /// a short one warns early.
@@ -237,8 +237,8 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
     let fw = pool.framework;
     let name = limit_name(&limit, fw, g);
     let mut ev = evidence(&c, &limit, &name, eta_ms);
-    ev.extend(super::pool::figures(pool));
-    let ctx = super::pool::context(t);
+    ev.extend(figures(pool));
+    let ctx = context(t);
     let (class, title, remedy) = match fragmenting(track, pool, &c, now_ms) {
         Some(stranded) => (
             "fragmentation-risk",

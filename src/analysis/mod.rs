@@ -4,9 +4,11 @@
 pub mod classify;
 pub mod context;
 pub mod explain;
+pub mod filling;
 pub mod growth;
 pub mod pool;
 pub mod remedy;
+pub mod risk;
 pub mod warnings;
 
 use crate::model::units::{duration_ms, rate};

@@ -3,9 +3,9 @@
 //! limit, cache one process could give back while its GPU is short; and an OOM the probe saw (or
 //! a probed process that died at its limit) when no log reached gpumon.
 
-use crate::analysis::context::Context;
 use crate::analysis::remedy::{defragment, dialect_of, raise_limit};
-use crate::model::{Alert, GpuTrack, Level, Machine, ProcessTrack, processes_on};
+use crate::analysis::risk::{Risk, context, figures};
+use crate::model::{GpuTrack, Level, Machine, ProcessTrack, processes_on};
 use crate::oom::sizes::human;
 use crate::sample::Pool;
 
@@ -25,34 +25,6 @@ const MIN_RELEASABLE: u64 = 1 << 30;
 const SHORT_FREE: u64 = 1 << 30;
 /// A failure alert this close to a probe's OOM is the same failure, read from the log.
 const SAME_FAILURE_MS: u64 = 10_000;
-
-/// One finding before it becomes an alert: class, pid, GPU, level, title, evidence, remedy.
-pub struct Risk {
-    pub class: &'static str,
-    pub pid: Option<u32>,
-    pub gpu: String,
-    pub level: Level,
-    pub confidence: Option<&'static str>,
-    pub title: String,
-    pub evidence: Vec<String>,
-    pub remedy: String,
-}
-
-impl Risk {
-    pub fn into_alert(self, at_ms: u64) -> Alert {
-        Alert {
-            at_ms,
-            gpu_uuid: Some(self.gpu),
-            pid: self.pid,
-            level: self.level,
-            class: self.class.into(),
-            confidence: self.confidence.map(str::to_string),
-            title: self.title,
-            evidence: self.evidence,
-            remedy: Some(self.remedy),
-        }
-    }
-}
 
 /// The risks of every probed process on the machine at `at_ms` (raised or not: the caller
 /// keeps each (class, pid, GPU) to once). `failed(pid, since_ms)` says whether a log already
@@ -84,37 +56,8 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
     out
 }
 
-pub(super) fn context(t: &ProcessTrack) -> Context {
-    Context {
-        settings: t.sample.settings.value().cloned(),
-        framework: t.sample.framework.get(),
-        ..Context::default()
-    }
-}
-
 fn label(pool: &Pool) -> &'static str {
     pool.framework.label()
-}
-
-/// The pool's figures as evidence lines, each only where the framework reports it.
-pub(super) fn figures(pool: &Pool) -> Vec<String> {
-    let rows: [(&str, Option<u64>); 6] = [
-        ("allocated", pool.allocated),
-        ("held by the pool", pool.reserved),
-        ("cached, free", pool.cached_free),
-        ("stranded in split blocks", pool.stranded),
-        ("largest free block", pool.largest_free_block),
-        ("limit", pool.limit),
-    ];
-    let mut out: Vec<String> = rows
-        .iter()
-        .filter_map(|(name, v)| v.map(|b| format!("{name}: {}", human(b))))
-        .collect();
-    if let Some(r) = pool.alloc_retries.filter(|r| *r > 0) {
-        out.push(format!("allocation retries (cache flushes): {r}"));
-    }
-    out.push("figures from the allocator probe inside the process".into());
-    out
 }
 
 /// Much of the pool free but unusable (stranded in split blocks; for a pool without that figure,
