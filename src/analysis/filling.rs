@@ -6,7 +6,7 @@ use crate::model::units::{duration_ms, rate};
 use crate::model::{GpuTrack, Machine, PoolTrack, Ring, processes_on};
 use crate::oom::sizes::human;
 
-use super::warnings::{Finding, IsNew};
+use super::risk::{Finding, IsNew};
 
 /// Warn when the GPU would be full sooner than this.
 const FULL_WITHIN_MS: u64 = 10 * 60_000;

@@ -6,6 +6,12 @@ use crate::model::{Alert, Level, ProcessTrack};
 use crate::oom::sizes::human;
 use crate::sample::Pool;
 
+/// A finding of the history rules: title, evidence, remedy.
+pub type Finding = (String, Vec<String>, Option<String>);
+
+/// Whether the finding is new (not raised before): asked only once the numbers say it fires.
+pub type IsNew<'a> = &'a dyn Fn() -> bool;
+
 /// One finding before it becomes an alert: class, pid, GPU, level, title, evidence, remedy.
 pub struct Risk {
     pub class: &'static str,

@@ -7,6 +7,7 @@ use std::cell::OnceCell;
 
 use crate::analysis::filling::{SUSTAINED_MS, time_to_full};
 use crate::analysis::pool;
+use crate::analysis::risk::{Finding, IsNew};
 use crate::model::units::duration_ms;
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -136,8 +137,6 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     out
 }
 
-pub(super) type Finding = (String, Vec<String>, Option<String>);
-
 fn alert(
     at_ms: u64,
     class: &str,
@@ -176,9 +175,6 @@ fn crowds(machine: &Machine, t: &ProcessTrack, g: &GpuTrack) -> bool {
 fn total(g: &GpuTrack) -> Option<u64> {
     g.sample.memory.value().map(|m| m.total).filter(|t| *t > 0)
 }
-
-/// Whether the finding is new (not raised before): asked only once the numbers say it fires.
-pub(super) type IsNew<'a> = &'a dyn Fn() -> bool;
 
 fn preallocation(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     if t.exited_ms.is_some() {
@@ -273,7 +269,7 @@ fn growth_step(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding>
     let free = g.sample.memory.value()?.free;
     let now = t.history.last()?.at_ms;
     let (at, step) = t.history.latest_step()?;
-    let after_start = at >= t.first_seen_ms + PREALLOC_WITHIN_MS;
+    let after_start = at >= t.first_seen_ms.saturating_add(PREALLOC_WITHIN_MS);
     let recent = now.saturating_sub(at) <= GROWING_WITHIN_MS;
     if !after_start || !recent || step < MIN_STEP || step <= free.saturating_add(cache) || !is_new()
     {

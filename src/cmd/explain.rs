@@ -38,6 +38,10 @@ struct Raised {
     title: String,
     evidence: Vec<String>,
     remedy: Option<String>,
+    /// For a risk: whether an OOM of that process (or GPU) followed in the recording, and if
+    /// not, why the risk was raised all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -110,6 +114,7 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
         }
     })
     .map_err(Fail::runtime)?;
+    outcomes(&mut alerts);
     if samples == 0 {
         return Err(Fail::runtime(format!(
             "{name}: a recording without samples, nothing to explain"
@@ -120,6 +125,34 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
         samples,
         alerts,
     })
+}
+
+/// Each risk's outcome: the failure of the same process (or, for a GPU-wide risk, on the same GPU)
+/// that followed it, or that none did, with the evidence it was raised on.
+fn outcomes(alerts: &mut [Raised]) {
+    let failures: Vec<(u64, Option<u32>, Option<String>, String)> = alerts
+        .iter()
+        .filter(|a| a.level == Level::Failure)
+        .map(|a| (a.at_ms, a.pid, a.gpu_uuid.clone(), a.class.clone()))
+        .collect();
+    for a in alerts.iter_mut().filter(|a| a.level == Level::Suspected) {
+        let followed = failures.iter().find(|(at, pid, gpu, _)| {
+            *at >= a.at_ms
+                && (a.pid.is_some() && *pid == a.pid || a.pid.is_none() && *gpu == a.gpu_uuid)
+        });
+        a.outcome = Some(match followed {
+            Some((at, _, _, class)) => format!(
+                "an OOM followed {} later ({class})",
+                crate::model::units::duration_ms(at - a.at_ms)
+            ),
+            None => format!(
+                "no OOM followed in this recording; raised because {}",
+                a.evidence
+                    .first()
+                    .map_or("of the figures above", String::as_str)
+            ),
+        });
+    }
 }
 
 /// How many alerts the machine has taken in, dropped ones included.
@@ -152,6 +185,7 @@ fn raised(a: &Alert, m: &Machine) -> Raised {
         title: a.title.clone(),
         evidence: a.evidence.clone(),
         remedy: a.remedy.clone(),
+        outcome: None,
     }
 }
 
@@ -196,6 +230,9 @@ fn text(all: &[Replayed]) -> String {
             }
             if let Some(r) = &a.remedy {
                 out.push_str(&wrap(r, "  remedy: ", "    "));
+            }
+            if let Some(o) = &a.outcome {
+                out.push_str(&wrap(o, "  outcome: ", "    "));
             }
         }
     }

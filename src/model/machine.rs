@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Alert, Config, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
+use crate::model::{Alert, Config, Level, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuSample, GpuStatus, MachineInfo, Sample};
 
 /// Where the samples stand.
@@ -218,7 +218,8 @@ impl Machine {
         }
     }
 
-    /// Adds alerts (newest first, bounded) and recounts each GPU's.
+    /// Adds alerts (newest first, bounded) and recounts each GPU's (information is not counted:
+    /// the count wears the warning sign).
     pub fn add_alerts(&mut self, alerts: Vec<Alert>) {
         for alert in alerts {
             self.alerts.insert(0, alert);
@@ -232,6 +233,7 @@ impl Machine {
                 .alerts
                 .iter()
                 .filter(|a| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str()))
+                .filter(|a| a.level != Level::Info)
                 .count();
         }
     }
