@@ -7,7 +7,8 @@
 #     man page and shell completions gpumon prints, the systemd unit for `serve`, README;
 #   - gpumon-VERSION-x86_64-linux.tar.gz with the same files;
 #   - `cargo package --locked`: the crate builds from what it ships, no test fixtures in it.
-# Everything is written under target/release-packages (RELEASE_OUT); nothing into the checkout.
+# Everything is written under target/ (release-packages/ or RELEASE_OUT, pkg-stage/, package/,
+# release-tools/ for cargo-deb); nothing into the checkout.
 # One line per step, then `release: N passed, M failed`; exits 1 if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -117,8 +118,10 @@ step "the archive unpacks and its gpumon runs" archive_runs
 
 crate() {
   local listing
-  cargo package --locked --target-dir "$out/crate-target" &&
-    listing=$(cargo package --locked --list) || return 1
+  # --allow-dirty: a developer's uncommitted changes are what is being checked (CI's clone is
+  # clean, and .ci/run checks that the tree stays so).
+  cargo package --locked --allow-dirty &&
+    listing=$(cargo package --locked --allow-dirty --list) || return 1
   echo "$listing"
   ! grep -qE '^(tests|benches|scripts|docs)/' <<<"$listing" && grep -qx assets/demo.ndjson <<<"$listing"
 }
