@@ -2,7 +2,8 @@
 //! certificate re-read when its files change (new connections get the new one), and each bad
 //! case (an untrusting client, plain http on the TLS port, a key that is not the certificate's,
 //! an expired certificate) one clear line on the side at fault, the server answering the others.
-//! The gpumon clients (`diff`) read the server over https with `--tls-ca`.
+//! The gpumon clients (`diff`, and the client of the fleet screen and `--prometheus`) read the
+//! server over https with `--tls-ca`.
 
 #[path = "common/serve.rs"]
 mod serve;
@@ -12,6 +13,8 @@ mod tls;
 use std::process::Command;
 use std::time::Duration;
 
+use gpumon::remote::Client;
+use gpumon::tls::client::{Files, Trust};
 use serve::{POLLS, Reply, Server, exchange};
 use tls::{Ca, get, write};
 
@@ -84,6 +87,22 @@ fn https_rotation_and_each_bad_case_leave_the_server_answering() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("TLS: the server's certificate is not signed by a trusted CA (give its CA with --tls-ca)"), "{err}");
+
+    // The client of the fleet screen and `--prometheus` (one ureq agent): https with the CA file.
+    let trust = Trust::load(Files {
+        ca: Some(&ca_file),
+        ..Files::default()
+    })
+    .unwrap();
+    let client = Client::with_trust(None, &trust);
+    assert!(client.snapshot(&url).is_ok());
+    let metrics = client.get(&format!("{url}/metrics"), &[]).unwrap();
+    assert!(String::from_utf8_lossy(&metrics).contains("gpumon_build_info"));
+    let untrusting = Client::new(None).snapshot(&url).unwrap_err().to_string();
+    assert!(
+        untrusting.starts_with("TLS: the server's certificate is not signed"),
+        "{untrusting}"
+    );
 
     // Rotation: new files, and the next connection gets the new certificate (the files are
     // looked at on each handshake).
