@@ -4,6 +4,7 @@
 # medians. Goal: no measurable slowdown (<= 1 %).
 # Usage (repo root, target/release/gpumon built, on a GPU machine): bash scripts/bench_probe_overhead.sh [RUNS]
 set -eu
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 bin=$PWD/target/release/gpumon; runs=${1:-5}; job=$PWD/scripts/gpu/probe_jobs.py
 export STEPS=${STEPS:-3000}
 probe_env=$("$bin" probe env --interval 1s)

@@ -9,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/wheels}
 tools=${GPUMON_WHEEL_TOOLS:-target/wheel-tools}
+# Absolute: zig is called by C build scripts (ring's, for TLS) from their own directories.
+case $tools in /*) ;; *) tools=$PWD/$tools ;; esac
 say() { echo "build_wheel: $*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
 
@@ -35,9 +37,10 @@ wheel=${wheels[0]}
 name=$(basename "$wheel")
 
 file_version=$(echo "$name" | cut -d- -f2)
-meta_version=$(unzip -p "$wheel" "gpumon-$file_version.dist-info/METADATA" | sed -n 's/^Version: //p')
-unzip -q -d "$work/unpacked" "$wheel" "gpumon-$file_version.data/scripts/gpumon"
-binary="$work/unpacked/gpumon-$file_version.data/scripts/gpumon"
+dist=$(echo "$name" | cut -d- -f1)  # gpumon_tui: the distribution gpumon-tui, normalised
+meta_version=$(unzip -p "$wheel" "$dist-$file_version.dist-info/METADATA" | sed -n 's/^Version: //p')
+unzip -q -d "$work/unpacked" "$wheel" "$dist-$file_version.data/scripts/gpumon"
+binary="$work/unpacked/$dist-$file_version.data/scripts/gpumon"
 chmod +x "$binary"
 binary_version=$("$binary" --version)
 

@@ -39,3 +39,4 @@ pub mod remote;
 pub mod run;
 pub mod serve;
 pub mod snapshot;
+pub mod tls;

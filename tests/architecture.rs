@@ -42,6 +42,13 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("view", &["app", "cmd", "snapshot", "run", "remote"]),
     ("snapshot", &["remote", "app", "cmd"]),
     ("remote", &["view", "app", "cmd"]),
+    // TLS is a leaf both sides use: it knows nothing of what it carries.
+    (
+        "tls",
+        &[
+            "serve", "remote", "cmd", "cli", "app", "screen", "view", "model", "snapshot",
+        ],
+    ),
 ];
 const MAX_LINES: usize = 420;
 

@@ -2,6 +2,8 @@
 //! where nothing listens, all in one gpumon screen in tmux; one server is killed mid-run and the
 //! screen goes on. Only 127.0.0.1; every wait is bounded (the harness gives each 20 s).
 
+#[path = "common/tls.rs"]
+mod tls;
 #[path = "common/tmux.rs"]
 mod tmux;
 
@@ -30,9 +32,14 @@ fn free_port() -> u16 {
 }
 
 fn serve_demo(port: u16) -> Server {
+    serve_demo_with(port, &[])
+}
+
+fn serve_demo_with(port: u16, args: &[&str]) -> Server {
     Server(
         Command::new(env!("CARGO_BIN_EXE_gpumon"))
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -88,6 +95,43 @@ fn two_servers_and_a_dead_port_in_one_screen() {
     );
     s.keys(&["h"]);
     s.wait_for(|t| t.contains("fleet of 3 hosts"), "back to the overview");
+    s.keys(&["q"]);
+    s.assert_restored(0);
+}
+
+#[test]
+fn an_https_server_is_read_with_its_ca_and_a_plain_one_named_https_is_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = tls::Ca::new("fleet CA");
+    let pair = ca.leaf("gpu-node");
+    let cert = tls::write(dir.path(), "node.pem", &pair.cert);
+    let key = tls::write(dir.path(), "node.key", &pair.key);
+    let ca_file = tls::write(dir.path(), "ca.pem", &ca.pem());
+    let (secure, plain) = (free_port(), free_port());
+    let _secure = serve_demo_with(
+        secure,
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let _plain = serve_demo(plain);
+    let args = format!(
+        "--no-local --interval 500ms --tls-ca {} --remote https://127.0.0.1:{secure} \
+         --remote https://127.0.0.1:{plain}",
+        ca_file.display()
+    );
+    let s = Session::start("fleet-tls", &args, (160, 40));
+    let screen = s.wait_for(
+        |t| row(t, secure).contains('%') && row(t, plain).contains("TLS"),
+        "the https server's GPUs, and a TLS fault for the plain one",
+    );
+    assert!(
+        row(&screen, plain).contains("does not speak TLS"),
+        "{screen}"
+    );
     s.keys(&["q"]);
     s.assert_restored(0);
 }

@@ -31,7 +31,7 @@ fn gpumon_run_shows_the_pool_of_a_probed_job() {
     std::fs::write(&job, JOB).unwrap();
     let probe_dir = probe.path().join("probe");
     let command = format!(
-        "env PYTHONPATH={fakes} GPUMON_PROBE_DIR={} {} run -- python3 {}",
+        "env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={fakes} GPUMON_PROBE_DIR={} {} run -- python3 {}",
         probe_dir.display(),
         env!("CARGO_BIN_EXE_gpumon"),
         job.display()

@@ -14,6 +14,7 @@ use gpumon::screen::{HostState, Msg, State};
 use gpumon::snapshot::Snapshot;
 use gpumon::source::scripted::build::{GIB, gpu, machine, process};
 use gpumon::source::{Framework, Sample};
+use gpumon::tls::client::Trust;
 
 const READ: Duration = Duration::from_millis(300);
 
@@ -121,7 +122,7 @@ fn refused() -> String {
 #[test]
 fn each_fault_is_named_for_what_it_is() {
     let base = server();
-    let client = Client::with_read_timeout(None, READ);
+    let client = Client::with_read_timeout(None, READ, &Trust::system());
     let get = |path: &str| client.snapshot(&format!("{base}/{path}"));
     let s = get("ok").unwrap();
     assert_eq!(s.gpus[0].memory.as_ref().unwrap().used, 20 * GIB);
@@ -157,9 +158,9 @@ fn each_fault_is_named_for_what_it_is() {
         text(client.snapshot(&refused())),
         "unreachable: connection refused"
     );
-    let with_token = Client::with_read_timeout(Some("s3cret".into()), READ);
+    let with_token = Client::with_read_timeout(Some("s3cret".into()), READ, &Trust::system());
     assert!(with_token.snapshot(&format!("{base}/auth")).is_ok());
-    let wrong = Client::with_read_timeout(Some("guess".into()), READ);
+    let wrong = Client::with_read_timeout(Some("guess".into()), READ, &Trust::system());
     assert!(
         wrong
             .snapshot(&format!("{base}/auth"))
@@ -186,7 +187,7 @@ fn pollers_report_every_host_and_none_waits_for_another() {
     );
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(64);
     for (n, url) in hosts.iter().enumerate() {
-        let client = Client::with_read_timeout(None, READ);
+        let client = Client::with_read_timeout(None, READ, &Trust::system());
         remote::spawn_host(
             n,
             url.clone(),
@@ -266,7 +267,7 @@ fn prometheus_hosts_join_the_screen_after_the_local_one() {
             .to_vec(),
     );
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(4);
-    let client = Client::with_read_timeout(None, READ);
+    let client = Client::with_read_timeout(None, READ, &Trust::system());
     let url = format!("{base}/prom");
     remote::spawn_prometheus(1, url, client, config, Duration::from_millis(200), tx).unwrap();
     for _ in 0..2 {

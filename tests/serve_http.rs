@@ -256,3 +256,25 @@ fn a_token_guards_metrics_and_snapshot_but_not_healthz() {
         "{err}"
     );
 }
+
+/// A panic while answering one request (a fault only debug builds have, behind
+/// GPUMON_TEST_FAULTS) closes that connection with one log line; the server answers the rest.
+#[test]
+fn a_panic_in_one_request_ends_that_connection_only() {
+    let mut server = Server::start_with_env(&["--demo"], &[("GPUMON_TEST_FAULTS", "1")]);
+    server.wait_until("ok");
+    for _ in 0..2 {
+        let raw = b"GET /debug/panic HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+        let answer = exchange(server.addr, raw).unwrap_or_default();
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+        let line = server.log_line("panicked");
+        assert!(
+            line.starts_with("gpumon: answering 127.0.0.1:")
+                && line.contains("fault injected for tests")
+                && line.ends_with("that connection is closed, the server goes on"),
+            "{line}"
+        );
+        scrape_ok(&server);
+    }
+    assert!(server.alive());
+}

@@ -2,19 +2,23 @@
 //! of `gpumon snapshot` for the same recording (the demo up to its last sample with processes,
 //! served fast so it has ended and stays still). `GPUMON_TEST_PROMETHEUS` names the prometheus
 //! binary (`.ci/run` unpacks Debian's package); without it the test is skipped, unless `CI=true`.
+//! And Prometheus scrapes `serve` over mutual TLS with basic auth, as README's scrape_config
+//! says, with certificates made in the test.
 
+#[path = "common/prometheus.rs"]
+mod prometheus;
 #[path = "common/serve.rs"]
 mod serve;
+#[path = "common/tls.rs"]
+mod tls;
 
-use std::collections::BTreeMap;
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
+use prometheus::query;
 use serde_json::Value;
-use serve::{Guard, POLLS, Reply, Server, exchange};
+use serve::{POLLS, Server};
 
 /// The demo up to its last sample in which processes hold GPU memory.
 fn recording(dir: &Path) -> std::path::PathBuf {
@@ -27,45 +31,6 @@ fn recording(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("demo-part.ndjson");
     std::fs::write(&path, lines[..=last].join("\n") + "\n").unwrap();
     path
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The query's result vector, as (labels, value).
-fn query(prometheus: SocketAddr, expr: &str) -> Vec<(BTreeMap<String, String>, f64)> {
-    let encoded: String = expr
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    // HTTP/1.0: the answer comes whole, not chunked, and the connection closes after it.
-    let raw = format!("GET /api/v1/query?query={encoded} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    let Some(reply) = exchange(prometheus, raw.as_bytes())
-        .ok()
-        .and_then(|b| Reply::parse(&b))
-    else {
-        return Vec::new(); // Not listening yet.
-    };
-    let Ok(doc) = serde_json::from_str::<Value>(&reply.body) else {
-        return Vec::new();
-    };
-    doc["data"]["result"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|r| {
-            let labels = serde_json::from_value(r["metric"].clone()).unwrap();
-            (labels, r["value"][1].as_str().unwrap().parse().unwrap())
-        })
-        .collect()
 }
 
 /// What the series must say, from `gpumon snapshot --replay`: (metric, key label value, value).
@@ -117,12 +82,7 @@ fn expected(snapshot: &Value) -> Vec<(String, String, f64)> {
 
 #[test]
 fn prometheus_scrapes_the_values_of_the_snapshot() {
-    let Some(prometheus) = std::env::var_os("GPUMON_TEST_PROMETHEUS") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: GPUMON_TEST_PROMETHEUS must name a prometheus binary (.ci/run unpacks Debian's)"
-        );
-        eprintln!("skipped: set GPUMON_TEST_PROMETHEUS to a prometheus binary to run this test");
+    let Some(prometheus) = prometheus::binary() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -154,31 +114,11 @@ fn prometheus_scrapes_the_values_of_the_snapshot() {
     want["view"]["source"] = Value::Null;
     assert_eq!(served, want);
 
-    let port = free_port();
-    let config = dir.path().join("prometheus.yml");
-    let mut f = std::fs::File::create(&config).unwrap();
-    write!(
-        f,
+    let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: ['{}']\n",
         server.addr
-    )
-    .unwrap();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = Guard(
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("prometheus starts"),
     );
-    let api: SocketAddr = ([127, 0, 0, 1], port).into();
+    let (_prometheus, api) = prometheus::start(&prometheus, dir.path(), &config);
     let selector =
         r#"{__name__=~"gpumon_(gpu|process)_.*_(bytes|ratio|celsius|watts)",job="gpumon"}"#;
     let mut got = Vec::new();
@@ -218,4 +158,57 @@ fn prometheus_scrapes_the_values_of_the_snapshot() {
         info.first().map(|(l, v)| (l["version"].as_str(), *v)),
         Some((env!("CARGO_PKG_VERSION"), 1.0))
     );
+}
+
+#[test]
+fn prometheus_scrapes_over_mutual_tls_with_basic_auth() {
+    let Some(prometheus) = prometheus::binary() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = tls::Ca::new("gpumon test CA");
+    let (server_pair, prometheus_pair) = (ca.leaf("gpu-node"), ca.leaf("prometheus"));
+    tls::write(d, "ca.pem", &ca.pem());
+    tls::write(d, "node.pem", &server_pair.cert);
+    tls::write(d, "node.key", &server_pair.key);
+    tls::write(d, "prometheus.pem", &prometheus_pair.cert);
+    tls::write(d, "prometheus.key", &prometheus_pair.key);
+    let hash = bcrypt::hash("scrape-me", 4).unwrap();
+    let web = tls::write(
+        d,
+        "web.yml",
+        &format!(
+            "tls_server_config:\n  cert_file: node.pem\n  key_file: node.key\n  \
+             client_ca_file: ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n\
+             basic_auth_users:\n  prometheus: {hash}\n"
+        ),
+    );
+    let server = Server::start(&["--demo", "--web-config", web.to_str().unwrap()]);
+    let d = d.display();
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  \
+         - job_name: gpumon\n    scheme: https\n    tls_config:\n      ca_file: {d}/ca.pem\n      \
+         cert_file: {d}/prometheus.pem\n      key_file: {d}/prometheus.key\n    basic_auth:\n      \
+         username: prometheus\n      password: scrape-me\n    static_configs:\n      \
+         - targets: ['{}']\n",
+        server.addr
+    );
+    let (_prometheus, api) = prometheus::start(&prometheus, dir.path(), &config);
+    let mut total = Vec::new();
+    for _ in 0..POLLS {
+        total = query(api, r#"gpumon_gpu_memory_total_bytes{job="gpumon"}"#);
+        if !total.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
+    assert!(
+        !total.is_empty(),
+        "no series scraped over TLS; prometheus log:\n{log}"
+    );
+    assert!(total.iter().all(|(_, v)| *v > 0.0), "{total:?}");
+    let up = query(api, r#"up{job="gpumon"}"#);
+    assert_eq!(up.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [1.0]);
 }

@@ -42,7 +42,7 @@ cargo_version=$(cargo metadata --no-deps --format-version 1 --offline |
 
 build() { scripts/build_wheel.sh "$work/dist"; }
 step "build the wheel, versions agree with Cargo.toml $cargo_version" build
-wheel=$(ls "$work"/dist/gpumon-*.whl 2>/dev/null)
+wheel=$(ls "$work"/dist/gpumon_tui-*.whl 2>/dev/null)
 [ -n "$wheel" ] || { summary; exit 1; }
 echo "wheel: built $(basename "$wheel")"
 
@@ -50,13 +50,15 @@ contents() {
   local listing expected
   listing=$(unzip -Z1 "$wheel")
   expected=$(cd python && find gpumon -name '*.py' | sort)
-  for f in $expected "gpumon-${wheel_version}.data/scripts/gpumon"; do
+  for f in $expected "gpumon_tui-${wheel_version}.data/scripts/gpumon"; do
     grep -qxF "$f" <<<"$listing" || { echo "missing from the wheel: $f"; return 1; }
   done
   echo "$listing"
 }
 wheel_version=$(basename "$wheel" | cut -d- -f2)
 step "wheel holds the binary and every python/gpumon/**/*.py" contents
+dist_name() { unzip -p "$wheel" "gpumon_tui-${wheel_version}.dist-info/METADATA" | grep -qx 'Name: gpumon-tui'; }
+step "the distribution is gpumon-tui (PyPI's gpumon is another project)" dist_name
 
 "$tools/bin/pip" install -q --disable-pip-version-check twine==7.0.0 auditwheel==6.8.2 >"$log" 2>&1 ||
   { echo "wheel: FAIL installing twine and auditwheel"; cat "$log"; failed=$((failed + 1)); }

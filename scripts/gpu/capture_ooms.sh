@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real allocation-failure logs for gpumon's fixtures; writes into $OUT/ooms/.
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 here=$(dirname "$0"); o=$OUT/ooms; mkdir -p "$o"
 nvidia-smi -q -x > "$o/nvidia-smi-idle.xml" 2>&1

@@ -4,6 +4,7 @@
 # development machine: target/release/gpumon, .deb/nvtop_*.deb (Debian contrib) and .whl/ (nvitop
 # and nvidia-ml-py wheels). Usage: bash scripts/gpu/perf_run.sh OUTDIR
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 o=$1; mkdir -p "$o"
 mkdir -p /tmp/nvtop && dpkg -x .deb/nvtop_*.deb /tmp/nvtop
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site

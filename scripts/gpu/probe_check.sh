@@ -5,6 +5,7 @@
 # job's imports with and without the probe, and the alerts gpumon raised.
 # Usage (repo root, target/release/gpumon built): bash scripts/gpu/probe_check.sh OUTDIR
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 here=$(cd "$(dirname "$0")" && pwd); bin=$PWD/target/release/gpumon; o=$1
 mkdir -p "$o"

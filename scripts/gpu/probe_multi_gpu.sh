@@ -3,6 +3,7 @@
 # visible ordinal 0 must map to GPU 1's UUID), and a two-process torchrun (one file per worker,
 # each on its own GPU). Usage (repo root, target/release/gpumon, 2 GPUs): bash probe_multi_gpu.sh OUT
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 o=$1; mkdir -p "$o"; bin=$PWD/target/release/gpumon
 nvidia-smi --query-gpu=index,uuid --format=csv,noheader | tee "$o/gpus.txt"

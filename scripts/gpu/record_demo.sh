@@ -6,6 +6,7 @@
 # fragmenting job's cache warns (fragmentation-risk) seconds before its OOM.
 # Usage (repo root, with target/release/gpumon built): bash scripts/gpu/record_demo.sh OUTDIR
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 here=$(cd "$(dirname "$0")" && pwd); bin=$PWD/target/release/gpumon; o=$1
 mkdir -p "$o" /tmp/demo && cd /tmp/demo

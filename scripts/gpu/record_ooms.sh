@@ -2,6 +2,7 @@
 # Pool-limit and JAX fragmentation OOMs with a gpumon recording made at the same time (the jobs'
 # output goes to files gpumon finds through /proc/PID/fd). Usage: bash scripts/gpu/record_ooms.sh OUTDIR
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 o=$1; mkdir -p "$o" /tmp/oom && cd /tmp/oom; here=/work/main/scripts/gpu; bin=/work/main/target/release/gpumon
 [ -x "$bin" ] || { here=$OLDPWD/scripts/gpu; bin=$OLDPWD/target/release/gpumon; }

@@ -4,6 +4,7 @@
 # against `nvidia-smi pmon`, an OOM'd process kept on screen (tmux), the probe's overhead, and the
 # demo recorded anew with the probe. Usage (repo root, target/release/gpumon): bash round2.sh OUT
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 o=$1; here=$PWD/scripts/gpu; bin=$PWD/target/release/gpumon
 mkdir -p "$o"

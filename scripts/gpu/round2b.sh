@@ -5,6 +5,7 @@
 # target/release/gpumon, wheels/gpumon-*.whl, .deb/nvtop_*.deb and .whl/ (nvitop, nvidia-ml-py).
 # Usage: bash scripts/gpu/round2b.sh OUT
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 o=$1; mkdir -p "$o"; here=$PWD/scripts/gpu
 echo "== wheel"

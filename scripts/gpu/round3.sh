@@ -6,6 +6,7 @@
 # .deb/nvtop_*.deb and .whl/ (nvitop, nvidia-ml-py). Usage: bash scripts/gpu/round3.sh OUT [PARTS]
 # PARTS: any of rss util oom rivals (default all).
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
 o=$1; parts=${2:-"rss util oom rivals"}; mkdir -p "$o"; here=$PWD/scripts/gpu; bin=$PWD/target/release/gpumon
 mkdir -p /tmp/nvtop && dpkg -x .deb/nvtop_*.deb /tmp/nvtop; nvtop=/tmp/nvtop/usr/bin/nvtop

@@ -2,6 +2,7 @@
 # `gpumon run` on a real GPU: a PyTorch job that hits a fragmentation OOM while another process
 # holds most of the card; the screen is captured after the job ends, then gpumon is quit.
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 o=$1; mkdir -p "$o" /tmp/r
 HOLD_S=45 LEAVE_GIB=6 python3 scripts/gpu/hog.py > /dev/null 2>&1 &
 sleep 8

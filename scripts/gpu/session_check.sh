@@ -3,6 +3,7 @@
 # against nvidia-smi and /proc and capture its screen in tmux at 80x24 and 120x40.
 # Usage (repo root, target/release/gpumon built): bash scripts/gpu/session_check.sh OUTDIR
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 o=$1; mkdir -p "$o"; bin=$PWD/target/release/gpumon
 DEMO_S=${DEMO_S:-120} bash scripts/gpu/record_demo.sh "$o/demo" &
 demo=$!

@@ -3,6 +3,7 @@
 # preallocation and with XLA_PYTHON_CLIENT_PREALLOCATE=false; each checked against nvidia-smi and
 # /proc. Also retries a JAX BFC fragmentation OOM. Usage: bash scripts/gpu/snapshot_pair.sh OUTDIR TAG
 set -u
+export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1
 o=$1; tag=$2; mkdir -p "$o"; bin=$PWD/target/release/gpumon; here=scripts/gpu
 GROW_GIB=2 HOLD_S=80 python3 $here/torch_frag.py grow > /dev/null 2>&1 & torch=$!

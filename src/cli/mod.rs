@@ -8,8 +8,10 @@ use clap::{Args, Parser, Subcommand};
 
 pub use crate::format::Format;
 pub use serve::ServeArgs;
+pub use tls::ClientTlsArgs;
 
 mod serve;
+mod tls;
 
 /// Shortest sampling interval accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -83,8 +85,8 @@ pub struct LiveArgs {
 /// Other hosts on the same screen (README "Many hosts").
 #[derive(Debug, Args)]
 pub struct FleetArgs {
-    /// Also show the host that `gpumon serve` serves at this URL, e.g. http://gpu-07:9477
-    /// (repeatable)
+    /// Also show the host that `gpumon serve` serves at this URL, e.g. http://gpu-07:9477 or
+    /// https://gpu-07:9477 (repeatable)
     #[arg(long = "remote", value_name = "URL")]
     pub remotes: Vec<String>,
     /// Also show the hosts listed in FILE: one URL or name=URL a line, # comments
@@ -99,6 +101,8 @@ pub struct FleetArgs {
     /// Leave this machine out (with --remote, --hosts or --prometheus)
     #[arg(long, conflicts_with_all = ["demo", "replay"])]
     pub no_local: bool,
+    #[command(flatten)]
+    pub tls: ClientTlsArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -129,15 +133,15 @@ pub enum Command {
     /// Explain the memory differences between two snapshots: files, or live from `gpumon serve`
     #[command(
         after_help = "Each side is a snapshot file (`gpumon snapshot`, or `s` on the screen) or the \
-http:// URL of a `gpumon serve`, whose /snapshot is read now, e.g. \
-`gpumon diff http://gpu-a:9477 http://gpu-b:9477`. A path that exists is always read as a file. \
-Plain http only: reach an https server over an SSH tunnel."
+http:// or https:// URL of a `gpumon serve`, whose /snapshot is read now, e.g. \
+`gpumon diff http://gpu-a:9477 https://gpu-b:9477 --tls-ca ca.pem`. A path that exists is always \
+read as a file."
     )]
     Diff {
-        /// The first snapshot: a file, or a server's URL (http://HOST:PORT)
+        /// The first snapshot: a file, or a server's URL (http://HOST:PORT or https://…)
         #[arg(value_name = "A")]
         a: PathBuf,
-        /// The second snapshot: a file, or a server's URL (http://HOST:PORT)
+        /// The second snapshot: a file, or a server's URL (http://HOST:PORT or https://…)
         #[arg(value_name = "B")]
         b: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -145,6 +149,8 @@ Plain http only: reach an https server over an SSH tunnel."
         /// Bearer token for the URL sides, read from FILE (for servers started with --token-file)
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,
+        #[command(flatten)]
+        tls: ClientTlsArgs,
     },
     /// Serve the samples over HTTP (Prometheus `/metrics`, `/snapshot`, `/healthz`), no screen
     Serve(ServeArgs),

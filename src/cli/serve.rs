@@ -15,7 +15,10 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9477";
 #[command(
     group(ArgGroup::new("recorded").args(["demo", "replay"])),
     after_help = "Listens on 127.0.0.1 only unless --listen says otherwise. With --token-file, \
-/metrics and /snapshot need `Authorization: Bearer <token>`; /healthz never does."
+/metrics and /snapshot need `Authorization: Bearer <token>`; /healthz never does. With --tls-cert \
+and --tls-key it serves https only, re-reading both files when they change (rotation needs no \
+restart). --web-config reads TLS and basic-auth users from a Prometheus exporter web \
+configuration file (tls_server_config, basic_auth_users with bcrypt hashes)."
 )]
 pub struct ServeArgs {
     /// Address and port to listen on
@@ -24,6 +27,18 @@ pub struct ServeArgs {
     /// Require this bearer token (the file's contents, trimmed; it must not be world-readable)
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Serve https with this certificate chain (PEM, the server's certificate first)
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM; not readable by every user)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates signed by a CA in FILE (PEM; mutual TLS)
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// TLS and basic auth from a Prometheus exporter web configuration file (YAML)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tls_cert", "tls_key", "tls_client_ca"])]
+    pub web_config: Option<PathBuf>,
     /// No per-process series in /metrics (GPU and machine series only)
     #[arg(long)]
     pub no_process_metrics: bool,

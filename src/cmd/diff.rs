@@ -1,4 +1,4 @@
-//! `gpumon diff A B`: each side a snapshot file or the `http://` URL of a `gpumon serve`, whose
+//! `gpumon diff A B`: each side a snapshot file or the `http(s)://` URL of a `gpumon serve`, whose
 //! `/snapshot` is read now with the remote hosts' client (bounded time and size, the bearer token
 //! of `--token-file`) and checked as a file is; then the two are compared.
 
@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use super::{Fail, print_out};
-use crate::cli::Format;
+use crate::cli::{ClientTlsArgs, Format};
 use crate::remote::{Client, hosts};
 use crate::snapshot::{self, Snapshot};
 
@@ -19,7 +19,7 @@ enum Side<'a> {
 }
 
 /// What an argument names: a path that exists is a file whatever its name; else `scheme://…` is
-/// a server (plain `http://` only, anything else a usage error), and the rest are files.
+/// a server (`http://` or `https://`, anything else a usage error), and the rest are files.
 fn side(arg: &Path) -> Result<Side<'_>, Fail> {
     if arg.exists() {
         return Ok(Side::File(arg));
@@ -59,6 +59,7 @@ pub(super) fn diff(
     b: &Path,
     format: Format,
     token_file: Option<&Path>,
+    tls: &ClientTlsArgs,
 ) -> Result<ExitCode, Fail> {
     let (side_a, side_b) = (side(a)?, side(b)?);
     let any_server = [&side_a, &side_b]
@@ -71,7 +72,11 @@ pub(super) fn diff(
         }
         _ => None,
     };
-    let client = Client::new(token);
+    let client = if any_server {
+        Client::with_trust(token, &super::fleet::trust(tls)?)
+    } else {
+        Client::new(token)
+    };
     // Both sides at once: two servers are read at nearly the same moment, and a slow one costs
     // its time allowance once, not twice.
     let (sa, sb) = std::thread::scope(|s| {
@@ -126,8 +131,11 @@ mod tests {
             side(Path::new("gpu-a:9477")).ok(),
             Some(Side::File(Path::new("gpu-a:9477")))
         );
-        assert!(usage("https://gpu-a:9477").contains("https is not supported"));
-        assert!(usage("ftp://gpu-a").contains("is not an http:// URL"));
+        assert_eq!(
+            side(Path::new("https://gpu-a:9477")).ok(),
+            Some(Side::Server("https://gpu-a:9477".into()))
+        );
+        assert!(usage("ftp://gpu-a").contains("is not an http:// or https:// URL"));
         assert!(usage("http://gpu-a:99999").contains("port is not a number"));
         assert!(usage("http://").contains("names no host"));
     }

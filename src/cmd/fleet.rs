@@ -6,10 +6,11 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::Fail;
-use crate::cli::FleetArgs;
+use crate::cli::{ClientTlsArgs, FleetArgs};
 use crate::model::{Config, Machine};
 use crate::remote::{self, Client, Host};
 use crate::screen::{Msg, State};
+use crate::tls::client::{Files, Trust};
 
 /// What the command line asks for besides the local machine.
 pub(super) struct Plan {
@@ -57,8 +58,18 @@ pub(super) fn plan(args: &FleetArgs) -> Result<Option<Plan>, Fail> {
         local: !args.no_local,
         hosts,
         prometheus,
-        client: Client::new(token),
+        client: Client::with_trust(token, &trust(&args.tls)?),
     }))
+}
+
+/// The roots and client certificate of https URLs: the system's roots and the files given.
+pub(super) fn trust(args: &ClientTlsArgs) -> Result<Trust, Fail> {
+    Trust::load(Files {
+        ca: args.tls_ca.as_deref(),
+        cert: args.tls_client_cert.as_deref(),
+        key: args.tls_client_key.as_deref(),
+    })
+    .map_err(|e| Fail::usage(format!("TLS: {e}")))
 }
 
 impl Plan {

@@ -44,12 +44,30 @@ impl Fail {
     }
 }
 
-/// Makes a panic anywhere end gpumon with status 101 after its message, in every build and every
-/// command. The release profile aborts on a panic (less code to load), so nothing may count on a
-/// panicking task being caught; the screen's own hook restores the terminal first.
+/// Makes a panic end gpumon with status 101 after its message, in every build and every command;
+/// the screen's own hook restores the terminal first. One exception: a panic while `serve`
+/// answers a connection is logged in one line and unwinds that connection's task only, so the
+/// server keeps answering the others (the release profile unwinds for this).
 pub fn exit_on_panic() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        if let Some(peer) = crate::serve::http::connection_peer() {
+            let what = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            let what = what.lines().next().unwrap_or_default();
+            eprintln!(
+                "gpumon: answering {peer} panicked ({what}{at}); that connection is closed, the server goes on"
+            );
+            return;
+        }
         previous(info);
         std::process::exit(101);
     }));
@@ -101,7 +119,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
             b,
             format,
             token_file,
-        }) => diff::diff(&a, &b, format, token_file.as_deref()),
+            tls,
+        }) => diff::diff(&a, &b, format, token_file.as_deref(), &tls),
         Some(Command::Explain { logs, format }) => explain::explain(&logs, format),
         Some(Command::Completions { shell }) => print_out(&docs::completions(shell)),
         Some(Command::Man) => docs::man()

@@ -1,4 +1,5 @@
-//! The HTTP client of remote hosts and Prometheus (ureq, plain http): bounded connect and read
+//! The HTTP client of remote hosts and Prometheus (ureq; http, or https through rustls with the
+//! roots and client certificate of `tls::client::Trust`): bounded connect and read
 //! times (2 s, 5 s; 10 s for the whole exchange), a bounded answer, an optional bearer token, and every fault as one short line that
 //! says what kind it is ("unreachable: …", "slow: …", "refused: …", "bad answer: …").
 
@@ -7,6 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::snapshot::{self, Snapshot, SnapshotError};
+use crate::tls::client::Trust;
+use crate::tls::faults::{self, Side};
 
 /// Time to open the connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -26,6 +29,8 @@ pub enum FetchError {
     Status(String),
     #[error("bad answer: {0}")]
     BadAnswer(String),
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 /// One agent for every host (its connections are reused between polls).
@@ -36,14 +41,21 @@ pub struct Client {
 }
 
 impl Client {
-    /// With the default times (`CONNECT_TIMEOUT`, `READ_TIMEOUT`; twice that for the whole).
+    /// With the default times (`CONNECT_TIMEOUT`, `READ_TIMEOUT`; twice that for the whole),
+    /// https trusting the system's roots.
     pub fn new(token: Option<String>) -> Client {
-        Client::with_read_timeout(token, READ_TIMEOUT)
+        Client::with_trust(token, &Trust::system())
+    }
+
+    /// With the default times, https as `trust` says.
+    pub fn with_trust(token: Option<String>, trust: &Trust) -> Client {
+        Client::with_read_timeout(token, READ_TIMEOUT, trust)
     }
 
     /// With another read time (tests); the whole exchange gets twice it.
-    pub fn with_read_timeout(token: Option<String>, read: Duration) -> Client {
+    pub fn with_read_timeout(token: Option<String>, read: Duration, trust: &Trust) -> Client {
         let config = ureq::Agent::config_builder()
+            .tls_config(tls_config(trust))
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .timeout_recv_response(Some(read))
@@ -74,6 +86,7 @@ impl Client {
                 401 | 403 if self.token.is_none() => " (the server wants a token: --token-file)",
                 401 | 403 => " (the server refused the token of --token-file)",
                 404 => " (not a gpumon serve URL?)",
+                400 => " (a TLS port? try https://)",
                 _ => "",
             };
             return Err(FetchError::Status(format!("{status}{hint}")));
@@ -101,9 +114,50 @@ impl Client {
     }
 }
 
+/// ureq's TLS set-up: rustls with gpumon's provider, `trust`'s roots and client certificate.
+fn tls_config(trust: &Trust) -> ureq::tls::TlsConfig {
+    use rustls::pki_types::PrivateKeyDer;
+    use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsProvider};
+    let roots: Vec<Certificate<'static>> = trust
+        .roots
+        .iter()
+        .map(|c| Certificate::from_der(c).to_owned())
+        .collect();
+    let identity = trust.identity.as_ref().and_then(|pair| {
+        let chain: Vec<_> = pair
+            .0
+            .iter()
+            .map(|c| Certificate::from_der(c).to_owned())
+            .collect();
+        // ureq takes a key with its kind only from PEM (its kind type is not public).
+        use base64::Engine as _;
+        let label = match &pair.1 {
+            PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+            PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+            _ => "PRIVATE KEY",
+        };
+        let body = base64::engine::general_purpose::STANDARD.encode(pair.1.secret_der());
+        let pem = format!("-----BEGIN {label}-----\n{body}\n-----END {label}-----\n");
+        let key = PrivateKey::from_pem(pem.as_bytes()).ok()?;
+        Some(ClientCert::new_with_certs(&chain, key))
+    });
+    ureq::tls::TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .unversioned_rustls_crypto_provider(crate::tls::provider())
+        .root_certs(RootCerts::new_with_certs(&roots))
+        .client_cert(identity)
+        .build()
+}
+
 /// The fault's kind and a short reason.
 fn fault(e: ureq::Error) -> FetchError {
+    if let ureq::Error::Io(io) = &e
+        && let Some(tls) = faults::rustls_error(io)
+    {
+        return FetchError::Tls(faults::describe(tls, Side::Client));
+    }
     match e {
+        ureq::Error::Rustls(tls) => FetchError::Tls(faults::describe(&tls, Side::Client)),
         ureq::Error::Timeout(ureq::Timeout::Connect) => FetchError::Slow(format!(
             "{} (connect)",
             humantime::format_duration(CONNECT_TIMEOUT)

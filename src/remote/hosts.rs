@@ -46,7 +46,8 @@ impl Host {
     pub fn from_url(text: &str) -> Result<Host, String> {
         let url = check_url(text)?;
         let name = url
-            .trim_start_matches("http://")
+            .split_once("://")
+            .map_or("", |(_, rest)| rest)
             .split('/')
             .next()
             .unwrap_or_default()
@@ -55,17 +56,14 @@ impl Host {
     }
 }
 
-/// A base URL: `http://` with an authority, nothing a header could not carry.
+/// A base URL: `http://` or `https://` with an authority, nothing a header could not carry.
 pub fn check_url(text: &str) -> Result<String, String> {
     let text = text.trim();
-    if text.starts_with("https://") {
-        return Err(format!(
-            "{text:?}: https is not supported; reach the server over plain http (e.g. an SSH \
-             tunnel to its 127.0.0.1 port)"
-        ));
-    }
-    let Some(rest) = text.strip_prefix("http://") else {
-        return Err(format!("{text:?} is not an http:// URL"));
+    let Some(rest) = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+    else {
+        return Err(format!("{text:?} is not an http:// or https:// URL"));
     };
     if rest.is_empty() || rest.starts_with('/') {
         return Err(format!("{text:?} names no host"));
@@ -203,7 +201,7 @@ mod tests {
 
     #[test]
     fn urls_names_and_comments() {
-        let text = "# the lab\nhttp://gpu-07:9477\n\n  a100=http://10.0.0.5:9477/  # spare\n";
+        let text = "# the lab\nhttp://gpu-07:9477\n\n  a100=http://10.0.0.5:9477/  # spare\nhttps://gpu-08:9477\n";
         let hosts = parse_hosts(Path::new("hosts"), text).unwrap();
         assert_eq!(
             hosts,
@@ -216,14 +214,20 @@ mod tests {
                     name: "a100".into(),
                     url: "http://10.0.0.5:9477".into()
                 },
+                Host {
+                    name: "gpu-08:9477".into(),
+                    url: "https://gpu-08:9477".into()
+                },
             ]
         );
     }
 
     #[test]
     fn bad_lines_say_which_and_why() {
-        assert!(err("gpu-07:9477").contains("line 1: \"gpu-07:9477\" is not an http:// URL"));
-        assert!(err("http://a:1\nhttps://b:2").contains("line 2: \"https://b:2\": https is not"));
+        assert!(
+            err("gpu-07:9477").contains("line 1: \"gpu-07:9477\" is not an http:// or https://")
+        );
+        assert!(err("http://a:1\nftp://b:2").contains("line 2: \"ftp://b:2\" is not an http"));
         assert!(err("http://a:1 http://b:1").contains("one URL or name=URL a line"));
         assert!(err("=http://a:1").contains("line 1: a name must have"));
         assert!(err("a b=http://a:1").contains("has a space"));

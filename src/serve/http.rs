@@ -1,8 +1,11 @@
-//! The HTTP/1 server of `gpumon serve` (hyper on the tokio runtime): GET `/metrics`,
-//! `/snapshot` and `/healthz` from the latest published snapshot, with bounded connections,
-//! header size, header read time and connection lifetime, and the optional bearer token.
+//! The HTTP/1 server of `gpumon serve` (hyper on the tokio runtime, over TLS when configured):
+//! GET `/metrics`, `/snapshot` and `/healthz` from the latest published snapshot, with bounded
+//! connections, header size, header read time and connection lifetime, and the optional bearer
+//! token or basic-auth users. Each connection is its own task: a panic while answering one ends
+//! that one only (the panic hook logs it, `connection_peer` tells it apart).
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,13 +16,16 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 
 use super::auth::Token;
-use super::exposition;
+use super::basic::Users;
 use super::metrics::{self, Select};
 use super::{Latest, Published};
+use super::{exposition, https};
 use crate::snapshot::SourceDoc;
 
 /// Wait after a failed accept (out of file descriptors) before the next.
@@ -55,34 +61,69 @@ impl Default for Limits {
 #[derive(Debug)]
 pub struct Config {
     pub token: Option<Token>,
+    /// `--web-config`'s basic-auth users; with a token too, either lets a client in.
+    pub users: Option<Arc<Users>>,
     pub select: Select,
     pub limits: Limits,
 }
 
-/// Accepts connections until the task is dropped.
-pub async fn serve(listener: TcpListener, latest: Latest, config: Arc<Config>) {
+tokio::task_local! {
+    /// The client a connection task answers.
+    static PEER: SocketAddr;
+}
+
+/// The client whose connection this code runs for, if it runs in one (the panic hook's test).
+pub fn connection_peer() -> Option<SocketAddr> {
+    PEER.try_with(|peer| *peer).ok()
+}
+
+/// Accepts connections until the task is dropped; with `tls`, https only.
+pub async fn serve(
+    listener: TcpListener,
+    latest: Latest,
+    config: Arc<Config>,
+    tls: Option<TlsAcceptor>,
+) {
     let permits = Arc::new(Semaphore::new(config.limits.max_connections));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let Ok((stream, peer)) = listener.accept().await else {
             tokio::time::sleep(ACCEPT_BACKOFF).await;
             continue;
         };
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
             continue; // Too many connections: this one is closed unanswered.
         };
-        let (latest, config) = (latest.clone(), Arc::clone(&config));
-        tokio::spawn(async move {
-            connection(stream, latest, config).await;
+        let (latest, config, tls) = (latest.clone(), Arc::clone(&config), tls.clone());
+        // A panic in the task unwinds it (its permit is given back) and tokio keeps running.
+        tokio::spawn(PEER.scope(peer, async move {
+            let within = config.limits.header_timeout;
+            match tls {
+                None => connection(stream, latest, config).await,
+                Some(acceptor) => {
+                    if let Some(stream) = https::handshake(stream, peer, &acceptor, within).await {
+                        connection(stream, latest, config).await;
+                    }
+                }
+            }
             drop(permit);
-        });
+        }));
     }
 }
 
-async fn connection(stream: TcpStream, latest: Latest, config: Arc<Config>) {
+async fn connection<S>(stream: S, latest: Latest, config: Arc<Config>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let limits = config.limits;
     let service = service_fn(move |req: Request<Incoming>| {
-        let response = respond(&req, &latest, &config);
-        async move { Ok::<_, Infallible>(response) }
+        let (latest, config) = (latest.clone(), Arc::clone(&config));
+        async move {
+            // Only the guarded paths pay for a password check (bcrypt is slow by design).
+            let guarded = matches!(req.uri().path(), "/metrics" | "/snapshot");
+            let given = req.headers().get(header::AUTHORIZATION);
+            let allowed = !guarded || allows(&config, given.map(HeaderValue::as_bytes)).await;
+            Ok::<_, Infallible>(respond(&req, &latest, &config, allowed))
+        }
     });
     let mut builder = http1::Builder::new();
     builder
@@ -115,7 +156,22 @@ fn plain(status: StatusCode, body: &'static str) -> Reply {
     reply(status, "text/plain; charset=utf-8", body)
 }
 
-fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config) -> Reply {
+/// Whether the client may read `/metrics` and `/snapshot`: no auth asked for, the token, or a
+/// user's password.
+async fn allows(config: &Config, given: Option<&[u8]>) -> bool {
+    if config.token.is_none() && config.users.is_none() {
+        return true;
+    }
+    if config.token.as_ref().is_some_and(|t| t.allows(given)) {
+        return true;
+    }
+    match &config.users {
+        Some(users) => users.allows(given).await,
+        None => false,
+    }
+}
+
+fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config, allowed: bool) -> Reply {
     if req.method() != Method::GET {
         let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "only GET\n");
         r.headers_mut()
@@ -130,6 +186,10 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config) -> Reply {
         return r;
     }
     let path = req.uri().path();
+    #[cfg(debug_assertions)]
+    if path == "/debug/panic" && std::env::var_os("GPUMON_TEST_FAULTS").is_some() {
+        panic!("fault injected for tests (GPUMON_TEST_FAULTS, debug builds only)");
+    }
     let published = latest.borrow().clone();
     match path {
         "/healthz" => return health(published.as_deref()),
@@ -141,17 +201,21 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config) -> Reply {
             );
         }
     }
-    if let Some(token) = &config.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .map(HeaderValue::as_bytes);
-        if !token.allows(given) {
-            let mut r = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
-            r.headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return r;
-        }
+    if !allowed {
+        let (body, challenge) = match (&config.token, &config.users) {
+            (Some(_), Some(_)) => (
+                "a bearer token or a user's password is required\n",
+                "Bearer, Basic realm=\"gpumon\"",
+            ),
+            (None, Some(_)) => ("a user's password is required\n", "Basic realm=\"gpumon\""),
+            _ => ("a bearer token is required\n", "Bearer"),
+        };
+        let mut r = plain(StatusCode::UNAUTHORIZED, body);
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+        return r;
     }
     let Some(published) = published else {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "no sample yet\n");

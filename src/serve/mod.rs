@@ -3,11 +3,14 @@
 //! (`http`) answers only from the latest one, so no request ever calls NVML.
 
 pub mod auth;
+pub mod basic;
 pub mod exposition;
 pub mod http;
+pub mod https;
 pub mod metrics;
 #[cfg(test)]
 mod tests;
+pub mod web_config;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -24,7 +27,10 @@ use crate::model::{Config, Event, Machine};
 use crate::pipeline::{self, Feed};
 use crate::sampler::Factory;
 use crate::snapshot::{LevelDoc, Snapshot};
+use crate::tls::TlsError;
+use crate::tls::server::{self as tls_server, ClientAuth, Settings};
 use auth::{Token, TokenError};
+use web_config::{WebConfig, WebConfigError};
 
 /// History kept for `/snapshot` (as `gpumon snapshot`).
 const HISTORY_MS: u64 = 600_000;
@@ -75,6 +81,10 @@ pub enum ServeError {
     Start(String),
     #[error("--token-file {0}")]
     Token(#[from] TokenError),
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
+    #[error(transparent)]
+    WebConfig(#[from] WebConfigError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -93,18 +103,34 @@ pub async fn run(
     shutdown: impl Future<Output = i32>,
 ) -> Result<(), ServeError> {
     let token = args.token_file.as_deref().map(Token::read).transpose()?;
+    let web = match &args.web_config {
+        Some(path) => web_config::read(path)?,
+        None => WebConfig {
+            tls: tls_settings(args),
+            users: None,
+        },
+    };
+    let tls = match &web.tls {
+        Some(settings) => Some(tls_server::config(settings)?),
+        None => None,
+    };
     let listen = |source| ServeError::Listen {
         addr: args.listen,
         source,
     };
     let listener = TcpListener::bind(args.listen).await.map_err(listen)?;
     let addr = listener.local_addr().map_err(listen)?;
-    if token.is_none() && !addr.ip().is_loopback() {
+    let verified = web
+        .tls
+        .as_ref()
+        .is_some_and(|t| matches!(t.clients, Some((_, ClientAuth::Require))));
+    if token.is_none() && web.users.is_none() && !verified && !addr.ip().is_loopback() {
         eprintln!(
             "gpumon: warning: no --token-file: anyone who can reach {addr} reads process, user and GPU data"
         );
     }
-    eprintln!("gpumon: serving http://{addr}/metrics, /snapshot and /healthz");
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("gpumon: serving {scheme}://{addr}/metrics, /snapshot and /healthz");
     let (interval_ms, tick) = match recorded_ms {
         Some(ms) => {
             let ms = ms.max(1);
@@ -120,18 +146,33 @@ pub async fn run(
     let (publish, latest) = watch::channel(None);
     let config = http::Config {
         token,
+        users: web.users.map(Arc::new),
         select: metrics::Select {
             processes: !args.no_process_metrics,
             cmdline: args.expose_cmdline,
         },
         limits: http::Limits::default(),
     };
-    let server = tokio::spawn(http::serve(listener, latest, Arc::new(config)));
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let server = tokio::spawn(http::serve(listener, latest, Arc::new(config), tls));
     let feed = Feed::start(factory, tick);
     let live = recorded_ms.is_none();
     let result = publish_all(feed, &publish, interval_ms, live, shutdown).await;
     server.abort();
     result
+}
+
+/// `--tls-cert`, `--tls-key` and `--tls-client-ca` (clap makes sure cert and key come together).
+fn tls_settings(args: &ServeArgs) -> Option<Settings> {
+    let (cert, key) = (args.tls_cert.clone()?, args.tls_key.clone()?);
+    Some(Settings {
+        cert,
+        key,
+        clients: args
+            .tls_client_ca
+            .clone()
+            .map(|ca| (ca, ClientAuth::Require)),
+    })
 }
 
 /// Applies every event to the machine and publishes its snapshot, until `shutdown`.

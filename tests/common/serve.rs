@@ -27,13 +27,21 @@ impl Drop for Guard {
 pub struct Server {
     pub child: Guard,
     pub addr: SocketAddr,
+    /// Its stderr's lines after the first.
+    pub log: mpsc::Receiver<String>,
 }
 
 impl Server {
     pub fn start(args: &[&str]) -> Server {
+        Server::start_with_env(args, &[])
+    }
+
+    /// With these variables in its environment too.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -52,10 +60,34 @@ impl Server {
             .expect("gpumon serve says where it listens");
         let addr = line
             .strip_prefix("gpumon: serving http://")
+            .or_else(|| line.strip_prefix("gpumon: serving https://"))
             .and_then(|rest| rest.split('/').next())
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("unexpected first line: {line}"));
-        Server { child, addr }
+        Server {
+            child,
+            addr,
+            log: rx,
+        }
+    }
+
+    /// The next stderr line that holds `text` (waiting at most 20 s); the lines before it are
+    /// dropped.
+    pub fn log_line(&self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + IO_TIMEOUT;
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        panic!("gpumon serve never logged a line with {text:?}");
+    }
+
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        self.child.0.try_wait().is_ok_and(|s| s.is_none())
     }
 
     pub fn pid(&self) -> u32 {

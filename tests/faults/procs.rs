@@ -170,6 +170,14 @@ fn only_memory_settings_are_read_from_a_process_environment() {
         .spawn()
         .unwrap();
     let pid = child.id();
+    // Until it has exec'd `sleep`, /proc shows the forked test's own environment.
+    for _ in 0..200 {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if cmdline.starts_with(b"sleep\0") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let found = ProcReader::new().unwrap().lookup(&[pid]);
     child.kill().unwrap();
     child.wait().unwrap();
