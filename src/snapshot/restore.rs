@@ -9,7 +9,8 @@ use super::{
     Unavailable,
 };
 use crate::model::{
-    Alert, Config, GpuTrack, Level, Machine, ProcKey, ProcessTrack, Ring, Segments, SourceState,
+    Alert, Config, GpuTrack, HostMemory, Level, Machine, PoolHistory, ProcKey, ProcessTrack, Ring,
+    Segments, SourceState,
 };
 use crate::sample::{
     Framework, GpuSample, GpuStatus, MachineInfo, Memory, MigInstance, MigMemory, Placement, Pool,
@@ -187,6 +188,17 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         exited_ms: p.exited_at.as_deref().and_then(ms),
         last_change: None,
         prev_pool: None,
+        pool_history: p.pool_history.as_ref().map(|h| PoolHistory {
+            allocated: ring(&h.allocated, cap),
+            reserved: ring(&h.reserved, cap),
+            stranded: ring(&h.stranded, cap),
+            limit: ring(&h.limit, cap),
+        }),
+        host_last: p.host_memory_last.as_ref().map(|h| HostMemory {
+            vms: h.vms,
+            rss: h.rss,
+            at_ms: ms(&h.read_at).unwrap_or_default(),
+        }),
     }
 }
 

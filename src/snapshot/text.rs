@@ -204,11 +204,19 @@ fn process_table(o: &mut Out, s: &Snapshot) {
             p.framework.map_or("n/a", |f| f.label()),
             size(p.device_memory),
             size(p.peak),
-            size(p.vms),
-            size(p.rss),
+            last_or(p.vms, p.host_memory_last.as_ref().map(|h| h.vms)),
+            last_or(p.rss, p.host_memory_last.as_ref().and_then(|h| h.rss)),
             growth(p.growth_bytes_per_s),
             fit(or_na(p.command.as_deref()), 10),
         ));
+    }
+}
+
+/// A size, else its last reading marked `~` (the process's address space is gone), else n/a.
+fn last_or(now: Option<u64>, last: Option<u64>) -> String {
+    match (now, last) {
+        (None, Some(l)) => format!("~{}", size(Some(l))),
+        (v, _) => size(v),
     }
 }
 

@@ -89,9 +89,18 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     };
     let mut out = vec![Line::from(spark_line)];
     let figure = |label: &str, b: Option<u64>| vec![Span::raw(format!("{label} ")), or_na(size(b))];
+    // Once the address space is gone, the last reading, said to be one (never a 0).
+    let host_figure = |label: &str, b: Option<(u64, bool)>| match b {
+        Some((b, true)) => vec![Span::raw(format!(
+            "{label} {} ({}, last read)",
+            units::compact(b),
+            units::mib(b)
+        ))],
+        b => figure(label, b.map(|(b, _)| b)),
+    };
     let pairs = [
         (figure("now", s.device_memory.get()), figure("peak", t.peak)),
-        (figure("VMS", s.vms.get()), figure("RSS", s.rss.get())),
+        (host_figure("VMS", t.vms()), host_figure("RSS", t.rss())),
     ];
     // Two figures a line where they fit, else one.
     for (mut a, b) in pairs {
