@@ -69,6 +69,10 @@ pub const KEYMAP: &[Binding] = &[
         help: "give the spare rows to the memory chart or to the process table",
     },
     Binding {
+        keys: "g",
+        help: "chart and sparklines: fit the scale to the data / show the whole GPU",
+    },
+    Binding {
         keys: "mouse",
         help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
     },
@@ -126,6 +130,7 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('h') | KeyCode::Backspace => Action::Overview,
         KeyCode::Char('r') => Action::ResetPeaks,
         KeyCode::Char('c') => Action::ToggleChart,
+        KeyCode::Char('g') => Action::ToggleScale,
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char('K') | KeyCode::F(9) => Action::Signal,

@@ -8,11 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
 use super::spark::{self, Window};
+
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
 use crate::sample::Reading;
 use crate::screen::State;
+use crate::screen::chart::span_ms;
 
 /// Why VMS is so much larger than device memory for CUDA processes.
 const VMS_CAPTION: &str =
@@ -56,7 +58,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     let s = &t.sample;
     let na = |text: &str| Span::styled(text.to_string(), theme.na);
     let or_na = |v: Option<String>| v.map_or_else(|| na("n/a"), Span::raw);
-    let window_label = format!(" ({})", units::duration_ms(state.config.history_ms));
+    let window_label = format!(" ({})", units::duration_ms(span_ms(state.machine())));
     let room = usize::from(width).saturating_sub("device ".len() + window_label.len());
     let marks: Vec<u64> = state
         .machine()

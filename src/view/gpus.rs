@@ -5,12 +5,14 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::spark::{self, Window};
+
 use super::text::fit;
 use super::theme::Theme;
 use crate::model::{GpuTrack, Level, Segments, units};
 use crate::sample::{GpuStatus, Reading};
-use crate::screen::State;
+use crate::screen::chart::span_ms;
 use crate::screen::mig::MigRow;
+use crate::screen::{Scale, State};
 
 /// Labels of the four segments, in bar order.
 const LABELS: [&str; 4] = ["procs", "other", "rsvd", "free"];
@@ -285,7 +287,7 @@ fn second_line(
             theme.na,
         ));
     }
-    let window_label = format!(" ({})", units::duration_ms(state.config.history_ms));
+    let window_label = format!(" ({})", units::duration_ms(span_ms(state.machine())));
     let fixed: usize = readings.iter().map(Span::width).sum::<usize>()
         + 2 * readings.len()
         + "mem ".len()
@@ -311,7 +313,12 @@ fn second_line(
     if room >= 4 {
         spans.push(Span::raw("  mem "));
         let window = Window::of(state, room);
-        spans.extend(spark::spans(&g.used, window, g.total, &marks, theme));
+        // Fitted to its readings or the whole GPU, as the chart (`g`).
+        let top = match state.screen.scale {
+            Scale::Fit => None,
+            Scale::Gpu => g.total,
+        };
+        spans.extend(spark::spans(&g.used, window, top, &marks, theme));
         spans.push(Span::raw(window_label));
     }
     for n in notes {

@@ -6,6 +6,7 @@ use ratatui::text::Span;
 use super::theme::Theme;
 use crate::model::Ring;
 use crate::screen::State;
+use crate::screen::chart::{nice_top, span_ms};
 
 /// The time a sparkline covers, cut into `width` equal columns ending at `end_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,18 +17,18 @@ pub struct Window {
 }
 
 impl Window {
-    /// The history window of `state`, at most `avail` columns and never more columns than
+    /// The history there is of the machine in view, up to its window (as the chart's time
+    /// axis: `screen::chart::span_ms`), at most `avail` columns and never more columns than
     /// samples fit in it (so a column is never empty between two samples). It ends at the last
     /// sample, so a paused screen stands still.
     pub fn of(state: &State, avail: usize) -> Self {
-        let c = &state.config;
-        let samples = usize::try_from(c.history_ms / c.interval_ms.max(1)).unwrap_or(usize::MAX);
+        let machine = state.machine();
+        let span_ms = span_ms(machine).max(1);
+        let samples =
+            usize::try_from(span_ms / machine.config.interval_ms.max(1)).unwrap_or(usize::MAX);
         Window {
-            end_ms: state
-                .machine()
-                .last_sample_ms
-                .unwrap_or(state.machine().now_ms),
-            span_ms: c.history_ms.max(1),
+            end_ms: machine.last_sample_ms.unwrap_or(machine.now_ms),
+            span_ms,
             width: avail.min(samples).max(1),
         }
     }
@@ -53,8 +54,8 @@ impl Window {
     }
 }
 
-/// The sparkline of `ring`, scaled from 0 to `top` (or to its highest reading), with `marks_ms`
-/// marked.
+/// The sparkline of `ring`, scaled from 0 to `top` (or fitted to its highest reading as the
+/// chart's axis is: `screen::chart::nice_top`), with `marks_ms` marked.
 pub fn spans(
     ring: &Ring,
     window: Window,
@@ -65,7 +66,8 @@ pub fn spans(
     let cols = window.columns(ring);
     let marks: Vec<usize> = marks_ms.iter().filter_map(|t| window.column(*t)).collect();
     let ramp = theme.g.ramp;
-    let max = top.unwrap_or_else(|| cols.iter().flatten().max().copied().unwrap_or(0));
+    let max =
+        top.unwrap_or_else(|| nice_top(cols.iter().flatten().max().copied().unwrap_or(0), None));
     let mut out: Vec<Span<'static>> = Vec::new();
     let mut run = String::new();
     for (i, col) in cols.iter().enumerate() {
@@ -130,10 +132,11 @@ mod tests {
         assert_eq!(w.column(9000), Some(9));
         assert_eq!(w.column(0), Some(0));
         assert_eq!(w.column(9001), None);
-        assert_eq!(text(&spans(&ring, w, None, &[], &theme())), "     ▁▅ ██");
+        // Fitted: the top is a round size just above the highest reading (10 for 8).
+        assert_eq!(text(&spans(&ring, w, None, &[], &theme())), "     ▁▄ ▇▇");
         assert_eq!(
             text(&spans(&ring, w, None, &[6000], &theme())),
-            "     ▁! ██"
+            "     ▁! ▇▇"
         );
         assert_eq!(
             text(&spans(&ring, w, Some(16), &[], &theme())),
