@@ -12,6 +12,7 @@ mod lines;
 mod read;
 mod restore;
 pub mod text;
+pub mod timeline;
 mod write;
 
 use std::collections::BTreeMap;

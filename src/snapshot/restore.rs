@@ -61,7 +61,7 @@ impl Snapshot {
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time; `None` when it is not one.
-fn ms(text: &str) -> Option<u64> {
+pub(super) fn ms(text: &str) -> Option<u64> {
     let t = humantime::parse_rfc3339_weak(text).ok()?;
     u64::try_from(t.duration_since(UNIX_EPOCH).ok()?.as_millis()).ok()
 }

@@ -2,7 +2,8 @@
 //! most 80 columns, fit for a terminal or an issue comment.
 
 use super::lines::{Out, fit, history, size};
-use super::{FilterDoc, GpuState, Process, Snapshot, SortDoc, SourceDoc, Unavailable};
+use super::timeline::Moment;
+use super::{FilterDoc, GpuState, LevelDoc, Process, Snapshot, SortDoc, SourceDoc, Unavailable};
 use crate::model::units;
 
 /// The whole snapshot as text.
@@ -220,6 +221,29 @@ fn last_or(now: Option<u64>, last: Option<u64>) -> String {
     }
 }
 
+/// The selected process's timeline: allocated, pool and device memory (device alone without
+/// the probe) around its alerts.
+fn timeline(s: &Snapshot, p: &Process) -> Option<String> {
+    let mut series: Vec<(&str, &[super::Point])> = Vec::new();
+    if let Some(h) = &p.pool_history {
+        series.extend([("allocated", &h.allocated[..]), ("pool", &h.reserved[..])]);
+    }
+    series.push(("device", &p.history));
+    let moments: Vec<Moment> = s
+        .alerts
+        .iter()
+        .filter(|a| a.pid == Some(p.pid) && a.level != LevelDoc::Notice)
+        .filter(|a| a.gpu_uuid.as_ref().is_none_or(|g| *g == p.gpu_uuid))
+        .filter_map(|a| {
+            Some(Moment {
+                at_ms: super::restore::ms(&a.at)?,
+                failure: a.level == LevelDoc::Failure,
+            })
+        })
+        .collect();
+    super::timeline::render(p.pid, &series, &moments)
+}
+
 #[allow(clippy::cast_precision_loss)]
 fn growth(v: Option<i64>) -> String {
     v.map_or_else(|| "n/a".to_string(), |g| units::growth(g as f64))
@@ -290,6 +314,11 @@ fn process_details(o: &mut Out, s: &Snapshot) {
             );
         }
         o.para(2, &format!("device over time {}", history(&p.history)));
+        if p.selected
+            && let Some(t) = timeline(s, p)
+        {
+            o.0.push_str(&t);
+        }
         reasons(o, 2, &p.unavailable);
     }
 }
