@@ -226,8 +226,7 @@ fn text(all: &[Replayed]) -> String {
             out.push('\n');
             let level = match (a.level, &a.confidence) {
                 (Level::Failure, Some(c)) => format!("failure, {c}"),
-                (Level::Failure, None) => "failure".into(),
-                _ => "suspected".into(),
+                (level, _) => level.word().into(),
             };
             let mut head = a.time.clone();
             if let Some(g) = a.gpu {

@@ -34,7 +34,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "o",
-        help: "cycle the sort: device memory, growth (rate over the last 10s, flat when unchanged), VMS, PID, GPU",
+        help: "cycle the sort: device memory, growth (rate over the last 10s, flat when unchanged), VMS, PID, GPU; in the fleet overview: worst alert, memory used, name",
     },
     Binding {
         keys: "p  Space",

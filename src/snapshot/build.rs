@@ -280,6 +280,7 @@ fn alert(a: &Alert) -> AlertDoc {
         level: match a.level {
             Level::Failure => LevelDoc::Failure,
             Level::Suspected => LevelDoc::Suspected,
+            Level::Info => LevelDoc::Info,
             Level::Notice => LevelDoc::Notice,
         },
         class: a.class.clone(),

@@ -298,6 +298,8 @@ pub struct PoolDoc {
 pub enum LevelDoc {
     Failure,
     Suspected,
+    /// Information: threatens nothing (absent from documents before it existed).
+    Info,
     Notice,
 }
 

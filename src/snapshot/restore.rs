@@ -137,6 +137,7 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
         total,
         unattributed: usize::try_from(g.processes_without_memory).unwrap_or(usize::MAX),
         alerts: 0,
+        infos: 0,
     }
 }
 
@@ -246,6 +247,7 @@ fn alert(a: &AlertDoc) -> Alert {
         level: match a.level {
             LevelDoc::Failure => Level::Failure,
             LevelDoc::Suspected => Level::Suspected,
+            LevelDoc::Info => Level::Info,
             LevelDoc::Notice => Level::Notice,
         },
         class: a.class.clone(),

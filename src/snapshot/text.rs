@@ -336,6 +336,7 @@ fn alerts(o: &mut Out, s: &Snapshot) {
         let level = match a.level {
             super::LevelDoc::Failure => "failure",
             super::LevelDoc::Suspected => "suspected",
+            super::LevelDoc::Info => "information",
             super::LevelDoc::Notice => "notice",
         };
         let mut head = format!("{} {level} {}", a.at, a.class);

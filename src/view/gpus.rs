@@ -204,7 +204,7 @@ fn numbers(g: &GpuTrack) -> Option<[String; 4]> {
 }
 
 /// The bar's segments, each with its own glyph and style.
-fn bar_spans(seg: &Segments, width: usize, theme: &Theme) -> Vec<Span<'static>> {
+pub(super) fn bar_spans(seg: &Segments, width: usize, theme: &Theme) -> Vec<Span<'static>> {
     bar_widths(seg, width)
         .iter()
         .enumerate()
@@ -279,6 +279,11 @@ fn second_line(
             format!("{} {} alert{plural}", theme.g.warn, g.alerts),
             theme.alert,
         ));
+    }
+    // Information-level findings threaten nothing: counted apart, without the warning sign.
+    if g.infos > 0 {
+        let plural = if g.infos == 1 { "" } else { "s" };
+        notes.push(Span::raw(format!("{} note{plural}", g.infos)));
     }
     if g.unattributed > 0 {
         let plural = if g.unattributed == 1 { "" } else { "s" };
