@@ -14,8 +14,8 @@ use crate::view::theme::Theme;
 
 /// "  42G/160G   26%" and the two spaces after it.
 const MEMORY: usize = 18;
-/// The sample's age ("10s ago").
-const STATE: usize = 10;
+/// The sample's age ("10s ago", "replay ended").
+const STATE: usize = 12;
 /// The alert column's narrowest and widest.
 const ALERT: (usize, usize) = (12, 40);
 /// A bar's inside is at least this wide, else the GPUs share one bar.
