@@ -40,7 +40,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         Scale::Fit => "fitted (g: whole GPU)",
         Scale::Gpu => "whole GPU (g: fit)",
     };
-    let span = units::duration_ms(c.span_ms);
+    let span = units::duration_label(c.span_ms);
     let title = match &c.pool {
         Some(p) => format!(
             " pid {} pool on GPU{}, last {span}, {scale} ",
@@ -87,8 +87,8 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
 
     let half = c.span_ms / 2;
     let x_labels = vec![
-        Span::raw(format!("-{}", units::duration_ms(c.span_ms))),
-        Span::raw(format!("-{}", label_duration(half))),
+        Span::raw(format!("-{}", units::duration_label(c.span_ms))),
+        Span::raw(format!("-{}", units::duration_label(half))),
         Span::raw("now"),
     ];
     let y_labels = vec![
@@ -137,16 +137,6 @@ fn named(name: &str, runs: &[Run]) -> String {
     match runs.last().and_then(|r| r.last()) {
         Some(p) => format!("{name} {}", units::compact(bytes(p.1))),
         None => name.to_string(),
-    }
-}
-
-/// A duration for an axis label, exact to the second ("1m30s" where `duration_ms` says "1m").
-fn label_duration(ms: u64) -> String {
-    let s = ms / 1000;
-    if (60..3600).contains(&s) && !s.is_multiple_of(60) {
-        format!("{}m{}s", s / 60, s % 60)
-    } else {
-        units::duration_ms(ms)
     }
 }
 

@@ -292,7 +292,7 @@ fn second_line(
             theme.na,
         ));
     }
-    let window_label = format!(" ({})", units::duration_ms(span_ms(state.machine())));
+    let window_label = format!(" ({})", units::duration_label(span_ms(state.machine())));
     let fixed: usize = readings.iter().map(Span::width).sum::<usize>()
         + 2 * readings.len()
         + "mem ".len()

@@ -41,13 +41,25 @@ impl Window {
         Some(self.width - 1 - back)
     }
 
-    /// The highest reading in each column; `None` where there was none.
+    /// The highest reading in each column; `None` where there was none. A column no point fell
+    /// in, between two with readings, lies between two samples whose times drifted across it: it
+    /// shows its left neighbour (a gap is a point without a reading, and stays blank).
     pub fn columns(&self, ring: &Ring) -> Vec<Option<u64>> {
         let mut cols = vec![None; self.width];
+        let mut touched = vec![false; self.width];
         for p in ring.iter() {
-            if let (Some(col), Some(v)) = (self.column(p.at_ms), p.value) {
+            let Some(col) = self.column(p.at_ms) else {
+                continue;
+            };
+            touched[col] = true;
+            if let Some(v) = p.value {
                 let c: &mut Option<u64> = &mut cols[col];
                 *c = Some(c.map_or(v, |old| old.max(v)));
+            }
+        }
+        for i in 1..self.width.saturating_sub(1) {
+            if !touched[i] && cols[i - 1].is_some() && cols[i + 1].is_some() {
+                cols[i] = cols[i - 1];
             }
         }
         cols
@@ -141,6 +153,32 @@ mod tests {
         assert_eq!(
             text(&spans(&ring, w, Some(16), &[], &theme())),
             "     ▁▃ ▅▅"
+        );
+    }
+
+    /// Samples whose times drift across a column leave it without a point: it is no gap.
+    #[test]
+    fn a_column_between_drifting_samples_is_not_a_gap() {
+        let mut ring = Ring::new(20);
+        for (t, v) in [
+            (3000, Some(2)),
+            (4100, Some(4)),
+            (5000, Some(4)),
+            (7000, None),
+            (8000, Some(4)),
+        ] {
+            ring.push(t, v);
+        }
+        let w = Window {
+            end_ms: 9000,
+            span_ms: 10_000,
+            width: 10,
+        };
+        let cols = w.columns(&ring);
+        assert_eq!(cols[4], Some(2), "between two samples: {cols:?}");
+        assert_eq!(
+            cols[7], None,
+            "a point without a reading stays a gap: {cols:?}"
         );
     }
 
