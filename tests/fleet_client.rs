@@ -289,4 +289,25 @@ fn prometheus_hosts_join_the_screen_after_the_local_one() {
     let m = &state.machines[2];
     assert_eq!(m.alerts.len(), 1);
     assert_eq!(m.gpus.values().next().unwrap().used.iter().count(), 2);
+    for (w, h) in [(120, 40), (200, 50)] {
+        insta::assert_snapshot!(format!("prometheus_overview_{w}x{h}"), draw(&state, w, h));
+    }
+    // A host's own screen names it once ("host 3/3 gpu-07", not "… ─ host gpu-07") and lists
+    // its alert once.
+    state.update(Msg::Action(gpumon::input::Action::FocusGpu(2)));
+    let text = draw(&state, 120, 40);
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("host 3/3 gpu-07"), "{header}");
+    assert_eq!(header.matches("gpu-07").count(), 1, "{header}");
+    assert_eq!(
+        text.matches("fragmentation-risk active").count(),
+        1,
+        "{text}"
+    );
+}
+
+fn draw(state: &State, w: u16, h: u16) -> String {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| gpumon::view::render(f, state)).unwrap();
+    format!("{}", terminal.backend())
 }
