@@ -147,6 +147,15 @@ fn fragmentation_building_widens_the_stranded_band() {
         });
         let name = if ascii { "frag_ascii" } else { "frag" };
         check(name, &s, &[(80, 24), (120, 40), (200, 50)]);
+        // At 80x24 the chart has rows only when `c` gives it the table's.
+        let mut s = s;
+        s.update(Msg::Action(Action::ToggleChart));
+        check(&format!("{name}_chart"), &s, &[(80, 24)]);
+        let screen = draw(&s, (80, 24));
+        assert!(screen.contains("pid 873 pool on GPU0"), "{screen}");
+        if ascii {
+            assert!(screen.is_ascii(), "{screen}");
+        }
     }
 }
 
