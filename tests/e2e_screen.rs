@@ -63,8 +63,9 @@ fn bar_width(screen: &str) -> usize {
 #[test]
 fn the_chart_fills_a_large_screen_and_the_bar_half_a_small_one() {
     let s = Session::start("layout", "--demo", (200, 50));
+    // The first row, selected, is the demo's probed JAX job: the chart tells its pool's story.
     let screen = s.wait_for(
-        |t| table_rows(t).len() >= 3 && t.contains("GPU0 memory, last"),
+        |t| table_rows(t).len() >= 3 && t.contains("pool on GPU0, last"),
         "the chart and three processes",
     );
     assert!(screen.contains("now"), "a time axis:\n{screen}");
@@ -77,6 +78,24 @@ fn the_chart_fills_a_large_screen_and_the_bar_half_a_small_one() {
     );
     let width = bar_width(&screen);
     assert!(width >= 38, "bar of {width} columns:\n{screen}");
+    s.keys(&["q"]);
+    s.assert_restored(0);
+}
+
+#[test]
+fn the_probed_pytorch_job_shows_its_pool_over_time() {
+    let s = Session::start("pool", "--demo --speed 10", (120, 40));
+    s.wait_for(|t| t.contains(" 1377 "), "the fragmenting PyTorch job");
+    s.keys(&["/", "1", "3", "7", "7", "Enter"]);
+    let screen = s.wait_for(
+        |t| t.contains("pid 1377 pool on GPU0") && t.contains("allocated"),
+        "its pool chart",
+    );
+    for legend in ["device", "pool ", "allocated"] {
+        assert!(screen.contains(legend), "{legend}:\n{screen}");
+    }
+    s.keys(&["g"]);
+    s.wait_for(|t| t.contains("whole GPU (g: fit)"), "the whole-GPU scale");
     s.keys(&["q"]);
     s.assert_restored(0);
 }

@@ -59,6 +59,34 @@ fn the_demo_s_fragmentation_warning_and_oom_in_text() {
     assert!(text.ends_with("alert(s) in 1 recording(s)"), "{out}");
 }
 
+/// Each process the alerts name gets a timeline of allocated, pool and device memory around
+/// its alerts: pid 1377's risk (`!`) comes before its OOM (`X`), under a pool twice its
+/// allocations.
+#[test]
+fn the_demo_s_processes_get_a_timeline_around_their_alerts() {
+    let (code, out, err) = run(&["explain", DEMO]);
+    assert_eq!(code, 0, "{err}");
+    let start = out.find("  pid 1377 from ").expect(&out);
+    let block: Vec<&str> = out[start..].lines().take(5).collect();
+    assert!(
+        block[0].contains("1s a column, bars from 0 to 9.5G"),
+        "{out}"
+    );
+    for (line, name) in block[1..4].iter().zip(["allocated", "pool", "device"]) {
+        assert!(line.trim_start().starts_with(name), "{name}: {block:?}");
+    }
+    assert!(
+        block[1].contains("4.0G") && block[2].contains("9.0G"),
+        "{block:?}"
+    );
+    let marks = block[4];
+    let (risk, oom) = (marks.find('!').unwrap(), marks.find('X').unwrap());
+    assert!(risk < oom, "the risk before the OOM: {marks}");
+    for pid in [1183, 1320, 1341, 1409] {
+        assert!(out.contains(&format!("  pid {pid} from ")), "{pid}: {out}");
+    }
+}
+
 #[test]
 fn the_demo_s_alerts_in_json_beside_the_unchanged_fields() {
     let (code, out, err) = run(&["explain", DEMO, "--format", "json"]);

@@ -121,17 +121,23 @@ fn the_overview_lists_every_host_and_why_one_cannot_be_read() {
     assert!(state.overview());
     let rows = &state.screen.fleet.as_ref().unwrap().rows;
     assert_eq!(rows.len(), 3);
+    // Sorted by worst alert: the host that cannot be read, the one with an alert, the rest.
+    assert_eq!(rows.iter().map(|r| r.index).collect::<Vec<_>>(), [2, 1, 0]);
     assert_eq!((rows[1].gpus, rows[1].used), (2, Some(82 * GIB)));
     assert_eq!(
-        rows[2].state,
+        rows[0].state,
         HostState::Failing {
             since_ms: T0 + 10_000,
             reason: "unreachable: connection refused".into()
         }
     );
-    for (w, h) in [(80, 24), (120, 40)] {
+    for (w, h) in [(80, 24), (120, 40), (200, 50), (250, 30)] {
         let text = screen(&state, w, h);
         assert!(text.contains("unreachable since 12:01:50: co"), "{text}");
+        // The rows use the width: a host's row ends within a few columns of the border.
+        let row = text.lines().find(|l| l.contains("gpu-07:9477 ")).unwrap();
+        let used = row.trim_end_matches(['│', '"', ' ']).chars().count();
+        assert!(used + 8 >= usize::from(w), "{used} of {w}: {row}");
         insta::assert_snapshot!(format!("fleet_overview_{w}x{h}"), text);
     }
 }
@@ -140,7 +146,10 @@ fn the_overview_lists_every_host_and_why_one_cannot_be_read() {
 fn number_keys_pick_a_host_in_the_overview_and_a_gpu_in_a_host() {
     let mut state = fleet();
     let act = |s: &mut State, a: Action| s.update(Msg::Action(a));
+    // The cursor starts on this machine, the last row (no alert); up is gpu-07.
     act(&mut state, Action::Down);
+    assert_eq!((state.screen.host, state.overview()), (0, true));
+    act(&mut state, Action::Up);
     assert_eq!((state.screen.host, state.overview()), (1, true));
     act(&mut state, Action::Enter);
     assert!(!state.overview());
@@ -172,7 +181,8 @@ fn the_filter_follows_the_user_across_hosts() {
         state.update(Msg::Action(Action::PromptChar(c)));
     }
     state.update(Msg::Action(Action::PromptApply));
-    let rows = &state.screen.fleet.as_ref().unwrap().rows;
+    let mut rows = state.screen.fleet.as_ref().unwrap().rows.clone();
+    rows.sort_by_key(|r| r.index);
     assert_eq!(
         rows.iter().map(|r| r.matches).collect::<Vec<_>>(),
         vec![Some(1), Some(1), Some(0)]
@@ -188,10 +198,9 @@ fn a_paused_screen_keeps_a_remote_host_as_it_was() {
     state.update(Msg::Action(Action::TogglePause));
     let fresh = scripted("gpu-07", 10);
     state.update(Msg::Remote(1, Remote::Machine(Box::new(fresh))));
-    assert_eq!(
-        state.screen.fleet.as_ref().unwrap().rows[1].used,
-        Some(82 * GIB)
-    );
+    let rows = &state.screen.fleet.as_ref().unwrap().rows;
+    let gpu07 = rows.iter().find(|r| r.index == 1).unwrap();
+    assert_eq!(gpu07.used, Some(82 * GIB));
 }
 
 #[test]
@@ -218,4 +227,59 @@ fn prometheus_alone_opens_the_overview_once_it_finds_hosts() {
         Remote::Hosts(vec![("a100-12".into(), scripted("a100-12", 6))]),
     ));
     assert_eq!((state.screen.host, state.machines.len()), (0, 1));
+}
+
+/// A host's screen names it once: "host 1/2 vm", not "host 1/2 vm ─ host vm"; and the overview
+/// shows an information-level finding without the warning sign, after a host with a warning.
+#[test]
+fn the_header_names_the_host_once_and_information_wears_no_sign() {
+    use gpumon::model::{Alert, Level};
+    let named = |host: &str, level: Level, class: &str| {
+        let mut m = scripted(host, 4);
+        m.alerts.clear();
+        m.add_alerts(vec![Alert {
+            at_ms: T0,
+            gpu_uuid: None,
+            pid: Some(7),
+            level,
+            class: class.into(),
+            confidence: None,
+            title: format!("pid 7 {class}"),
+            evidence: Vec::new(),
+            remedy: None,
+        }]);
+        (host.to_string(), m)
+    };
+    let mut state = State::with_hosts(
+        config(),
+        vec![
+            named("vm", Level::Info, "preallocation"),
+            named("gpu-07", Level::Suspected, "growth-step"),
+        ],
+    );
+    let text = screen(&state, 120, 40);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!(" {name} ")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        row("vm").contains("preallocation") && !row("vm").contains('⚠'),
+        "{text}"
+    );
+    assert!(row("gpu-07").contains("⚠ growth-step"), "{text}");
+    let first = text.lines().position(|l| l.contains(" gpu-07 ")).unwrap();
+    assert!(
+        first < text.lines().position(|l| l.contains(" vm ")).unwrap(),
+        "warning first"
+    );
+    state.update(Msg::Action(Action::FocusGpu(0)));
+    let text = screen(&state, 120, 40);
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("host 1/2 vm"), "{header}");
+    assert_eq!(header.matches("vm").count(), 1, "{header}");
+    // Its GPU line counts the finding as a note, without the sign.
+    let gpu0 = text.lines().find(|l| l.contains("util ")).unwrap();
+    assert!(!gpu0.contains("alert") && !gpu0.contains('⚠'), "{gpu0}");
 }

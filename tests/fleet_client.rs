@@ -229,7 +229,9 @@ fn pollers_report_every_host_and_none_waits_for_another() {
         seen[0] >= 3 && seen[0] > seen[1],
         "the good host is not held up: {seen:?}"
     );
-    let rows = &state.screen.fleet.as_ref().unwrap().rows;
+    // In machine order (the overview sorts the hosts that cannot be read first).
+    let mut rows = state.screen.fleet.as_ref().unwrap().rows.clone();
+    rows.sort_by_key(|r| r.index);
     assert_eq!(rows[0].used, Some(20 * GIB));
     assert!(matches!(rows[0].state, HostState::Ok { .. }));
     let reason = |i: usize| match &rows[i].state {
@@ -275,13 +277,38 @@ fn prometheus_hosts_join_the_screen_after_the_local_one() {
     }
     let fleet = state.screen.fleet.as_ref().unwrap();
     assert_eq!(fleet.names, ["local", "a100-12", "gpu-07"]);
-    assert_eq!(fleet.rows[1].gpus, 2);
+    let row = |name: &str| fleet.rows.iter().find(|r| r.name == name).unwrap();
+    assert_eq!(row("a100-12").gpus, 2);
+    let worst = row("gpu-07").worst.as_ref().unwrap();
     assert_eq!(
-        fleet.rows[2].worst,
-        Some((gpumon::model::Level::Suspected, "fragmentation-risk".into()))
+        (worst.level, worst.class.as_str()),
+        (gpumon::model::Level::Suspected, "fragmentation-risk")
     );
+    // Sorted by worst alert: the host with one comes first.
+    assert_eq!(fleet.rows[0].name, "gpu-07");
     // Each answer is one more point of each host's history; the alerts are replaced, not piled up.
     let m = &state.machines[2];
     assert_eq!(m.alerts.len(), 1);
     assert_eq!(m.gpus.values().next().unwrap().used.iter().count(), 2);
+    for (w, h) in [(120, 40), (200, 50)] {
+        insta::assert_snapshot!(format!("prometheus_overview_{w}x{h}"), draw(&state, w, h));
+    }
+    // A host's own screen names it once ("host 3/3 gpu-07", not "… ─ host gpu-07") and lists
+    // its alert once.
+    state.update(Msg::Action(gpumon::input::Action::FocusGpu(2)));
+    let text = draw(&state, 120, 40);
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("host 3/3 gpu-07"), "{header}");
+    assert_eq!(header.matches("gpu-07").count(), 1, "{header}");
+    assert_eq!(
+        text.matches("fragmentation-risk active").count(),
+        1,
+        "{text}"
+    );
+}
+
+fn draw(state: &State, w: u16, h: u16) -> String {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    terminal.draw(|f| gpumon::view::render(f, state)).unwrap();
+    format!("{}", terminal.backend())
 }

@@ -93,3 +93,22 @@ fn the_query_asks_for_both_families() {
         assert!(QUERY.contains(name), "{name}");
     }
 }
+
+/// One alert kind of one host exported by two series (the host scraped by two jobs) is one
+/// alert, not two.
+#[test]
+fn the_same_alert_from_two_series_is_one_alert() {
+    let answer = br#"{"status":"success","data":{"resultType":"vector","result":[
+        {"metric":{"__name__":"gpumon_gpu_memory_total_bytes","Hostname":"vm","gpu":"0"},"value":[1,"100"]},
+        {"metric":{"__name__":"gpumon_gpu_memory_used_bytes","Hostname":"vm","gpu":"0"},"value":[1,"10"]},
+        {"metric":{"__name__":"gpumon_gpu_memory_free_bytes","Hostname":"vm","gpu":"0"},"value":[1,"90"]},
+        {"metric":{"__name__":"gpumon_alerts_active","Hostname":"vm","kind":"preallocation","instance":"a:9477"},"value":[1,"1"]},
+        {"metric":{"__name__":"gpumon_alerts_active","Hostname":"vm","kind":"preallocation","instance":"b:9477"},"value":[1,"1"]}]}}"#;
+    let hosts = parse(answer).unwrap();
+    let classes: Vec<&str> = hosts["vm"]
+        .alerts
+        .iter()
+        .map(|a| a.class.as_str())
+        .collect();
+    assert_eq!(classes, ["preallocation"]);
+}

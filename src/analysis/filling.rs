@@ -3,22 +3,23 @@
 //! mid-step temporaries are not growth, projected to the GPU's free memory.
 
 use crate::model::units::{duration_ms, rate};
-use crate::model::{GpuTrack, Machine, PoolTrack, Ring, processes_on};
+use crate::model::{GpuTrack, Machine, PoolHistory, Ring, processes_on};
 use crate::oom::sizes::human;
 
+use super::growth::unreleasable;
 use super::risk::{Finding, IsNew};
 
 /// Warn when the GPU would be full sooner than this.
 const FULL_WITHIN_MS: u64 = 10 * 60_000;
 /// Growth must have lasted this long to count as sustained.
-pub const SUSTAINED_MS: u64 = 30_000;
+const SUSTAINED_MS: u64 = 30_000;
 /// The window of a series' floor.
 const FLOOR_MS: u64 = 5_000;
 /// A probed process's figures older than this say nothing of the GPU at a later reading.
 const FRESH_MS: u64 = 5_000;
 
 /// A probed process's releasable cache at `at_ms` (0 when its figures are not that recent).
-fn releasable_at(t: &PoolTrack, at_ms: u64) -> u64 {
+fn releasable_at(t: &PoolHistory, at_ms: u64) -> u64 {
     let v = |r: &Ring| {
         r.last_at_or_before(at_ms)
             .filter(|p| at_ms.saturating_sub(p.at_ms) <= FRESH_MS)
@@ -35,8 +36,8 @@ fn releasable_at(t: &PoolTrack, at_ms: u64) -> u64 {
 /// The GPU's used memory over the last minute, less the cache its probed processes could
 /// release: what fills the GPU for good.
 fn committed(machine: &Machine, g: &GpuTrack, last: u64) -> Vec<(u64, u64)> {
-    let probed: Vec<&PoolTrack> = processes_on(&machine.processes, &g.sample.uuid)
-        .filter_map(|t| t.pool_track.as_ref())
+    let probed: Vec<&PoolHistory> = processes_on(&machine.processes, &g.sample.uuid)
+        .filter_map(|t| t.pool_history.as_ref())
         .collect();
     g.used
         .iter()
@@ -105,6 +106,18 @@ pub fn time_to_full(machine: &Machine, g: &GpuTrack, is_new: IsNew) -> Option<Fi
         .zip(series.last())
         .map_or(0, |(used, c)| used.saturating_sub(c.1));
     let room = free.saturating_add(cache);
+    // Every process on it capped (its own limit from the probe): together they can take no more
+    // than their caps leave them, and if that is less than the room, the GPU cannot fill.
+    let capped_room = processes_on(&machine.processes, &g.sample.uuid)
+        .filter(|t| t.exited_ms.is_none())
+        .try_fold(0u64, |sum, t| {
+            let pool = t.sample.pool.value()?;
+            let cap = pool.limit.filter(|l| *l > 0)?;
+            Some(sum.saturating_add(cap.saturating_sub(unreleasable(pool)?)))
+        });
+    if capped_room.is_some_and(|c| c < room) {
+        return None;
+    }
     #[allow(
         clippy::cast_precision_loss,
         clippy::cast_possible_truncation,

@@ -4,7 +4,7 @@
 //! one whose stranded share of the pool grows with it is a fragmentation that builds.
 
 use crate::model::units::{duration_ms, rate};
-use crate::model::{GpuTrack, Level, PoolTrack, ProcessTrack, Ring};
+use crate::model::{GpuTrack, Level, PoolHistory, ProcessTrack, Ring};
 use crate::oom::sizes::human;
 use crate::sample::{Framework, Pool};
 
@@ -85,7 +85,7 @@ pub struct Climb {
 
 /// Allocated plus stranded at each reading of the pool's history (stranded counts 0 where the
 /// framework has no such figure).
-fn unreleasable_series(track: &PoolTrack) -> Vec<(u64, u64)> {
+fn unreleasable_series(track: &PoolHistory) -> Vec<(u64, u64)> {
     let stranded: Vec<Option<u64>> = track.stranded.iter().map(|p| p.value).collect();
     track
         .allocated
@@ -146,7 +146,7 @@ fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
 }
 
 /// The longest of the windows in which the process's unreleasable memory climbs, up to `now_ms`.
-pub fn climb(track: &PoolTrack, now_ms: u64) -> Option<Climb> {
+pub fn climb(track: &PoolHistory, now_ms: u64) -> Option<Climb> {
     let series = unreleasable_series(track);
     WINDOWS_MS.iter().find_map(|w| {
         let from = series.partition_point(|p| now_ms.saturating_sub(p.0) > *w);
@@ -171,7 +171,7 @@ fn eta(c: &Climb, limit: &Limit) -> Option<u64> {
 
 /// Whether the pool's stranded share is large and grew during the climb: its failure would be a
 /// fragmentation, not a leak.
-fn fragmenting(track: &PoolTrack, pool: &Pool, c: &Climb, now_ms: u64) -> Option<u64> {
+fn fragmenting(track: &PoolHistory, pool: &Pool, c: &Climb, now_ms: u64) -> Option<u64> {
     let stranded = pool.stranded?;
     let reserved = pool.reserved?;
     let before = at_or_after(&track.stranded, now_ms.saturating_sub(c.span_ms))?;
@@ -227,9 +227,19 @@ fn evidence(c: &Climb, limit: &Limit, name: &str, eta_ms: u64) -> Vec<String> {
     ]
 }
 
+/// Whether a probed process's own growth is filling its GPU: it climbs, and the GPU's free
+/// memory is the limit it reaches first, soon. Its `leak` or `fragmentation-risk` then names the
+/// GPU and who fills it, so a GPU-wide warning would say the same again.
+pub fn fills_gpu(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> bool {
+    let (Some(track), Some(limit)) = (t.pool_history.as_ref(), binding(pool, g)) else {
+        return false;
+    };
+    limit.kind == LimitKind::Gpu && climb(track, now_ms).is_some_and(|c| eta(&c, &limit).is_some())
+}
+
 /// The growth risk of a probed, live process: a leak, or a fragmentation that builds.
 pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<Risk> {
-    let track = t.pool_track.as_ref()?;
+    let track = t.pool_history.as_ref()?;
     let c = climb(track, now_ms)?;
     let limit = binding(pool, g)?;
     let eta_ms = eta(&c, &limit)?;

@@ -113,7 +113,7 @@ fn leaked(f: &Failure, v: &classify::Verdict, machine: &Machine) -> Option<growt
         .processes
         .values()
         .filter(|t| t.sample.pid == pid)
-        .find_map(|t| growth::climb(t.pool_track.as_ref()?, f.at_ms))
+        .find_map(|t| growth::climb(t.pool_history.as_ref()?, f.at_ms))
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
 
 fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Option<Risk> {
     let retries = t
-        .pool_track
+        .pool_history
         .as_ref()
         .map_or(0, |p| p.retries_within(at_ms, RETRY_WINDOW_MS));
     let why = fragmented(pool, room(pool, g), retries)?;

@@ -5,9 +5,9 @@
 
 use std::cell::OnceCell;
 
-use crate::analysis::filling::{SUSTAINED_MS, time_to_full};
-use crate::analysis::pool;
+use crate::analysis::filling::time_to_full;
 use crate::analysis::risk::{Finding, IsNew};
+use crate::analysis::{growth, pool};
 use crate::model::units::duration_ms;
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -112,11 +112,10 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     for g in machine.gpus.values() {
         let gpu = g.sample.uuid.as_str();
         // A process's own growth alert already names this GPU's limit and who fills it.
-        let explained = machine.alerts.iter().chain(&out).any(|a| {
-            a.gpu_uuid.as_deref() == Some(gpu)
-                && matches!(a.class.as_str(), "leak" | "fragmentation-risk")
-                && at_ms.saturating_sub(a.at_ms) <= 2 * SUSTAINED_MS
-        });
+        let explained = processes_on(&machine.processes, gpu)
+            .filter(|t| t.exited_ms.is_none())
+            .filter_map(|t| Some((t, t.sample.pool.value()?)))
+            .any(|(t, pool)| growth::fills_gpu(t, pool, g, at_ms));
         if explained {
             continue;
         }

@@ -14,9 +14,10 @@ use serde::Serialize;
 use super::{Fail, print_out};
 use crate::analysis::explain::{Extra, read_logs, render, wrap};
 use crate::cli::Format;
-use crate::model::{Alert, Level, Machine};
+use crate::model::{Alert, Level, Machine, Point, ProcKey, ProcessTrack, Ring};
 use crate::recording::file;
 use crate::snapshot;
+use crate::snapshot::timeline::Moment;
 use crate::source::replay::ReplaySource;
 
 /// How much of a file's first line is read to tell a recording from a log.
@@ -49,6 +50,9 @@ struct Replayed {
     file: String,
     samples: u64,
     alerts: Vec<Raised>,
+    /// Text timelines of the processes the alerts name, in the order first named.
+    #[serde(skip)]
+    timelines: Vec<String>,
 }
 
 pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
@@ -102,7 +106,10 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
     let mut source = ReplaySource::read(&name, input).map_err(Fail::runtime)?;
     let (mut samples, mut seen) = (0, 0);
     let mut alerts = Vec::new();
-    super::files::replay_recording(&mut source, |machine| {
+    // The tracks of the processes the alerts name, kept as they exit (before the machine drops
+    // them); `None` while one still runs.
+    let mut tracks: Vec<(ProcKey, Option<ProcessTrack>)> = Vec::new();
+    let end = super::files::replay_recording(&mut source, |machine| {
         samples += 1;
         let total = added(machine);
         let new = usize::try_from(total - seen).unwrap_or(usize::MAX);
@@ -111,10 +118,28 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
         // Newest first in the machine: reversed, they are in the order raised.
         for a in new.iter().rev().filter(|a| a.level != Level::Notice) {
             alerts.push(raised(a, machine));
+            let named = machine.processes.keys().find(|k| {
+                Some(k.pid) == a.pid && a.gpu_uuid.as_ref().is_none_or(|g| *g == k.gpu_uuid)
+            });
+            if let Some(k) = named.filter(|k| tracks.iter().all(|(t, _)| t != *k)) {
+                tracks.push((k.clone(), None));
+            }
+        }
+        for (key, kept) in tracks.iter_mut().filter(|(_, kept)| kept.is_none()) {
+            *kept = machine
+                .processes
+                .get(key)
+                .filter(|t| t.exited_ms.is_some())
+                .cloned();
         }
     })
     .map_err(Fail::runtime)?;
     outcomes(&mut alerts);
+    let timelines = tracks
+        .into_iter()
+        .filter_map(|(key, kept)| kept.or_else(|| end.processes.get(&key).cloned()))
+        .filter_map(|t| timeline(&t, &alerts))
+        .collect();
     if samples == 0 {
         return Err(Fail::runtime(format!(
             "{name}: a recording without samples, nothing to explain"
@@ -124,6 +149,7 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
         file: name,
         samples,
         alerts,
+        timelines,
     })
 }
 
@@ -153,6 +179,31 @@ fn outcomes(alerts: &mut [Raised]) {
             ),
         });
     }
+}
+
+/// The process's allocated, pool and device memory around the moments of its alerts.
+fn timeline(t: &ProcessTrack, alerts: &[Raised]) -> Option<String> {
+    let points = |r: &Ring| r.iter().copied().collect::<Vec<Point>>();
+    let pool = t
+        .pool_history
+        .as_ref()
+        .map(|h| (points(&h.allocated), points(&h.reserved)));
+    let device = points(&t.history);
+    let mut series: Vec<(&str, &[Point])> = Vec::new();
+    if let Some((allocated, reserved)) = &pool {
+        series.extend([("allocated", &allocated[..]), ("pool", &reserved[..])]);
+    }
+    series.push(("device", &device));
+    let moments: Vec<Moment> = alerts
+        .iter()
+        .filter(|a| a.pid == Some(t.key.pid))
+        .filter(|a| a.gpu_uuid.as_ref().is_none_or(|g| *g == t.key.gpu_uuid))
+        .map(|a| Moment {
+            at_ms: a.at_ms,
+            failure: a.level == Level::Failure,
+        })
+        .collect();
+    snapshot::timeline::render(t.key.pid, &series, &moments)
 }
 
 /// How many alerts the machine has taken in, dropped ones included.
@@ -209,9 +260,7 @@ fn text(all: &[Replayed]) -> String {
             out.push('\n');
             let level = match (a.level, &a.confidence) {
                 (Level::Failure, Some(c)) => format!("failure, {c}"),
-                (Level::Failure, None) => "failure".into(),
-                (Level::Info, _) => "info".into(),
-                _ => "suspected".into(),
+                (level, _) => level.word().into(),
             };
             let mut head = a.time.clone();
             if let Some(g) = a.gpu {
@@ -234,6 +283,10 @@ fn text(all: &[Replayed]) -> String {
             if let Some(o) = &a.outcome {
                 out.push_str(&wrap(o, "  outcome: ", "    "));
             }
+        }
+        for t in &r.timelines {
+            out.push_str("\n\n");
+            out.push_str(t.trim_end());
         }
     }
     let n: usize = all.iter().map(|r| r.alerts.len()).sum();

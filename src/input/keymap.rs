@@ -34,7 +34,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "o",
-        help: "cycle the sort: device memory, growth (rate over the last 10s, flat when unchanged), VMS, PID, GPU",
+        help: "cycle the sort: device memory, growth (rate over the last 10s, flat when unchanged), VMS, PID, GPU; in the fleet overview: worst alert, memory used, name",
     },
     Binding {
         keys: "p  Space",
@@ -67,6 +67,10 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: "c",
         help: "give the spare rows to the memory chart or to the process table",
+    },
+    Binding {
+        keys: "g",
+        help: "chart and sparklines: fit the scale to the data / show the whole GPU",
     },
     Binding {
         keys: "mouse",
@@ -126,6 +130,7 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('h') | KeyCode::Backspace => Action::Overview,
         KeyCode::Char('r') => Action::ResetPeaks,
         KeyCode::Char('c') => Action::ToggleChart,
+        KeyCode::Char('g') => Action::ToggleScale,
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char('K') | KeyCode::F(9) => Action::Signal,

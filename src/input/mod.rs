@@ -36,6 +36,8 @@ pub enum Action {
     Snapshot,
     /// `c`: give the spare rows to the chart or to the table.
     ToggleChart,
+    /// `g`: fit the chart's and sparklines' y axis to the data, or show the whole GPU.
+    ToggleScale,
     /// A click on row `n` of the process table (an index into the rows shown).
     SelectRow(usize),
     /// A click on GPU `n`'s bar (by position): focus it, or show all when it has the focus.

@@ -11,11 +11,38 @@ pub enum Level {
     Failure,
     /// A risk inferred from the memory history or the allocator probe's figures.
     Suspected,
-    /// Worth knowing, not a risk: nothing is expected to fail (a preallocated pool that crowds
-    /// no other process). Never shown as a warning.
+    /// Worth knowing, threatening nothing (a preallocation that crowds no other process): shown
+    /// without the warning sign and not counted among a GPU's alerts.
     Info,
     /// Something the source ignored, said once (a probe file it did not trust, and why).
     Notice,
+}
+
+impl Level {
+    /// Rank for "the worst alert first": a failure, then a suspected risk, information, notices.
+    pub fn severity(self) -> u8 {
+        match self {
+            Level::Failure => 3,
+            Level::Suspected => 2,
+            Level::Info => 1,
+            Level::Notice => 0,
+        }
+    }
+
+    /// Whether it wears the warning sign and counts as an alert of its GPU.
+    pub fn warns(self) -> bool {
+        matches!(self, Level::Failure | Level::Suspected)
+    }
+
+    /// The word for it in text output.
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Failure => "failure",
+            Level::Suspected => "suspected",
+            Level::Info => "information",
+            Level::Notice => "notice",
+        }
+    }
 }
 
 /// Something the user should know about, with the evidence and what to do.

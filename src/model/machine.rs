@@ -63,8 +63,10 @@ pub struct GpuTrack {
     pub total: Option<u64>,
     /// Processes on it whose device memory NVML could not give.
     pub unattributed: usize,
-    /// Alerts that name this GPU.
+    /// Alerts that name this GPU (failures and suspected risks: those that warn).
     pub alerts: usize,
+    /// Information-level findings that name this GPU.
+    pub infos: usize,
 }
 
 /// One machine: what it is, where its samples stand, and everything derived from them.
@@ -157,6 +159,7 @@ impl Machine {
                 total: None,
                 unattributed: 0,
                 alerts: 0,
+                infos: 0,
             });
             match &g.status {
                 GpuStatus::Ok => track.lost_since_ms = None,
@@ -229,11 +232,18 @@ impl Machine {
             }
         }
         for g in self.gpus.values_mut() {
+            let on = |a: &&Alert| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str());
             g.alerts = self
                 .alerts
                 .iter()
-                .filter(|a| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str()))
-                .filter(|a| a.level != Level::Info)
+                .filter(on)
+                .filter(|a| a.level.warns())
+                .count();
+            g.infos = self
+                .alerts
+                .iter()
+                .filter(on)
+                .filter(|a| a.level == Level::Info)
                 .count();
         }
     }

@@ -5,7 +5,7 @@
 pub mod alert;
 pub mod history;
 pub mod machine;
-pub mod pool_track;
+pub mod pool_history;
 pub mod process;
 pub mod units;
 
@@ -13,8 +13,8 @@ use crate::sample::Reading;
 pub use alert::{Alert, Level};
 pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
-pub use pool_track::PoolTrack;
-pub use process::{Change, ProcKey, ProcessTrack};
+pub use pool_history::PoolHistory;
+pub use process::{Change, HOST_MEMORY_GONE, HostMemory, ProcKey, ProcessTrack};
 
 /// How long an exited process is kept (on screen, for analysis and snapshots) before it is
 /// dropped, unless `Config::keep_exited_ms` says otherwise (`--keep-exited`).

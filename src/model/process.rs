@@ -1,7 +1,19 @@
 //! One tracked process on one GPU: identity (GPU, PID, start time), latest sample and history.
 
-use crate::model::{GROWTH_WINDOW_MS, PoolTrack, Ring};
-use crate::sample::ProcessSample;
+use crate::model::{GROWTH_WINDOW_MS, PoolHistory, Ring};
+use crate::sample::{ProcessSample, Reading};
+
+/// Why a VMS of 0 is no reading: a process with a GPU context always maps memory, so /proc reads
+/// 0 only once its address space is gone (it is exiting, or a zombie NVML still lists).
+pub const HOST_MEMORY_GONE: &str = "its address space is gone (exiting): /proc reads 0";
+
+/// Host memory as last read while the process still had its address space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostMemory {
+    pub vms: u64,
+    pub rss: Option<u64>,
+    pub at_ms: u64,
+}
 
 /// A process on a GPU; a reused PID has another start time, so it starts a new history.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,8 +62,10 @@ pub struct ProcessTrack {
     pub exited_ms: Option<u64>,
     /// The allocator probe's figures one sample earlier (to see counters rise).
     pub prev_pool: Option<crate::sample::Pool>,
-    /// Its pool over the history window, from its first probed sample on (`None`: never probed).
-    pub pool_track: Option<PoolTrack>,
+    /// The allocator pool over the history window; `None` until the probe first reports one.
+    pub pool_history: Option<PoolHistory>,
+    /// VMS and RSS as last read (kept when /proc reads 0 as the process exits).
+    pub host_last: Option<HostMemory>,
 }
 
 impl ProcessTrack {
@@ -67,11 +81,29 @@ impl ProcessTrack {
             last_seen_ms: at_ms,
             exited_ms: None,
             prev_pool: None,
-            pool_track: None,
+            pool_history: None,
+            host_last: None,
         }
     }
 
-    pub fn observe(&mut self, p: ProcessSample, at_ms: u64) {
+    pub fn observe(&mut self, mut p: ProcessSample, at_ms: u64) {
+        if p.vms.get() == Some(0) {
+            p.vms = Reading::na(HOST_MEMORY_GONE);
+            p.rss = Reading::na(HOST_MEMORY_GONE);
+        } else if let Some(vms) = p.vms.get() {
+            self.host_last = Some(HostMemory {
+                vms,
+                rss: p.rss.get(),
+                at_ms,
+            });
+        }
+        let pool = p.pool.value();
+        if pool.is_some() || self.pool_history.is_some() {
+            let capacity = self.history.capacity();
+            self.pool_history
+                .get_or_insert_with(|| PoolHistory::new(capacity))
+                .push(at_ms, pool, self.sample.pool.value());
+        }
         let mem = p.device_memory.get();
         let before = self.history.iter().rev().find_map(|p| p.value);
         if let (Some(b), Some(m)) = (before, mem)
@@ -89,20 +121,30 @@ impl ProcessTrack {
         self.growth = self.history.rate_per_s(GROWTH_WINDOW_MS);
         self.last_seen_ms = at_ms;
         self.exited_ms = None;
-        let pool = p.pool.value();
-        if pool.is_some() || self.pool_track.is_some() {
-            let capacity = self.history.capacity();
-            let before = self.sample.pool.value();
-            self.pool_track
-                .get_or_insert_with(|| PoolTrack::new(capacity))
-                .observe(at_ms, pool, before);
-        }
         self.prev_pool = std::mem::replace(&mut self.sample, p).pool.value().cloned();
     }
 
-    /// Host VMS over device memory, when both are known and device memory is not zero.
+    /// VMS now, else as last read (`true`: the last reading, the process has no address space
+    /// now); `None` when never read.
+    pub fn vms(&self) -> Option<(u64, bool)> {
+        match self.sample.vms.get() {
+            Some(v) => Some((v, false)),
+            None => self.host_last.map(|h| (h.vms, true)),
+        }
+    }
+
+    /// RSS now, else as last read (see [`ProcessTrack::vms`]).
+    pub fn rss(&self) -> Option<(u64, bool)> {
+        match self.sample.rss.get() {
+            Some(v) => Some((v, false)),
+            None => self.host_last.and_then(|h| Some((h.rss?, true))),
+        }
+    }
+
+    /// Host VMS (now or as last read) over device memory, when both are known and device memory
+    /// is not zero.
     pub fn vms_ratio(&self) -> Option<f64> {
-        let vms = self.sample.vms.get()?;
+        let (vms, _) = self.vms()?;
         let dev = self.sample.device_memory.get().filter(|d| *d > 0)?;
         #[allow(clippy::cast_precision_loss)]
         Some(vms as f64 / dev as f64)
@@ -151,5 +193,32 @@ mod tests {
                 by: jump
             })
         );
+    }
+
+    /// A zombie NVML still lists reads 0 VMS and RSS from /proc: that is no reading, and the
+    /// last figures read while it ran stay known as such (absent is not zero).
+    #[test]
+    fn a_vms_of_zero_is_no_reading_and_the_last_figures_stay() {
+        let g = gpu(0, 80 * GIB, 0, 0);
+        let sample = |vms: u64, rss: u64| {
+            let mut p = process(1409, &g, 5 * GIB, crate::sample::Framework::Pytorch, "py");
+            p.vms = Reading::Value(vms);
+            p.rss = Reading::Value(rss);
+            p
+        };
+        let mut t = ProcessTrack::new(&sample(1, 1), 1000, 100);
+        t.observe(sample(22_689_554_432, 635_899_904), 1000);
+        assert_eq!(t.vms(), Some((22_689_554_432, false)));
+        t.observe(sample(0, 0), 2000);
+        assert_eq!(t.sample.vms.reason(), Some(HOST_MEMORY_GONE));
+        assert_eq!(t.sample.rss.reason(), Some(HOST_MEMORY_GONE));
+        assert_eq!(t.vms(), Some((22_689_554_432, true)));
+        assert_eq!(t.rss(), Some((635_899_904, true)));
+        assert_eq!(
+            t.host_last.map(|h| h.at_ms),
+            Some(1000),
+            "the zeros are not a reading"
+        );
+        assert!(t.vms_ratio().is_some_and(|r| r > 4.0));
     }
 }

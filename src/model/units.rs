@@ -72,6 +72,16 @@ pub fn duration_ms(ms: u64) -> String {
     }
 }
 
+/// A span for a label, exact to the second under an hour: "40s", "1m40s", "2m", "1h".
+pub fn duration_label(ms: u64) -> String {
+    let s = ms / 1000;
+    if (60..3600).contains(&s) && !s.is_multiple_of(60) {
+        format!("{}m{}s", s / 60, s % 60)
+    } else {
+        duration_ms(ms)
+    }
+}
+
 /// A sampling interval: "1s", "500ms", "1m 30s".
 pub fn interval(ms: u64) -> String {
     humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()

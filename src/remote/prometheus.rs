@@ -136,20 +136,30 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
         "DCGM_FI_DEV_FB_USED" => gpu(acc, "used", mib, true),
         "DCGM_FI_DEV_FB_FREE" => gpu(acc, "free", mib, true),
         "DCGM_FI_DEV_FB_RESERVED" => gpu(acc, "reserved", mib, true),
-        "gpumon_alerts_active" if bytes > 0 => acc.alerts.push(Alert {
-            at_ms,
-            gpu_uuid: None,
-            pid: None,
-            level: Level::Suspected,
-            class: label("kind").unwrap_or("unknown").to_string(),
-            confidence: None,
-            title: format!(
-                "{} active (from Prometheus)",
-                label("kind").unwrap_or("alert")
-            ),
-            evidence: vec![format!("gpumon_alerts_active = {bytes}")],
-            remedy: None,
-        }),
+        // One alert a kind: the same kind from several series (another job or instance
+        // scraping the same host) is one condition.
+        "gpumon_alerts_active"
+            if bytes > 0
+                && !acc
+                    .alerts
+                    .iter()
+                    .any(|a| Some(a.class.as_str()) == label("kind")) =>
+        {
+            acc.alerts.push(Alert {
+                at_ms,
+                gpu_uuid: None,
+                pid: None,
+                level: Level::Suspected,
+                class: label("kind").unwrap_or("unknown").to_string(),
+                confidence: None,
+                title: format!(
+                    "{} active (from Prometheus)",
+                    label("kind").unwrap_or("alert")
+                ),
+                evidence: vec![format!("gpumon_alerts_active = {bytes}")],
+                remedy: None,
+            });
+        }
         process => {
             let Some(pid) = label("pid").and_then(|p| p.parse::<u32>().ok()) else {
                 return;

@@ -100,6 +100,7 @@ impl State {
                     Emphasis::Chart => Emphasis::Table,
                 };
             }
+            Action::ToggleScale => self.screen.scale = self.screen.scale.toggled(),
             Action::SelectRow(n) => {
                 if let Some(k) = self.screen.rows.get(n) {
                     self.screen.selected = Some(k.clone());

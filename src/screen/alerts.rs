@@ -43,16 +43,26 @@ impl Screen {
             };
             criteria.push(Criterion::Pids(pids));
         }
+        // One row a condition: the same alert raised again (or by another source, with the
+        // same words) is listed once, its newest.
+        let mut seen = BTreeSet::new();
+        let mut distinct = 0;
         self.alert_rows.clear();
-        self.alert_rows.extend(
-            machine
-                .alerts
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| criteria.iter().all(|c| c.concerns(a)))
-                .map(|(i, _)| i),
-        );
-        let hidden = machine.alerts.len() - self.alert_rows.len();
+        for (i, a) in machine.alerts.iter().enumerate() {
+            if !seen.insert((
+                a.class.as_str(),
+                a.pid,
+                a.gpu_uuid.as_deref(),
+                a.title.as_str(),
+            )) {
+                continue;
+            }
+            distinct += 1;
+            if criteria.iter().all(|c| c.concerns(a)) {
+                self.alert_rows.push(i);
+            }
+        }
+        let hidden = distinct - self.alert_rows.len();
         // "+3 on other GPUs", "+3 hidden by the filter".
         self.alerts_hidden = (hidden > 0).then(|| {
             let why = match (self.focus.is_some(), self.filter.is_some()) {

@@ -1,9 +1,19 @@
 //! The memory chart's data: the GPU in focus (or the first one) over the history window, as
 //! points ready to plot, derived from the machine's rings in the screen's update (never in
 //! render). Gaps in a ring split its line into runs, so a missing reading is never drawn as a
-//! value.
+//! value. A probed process selected on that GPU gets its pool's story instead (`pool`): device
+//! memory, pool, allocated, the stranded part, its limit and the moments of its alerts.
+//!
+//! The axes fit what is shown: the time axis spans the history there is until the window fills
+//! (`span_ms`; a probed process's story: its own life, if shorter), and the y axis the highest reading shown (`Scale::Fit`, rounded up to a round
+//! size, never past the GPU's total) or the whole GPU (`Scale::Gpu`); `g` toggles the two.
+
+mod pool;
+mod scale;
 
 use crate::model::{Machine, ProcKey, Ring};
+pub use pool::PoolChart;
+pub use scale::{Scale, fit_span, nice_top, span_ms};
 
 /// One contiguous run of points: (seconds before the last sample, GiB).
 pub type Run = Vec<(f64, f64)>;
@@ -25,42 +35,78 @@ pub enum Emphasis {
 pub struct ChartData {
     /// NVML index of the GPU charted.
     pub gpu_index: u32,
-    /// The history window, seconds (the x axis runs from `-span_s` to 0).
+    /// The time axis, seconds (it runs from `-span_s` to 0): the history there is, up to the
+    /// window.
     pub span_s: f64,
-    /// Total memory, bytes (the y axis's top), when known.
+    /// The same, milliseconds (for its labels).
+    pub span_ms: u64,
+    /// Total memory, bytes, when known.
     pub total: Option<u64>,
     /// Driver/firmware reserved memory, bytes (n/a with NVML v1).
     pub reserved: Option<u64>,
     /// Used memory over the window.
     pub used: Vec<Run>,
-    /// The highest used reading in the window, bytes (the y axis's top when total is unknown).
-    pub used_max: u64,
     /// The selected process, when it runs on this GPU: its PID and device memory.
     pub selected: Option<(u32, Vec<Run>)>,
+    /// The selected process's pool over the window, when the probe reports one.
+    pub pool: Option<PoolChart>,
+    /// The y axis's top, bytes.
+    pub top: u64,
+    pub scale: Scale,
 }
 
 impl ChartData {
     /// The chart of the focused GPU (by UUID), or of the first GPU; `None` without GPUs.
-    pub fn of(machine: &Machine, focus: Option<&str>, selected: Option<&ProcKey>) -> Option<Self> {
+    pub fn of(
+        machine: &Machine,
+        focus: Option<&str>,
+        selected: Option<&ProcKey>,
+        scale: Scale,
+    ) -> Option<Self> {
         let gpu = match focus.and_then(|f| machine.gpu(f)) {
             Some(g) => g,
             None => *machine.gpus_in_order().first()?,
         };
         let end = machine.last_sample_ms.unwrap_or(machine.now_ms);
-        let span_ms = machine.config.history_ms.max(1);
-        let selected = selected
+        let span_ms = span_ms(machine);
+        let track = selected
             .filter(|k| k.gpu_uuid == gpu.sample.uuid)
-            .and_then(|k| machine.processes.get(k))
-            .map(|t| (t.sample.pid, runs(&t.history, end, span_ms)));
+            .and_then(|k| machine.processes.get(k));
+        // A probed process's story covers its own life while that is shorter than the history.
+        let pool_span = track.map(|t| {
+            let window = machine.config.history_ms.max(1);
+            fit_span(end.saturating_sub(t.first_seen_ms), window).min(span_ms)
+        });
+        let pool = track
+            .zip(pool_span)
+            .and_then(|(t, span)| PoolChart::of(machine, t, end, span));
+        let span_ms = match (&pool, pool_span) {
+            (Some(_), Some(span)) => span,
+            _ => span_ms,
+        };
+        let selected = track.map(|t| (t.sample.pid, runs(&t.history, end, span_ms)));
+        let used = runs(&gpu.used, end, span_ms);
+        // What the y axis must hold: the pool's series, else used memory and the selection.
+        let shown = match &pool {
+            Some(p) => p.highest(),
+            None => highest(&used).max(selected.as_ref().map_or(0, |(_, r)| highest(r))),
+        };
+        let top = match scale {
+            Scale::Fit => nice_top(shown, gpu.total),
+            Scale::Gpu => gpu.total.unwrap_or(shown).max(1),
+        };
         Some(ChartData {
             gpu_index: gpu.sample.index,
             #[allow(clippy::cast_precision_loss)]
             span_s: span_ms as f64 / 1000.0,
+            span_ms,
             total: gpu.total,
             reserved: gpu.segments.and_then(|s| s.reserved),
-            used: runs(&gpu.used, end, span_ms),
-            used_max: gpu.used.iter().filter_map(|p| p.value).max().unwrap_or(0),
+            used,
             selected,
+            pool,
+            top,
+            scale,
         })
     }
 }
@@ -69,6 +115,17 @@ impl ChartData {
 #[allow(clippy::cast_precision_loss)]
 pub fn gib(bytes: u64) -> f64 {
     bytes as f64 / GIB
+}
+
+/// GiB back to bytes.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn bytes(g: f64) -> u64 {
+    (g * GIB).round() as u64
+}
+
+/// The highest value in some runs, bytes (0 without any).
+fn highest(runs: &[Run]) -> u64 {
+    bytes(runs.iter().flatten().map(|p| p.1).fold(0.0_f64, f64::max))
 }
 
 /// The ring's readings inside the window ending at `end_ms`, split at gaps.
@@ -112,5 +169,6 @@ mod tests {
         }
         let r = runs(&ring, 7000, 5000);
         assert_eq!(r, vec![vec![(-2.0, 2.0)], vec![(0.0, 1.0)]]);
+        assert_eq!(highest(&r), 2 << 30);
     }
 }

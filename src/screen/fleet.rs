@@ -1,8 +1,11 @@
 //! Many machines on one screen: the hosts' names, the fleet overview (one summary row per host,
-//! derived in updates), which host is in view, and what a remote host's poller reports.
+//! derived in updates, sorted by worst alert, memory used or name: `o` in the overview), which
+//! host is in view, and what a remote host's poller reports.
+
+use std::cmp::Reverse;
 
 use crate::input::Action;
-use crate::model::{Level, Machine, SourceState};
+use crate::model::{Level, Machine, Segments, SourceState};
 use crate::screen::{Command, State};
 
 /// What a remote host's poller reports (`Msg::Remote`).
@@ -24,8 +27,48 @@ pub struct Fleet {
     pub names: Vec<String>,
     /// The overview is shown, rather than one host's GPUs and processes.
     pub overview: bool,
-    /// Derived: one summary per machine, in order.
+    /// Derived: one summary per machine, in `sort` order.
     pub rows: Vec<HostRow>,
+    pub sort: FleetSort,
+}
+
+/// The overview's order (`o` cycles it there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FleetSort {
+    /// Hosts that cannot be read, then by their worst alert (failures first), then by name.
+    #[default]
+    Alert,
+    /// The largest share of GPU memory used first.
+    Used,
+    Name,
+}
+
+impl FleetSort {
+    pub fn next(self) -> Self {
+        match self {
+            FleetSort::Alert => FleetSort::Used,
+            FleetSort::Used => FleetSort::Name,
+            FleetSort::Name => FleetSort::Alert,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            FleetSort::Alert => "worst alert",
+            FleetSort::Used => "memory used",
+            FleetSort::Name => "name",
+        }
+    }
+}
+
+/// A host's worst alert (by severity, then the newest), and how many other conditions it has.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Worst {
+    pub level: Level,
+    pub class: String,
+    pub title: String,
+    pub pid: Option<u32>,
+    pub others: usize,
 }
 
 /// Where a host's readings stand, for its overview row.
@@ -47,13 +90,18 @@ pub enum HostState {
 /// One row of the fleet overview.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostRow {
+    /// The machine it sums up (an index into `State::machines`; `#` shows it plus one).
+    pub index: usize,
     pub name: String,
     pub gpus: usize,
+    /// Each GPU's memory bar, in index order; `None` where its memory was not read.
+    pub bars: Vec<Option<Segments>>,
     /// Sums over the GPUs whose memory was read; `None` when none was.
     pub used: Option<u64>,
     pub total: Option<u64>,
-    /// The worst alert: failures before suspicions, then the newest; its class.
-    pub worst: Option<(Level, String)>,
+    /// The worst alert: failures before suspicions before information, then the newest;
+    /// several alerts of one condition (class, process, GPU) count once.
+    pub worst: Option<Worst>,
     pub state: HostState,
     /// Processes the filter matches, while one is set.
     pub matches: Option<usize>,
@@ -68,6 +116,7 @@ impl State {
             names,
             overview: state.machines.len() > 1,
             rows: Vec::new(),
+            sort: FleetSort::default(),
         });
         state.derive_fleet();
         state
@@ -134,12 +183,31 @@ impl State {
         };
         match a {
             Action::Up | Action::Down if overview => {
-                let last = self.machines.len() - 1;
-                let n = match a {
-                    Action::Up => self.screen.host.saturating_sub(1),
-                    _ => (self.screen.host + 1).min(last),
+                // The cursor moves through the rows in their sorted order.
+                let order: Vec<usize> = self
+                    .screen
+                    .fleet
+                    .as_ref()?
+                    .rows
+                    .iter()
+                    .map(|r| r.index)
+                    .collect();
+                let pos = order
+                    .iter()
+                    .position(|i| *i == self.screen.host)
+                    .unwrap_or(0);
+                let pos = match a {
+                    Action::Up => pos.saturating_sub(1),
+                    _ => (pos + 1).min(order.len().saturating_sub(1)),
                 };
-                self.show_machine(n);
+                if let Some(n) = order.get(pos) {
+                    self.show_machine(*n);
+                }
+            }
+            Action::CycleSort if overview => {
+                if let Some(f) = &mut self.screen.fleet {
+                    f.sort = f.sort.next();
+                }
             }
             Action::FocusGpu(n) if overview => open(self, usize::from(n)),
             Action::Enter if overview => open(self, self.screen.host),
@@ -185,13 +253,33 @@ impl State {
                         .filter(|t| t.exited_ms.is_none() && f.matches(t))
                         .count()
                 });
-                summary(name, m, matches)
+                summary(i, name, m, matches)
             })
             .collect();
+        let rank = |r: &HostRow| match (&r.state, &r.worst) {
+            (HostState::Failing { .. }, _) => 5,
+            (_, Some(w)) => w.level.severity() + 1,
+            (_, None) => 0,
+        };
+        match fleet.sort {
+            FleetSort::Alert => fleet.rows.sort_by(|a, b| {
+                (Reverse(rank(a)), &a.name, a.index).cmp(&(Reverse(rank(b)), &b.name, b.index))
+            }),
+            FleetSort::Used => fleet.rows.sort_by_key(|r| {
+                let share = match (r.used, r.total) {
+                    (Some(u), Some(t)) if t > 0 => u128::from(u) * 1_000_000 / u128::from(t),
+                    _ => 0,
+                };
+                (Reverse(share), r.index)
+            }),
+            FleetSort::Name => fleet
+                .rows
+                .sort_by(|a, b| (&a.name, a.index).cmp(&(&b.name, b.index))),
+        }
     }
 }
 
-fn summary(name: String, m: &Machine, matches: Option<usize>) -> HostRow {
+fn summary(index: usize, name: String, m: &Machine, matches: Option<usize>) -> HostRow {
     let memory: Vec<_> = m
         .gpus
         .values()
@@ -200,12 +288,27 @@ fn summary(name: String, m: &Machine, matches: Option<usize>) -> HostRow {
     let sum = |f: fn(&crate::sample::Memory) -> u64| {
         (!memory.is_empty()).then(|| memory.iter().map(|x| f(x)).sum::<u64>())
     };
-    let worst = m
-        .alerts
-        .iter()
-        .find(|a| a.level == Level::Failure)
-        .or_else(|| m.alerts.first())
-        .map(|a| (a.level, a.class.clone()));
+    // One condition (class, process, GPU) counts once, whichever sources raised it.
+    let mut conditions: Vec<(&str, Option<u32>, Option<&str>)> = Vec::new();
+    let mut worst: Option<&crate::model::Alert> = None;
+    for a in m.alerts.iter().filter(|a| a.level != Level::Notice) {
+        let condition = (a.class.as_str(), a.pid, a.gpu_uuid.as_deref());
+        if !conditions.contains(&condition) {
+            conditions.push(condition);
+        }
+        // Newest first: a later one replaces the worst only when it is more severe.
+        if worst.is_none_or(|w| a.level.severity() > w.level.severity()) {
+            worst = Some(a);
+        }
+    }
+    let worst = worst.map(|a| Worst {
+        level: a.level,
+        class: a.class.clone(),
+        title: a.title.clone(),
+        pid: a.pid,
+        others: conditions.len() - 1,
+    });
+    let bars = m.gpus_in_order().iter().map(|g| g.segments).collect();
     let state = match &m.source {
         SourceState::Starting => HostState::Starting,
         SourceState::Running => HostState::Ok {
@@ -218,8 +321,10 @@ fn summary(name: String, m: &Machine, matches: Option<usize>) -> HostRow {
         SourceState::Ended => HostState::Ended,
     };
     HostRow {
+        index,
         name,
         gpus: m.gpus.len(),
+        bars,
         used: sum(|x| x.used),
         total: sum(|x| x.total),
         worst,

@@ -15,8 +15,8 @@ mod table;
 use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
-pub use chart::{ChartData, Emphasis};
-pub use fleet::{Fleet, HostRow, HostState, Remote};
+pub use chart::{ChartData, Emphasis, Scale};
+pub use fleet::{Fleet, FleetSort, HostRow, HostState, Remote, Worst};
 pub use run::{RunEnd, RunInfo};
 pub use signal::{Sig, SignalAsk, SignalRequest};
 pub use table::{Filter, Sort};
@@ -99,6 +99,8 @@ pub struct Screen {
     /// Derived: the MIG instances of the machine in view.
     pub mig: Vec<mig::MigRow>,
     pub emphasis: Emphasis,
+    /// The chart's and sparklines' y axis: fitted to the data or the whole GPU (`g`).
+    pub scale: Scale,
 }
 
 impl Default for Screen {
@@ -125,6 +127,7 @@ impl Default for Screen {
             chart: None,
             mig: Vec::new(),
             emphasis: Emphasis::Table,
+            scale: Scale::Fit,
         }
     }
 }

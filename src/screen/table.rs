@@ -141,7 +141,12 @@ impl Screen {
             self.selected = self.rows.get(pos).cloned();
         }
         self.derive_alerts(machine);
-        self.chart = ChartData::of(machine, self.focus.as_deref(), self.selected.as_ref());
+        self.chart = ChartData::of(
+            machine,
+            self.focus.as_deref(),
+            self.selected.as_ref(),
+            self.scale,
+        );
         self.mig = super::mig::rows(machine);
     }
 }

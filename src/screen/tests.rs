@@ -70,3 +70,25 @@ fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
     assert_eq!(shown, vec![100, 101]);
     assert_eq!(state.screen.filter.as_ref().unwrap().label(), "run pid 100");
 }
+
+/// The same condition raised twice (again, or by a second source in the same words) is one row
+/// of the alerts list, and is not counted as hidden.
+#[test]
+fn one_condition_is_one_alert_row() {
+    let alert = |at_ms| crate::model::Alert {
+        at_ms,
+        gpu_uuid: None,
+        pid: Some(7),
+        level: crate::model::Level::Suspected,
+        class: "fragmentation-risk".into(),
+        confidence: None,
+        title: "pid 7 torch pool fragmenting".into(),
+        evidence: Vec::new(),
+        remedy: None,
+    };
+    let mut s = State::new(Config::new(1000, 60_000));
+    s.machine_mut().add_alerts(vec![alert(1000), alert(2000)]);
+    s.derive_rows();
+    assert_eq!(s.screen.alert_rows, vec![0]);
+    assert_eq!(s.screen.alerts_hidden, None);
+}

@@ -2,8 +2,9 @@
 //! time the caller gives.
 
 use super::{
-    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, LevelDoc, Machine, MigDoc, PoolDoc, Process,
-    SCHEMA, Snapshot, SortDoc, SourceDoc, Unavailable, View, time_ms, time_s,
+    AlertDoc, FilterDoc, Gpu, GpuMemory, GpuState, HostMemoryDoc, LevelDoc, Machine, MigDoc,
+    PoolDoc, PoolHistoryDoc, Process, SCHEMA, Snapshot, SortDoc, SourceDoc, Unavailable, View,
+    time_ms, time_s,
 };
 use crate::model::{
     Alert, GpuTrack, Level, Machine as MachineData, ProcessTrack, Ring, SourceState,
@@ -255,6 +256,20 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
         first_seen_at: time_ms(t.first_seen_ms),
         exited_at: t.exited_ms.map(time_ms),
         history: points(&t.history),
+        pool_history: t.pool_history.as_ref().map(|h| PoolHistoryDoc {
+            allocated: points(&h.allocated),
+            reserved: points(&h.reserved),
+            stranded: points(&h.stranded),
+            limit: points(&h.limit),
+        }),
+        host_memory_last: t
+            .host_last
+            .filter(|_| s.vms.get().is_none())
+            .map(|h| HostMemoryDoc {
+                vms: h.vms,
+                rss: h.rss,
+                read_at: time_ms(h.at_ms),
+            }),
         unavailable: na,
     }
 }
@@ -265,8 +280,8 @@ fn alert(a: &Alert) -> AlertDoc {
         level: match a.level {
             Level::Failure => LevelDoc::Failure,
             Level::Suspected => LevelDoc::Suspected,
-            Level::Notice => LevelDoc::Notice,
             Level::Info => LevelDoc::Info,
+            Level::Notice => LevelDoc::Notice,
         },
         class: a.class.clone(),
         confidence: a.confidence.clone(),

@@ -12,6 +12,7 @@ mod lines;
 mod read;
 mod restore;
 pub mod text;
+pub mod timeline;
 mod write;
 
 use std::collections::BTreeMap;
@@ -231,8 +232,36 @@ pub struct Process {
     pub exited_at: Option<String>,
     /// Device memory over the history window, oldest first.
     pub history: Vec<Point>,
+    /// The allocator pool over the history window; absent without the probe (and in snapshots
+    /// made before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_history: Option<PoolHistoryDoc>,
+    /// VMS and RSS as last read, when `vms`/`rss` are null because the process's address space
+    /// is gone (it exited or is exiting); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_memory_last: Option<HostMemoryDoc>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: Unavailable,
+}
+
+/// The probe's figures over the history window, each oldest first (a null value is a gap).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolHistoryDoc {
+    pub allocated: Vec<Point>,
+    pub reserved: Vec<Point>,
+    pub stranded: Vec<Point>,
+    pub limit: Vec<Point>,
+}
+
+/// Host memory as last read before the process's address space went away.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostMemoryDoc {
+    pub vms: u64,
+    pub rss: Option<u64>,
+    /// When it was read (RFC 3339).
+    pub read_at: String,
 }
 
 /// A framework's memory pool on one GPU (the probe's device figures), bytes as reported.
@@ -269,8 +298,9 @@ pub struct PoolDoc {
 pub enum LevelDoc {
     Failure,
     Suspected,
-    Notice,
+    /// Information: threatens nothing (absent from documents before it existed).
     Info,
+    Notice,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,8 @@ use super::{
     Unavailable,
 };
 use crate::model::{
-    Alert, Config, GpuTrack, Level, Machine, ProcKey, ProcessTrack, Ring, Segments, SourceState,
+    Alert, Config, GpuTrack, HostMemory, Level, Machine, PoolHistory, ProcKey, ProcessTrack, Ring,
+    Segments, SourceState,
 };
 use crate::sample::{
     Framework, GpuSample, GpuStatus, MachineInfo, Memory, MigInstance, MigMemory, Placement, Pool,
@@ -60,7 +61,7 @@ impl Snapshot {
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time; `None` when it is not one.
-fn ms(text: &str) -> Option<u64> {
+pub(super) fn ms(text: &str) -> Option<u64> {
     let t = humantime::parse_rfc3339_weak(text).ok()?;
     u64::try_from(t.duration_since(UNIX_EPOCH).ok()?.as_millis()).ok()
 }
@@ -136,6 +137,7 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
         total,
         unattributed: usize::try_from(g.processes_without_memory).unwrap_or(usize::MAX),
         alerts: 0,
+        infos: 0,
     }
 }
 
@@ -187,7 +189,18 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         exited_ms: p.exited_at.as_deref().and_then(ms),
         last_change: None,
         prev_pool: None,
-        pool_track: None,
+        pool_history: p.pool_history.as_ref().map(|h| PoolHistory {
+            allocated: ring(&h.allocated, cap),
+            reserved: ring(&h.reserved, cap),
+            stranded: ring(&h.stranded, cap),
+            limit: ring(&h.limit, cap),
+            retries_at: Vec::new(),
+        }),
+        host_last: p.host_memory_last.as_ref().map(|h| HostMemory {
+            vms: h.vms,
+            rss: h.rss,
+            at_ms: ms(&h.read_at).unwrap_or_default(),
+        }),
     }
 }
 
@@ -235,8 +248,8 @@ fn alert(a: &AlertDoc) -> Alert {
         level: match a.level {
             LevelDoc::Failure => Level::Failure,
             LevelDoc::Suspected => Level::Suspected,
-            LevelDoc::Notice => Level::Notice,
             LevelDoc::Info => Level::Info,
+            LevelDoc::Notice => Level::Notice,
         },
         class: a.class.clone(),
         confidence: a.confidence.clone(),

@@ -2,7 +2,8 @@
 //! most 80 columns, fit for a terminal or an issue comment.
 
 use super::lines::{Out, fit, history, size};
-use super::{FilterDoc, GpuState, Process, Snapshot, SortDoc, SourceDoc, Unavailable};
+use super::timeline::Moment;
+use super::{FilterDoc, GpuState, LevelDoc, Process, Snapshot, SortDoc, SourceDoc, Unavailable};
 use crate::model::units;
 
 /// The whole snapshot as text.
@@ -204,12 +205,43 @@ fn process_table(o: &mut Out, s: &Snapshot) {
             p.framework.map_or("n/a", |f| f.label()),
             size(p.device_memory),
             size(p.peak),
-            size(p.vms),
-            size(p.rss),
+            last_or(p.vms, p.host_memory_last.as_ref().map(|h| h.vms)),
+            last_or(p.rss, p.host_memory_last.as_ref().and_then(|h| h.rss)),
             growth(p.growth_bytes_per_s),
             fit(or_na(p.command.as_deref()), 10),
         ));
     }
+}
+
+/// A size, else its last reading marked `~` (the process's address space is gone), else n/a.
+fn last_or(now: Option<u64>, last: Option<u64>) -> String {
+    match (now, last) {
+        (None, Some(l)) => format!("~{}", size(Some(l))),
+        (v, _) => size(v),
+    }
+}
+
+/// The selected process's timeline: allocated, pool and device memory (device alone without
+/// the probe) around its alerts.
+fn timeline(s: &Snapshot, p: &Process) -> Option<String> {
+    let mut series: Vec<(&str, &[super::Point])> = Vec::new();
+    if let Some(h) = &p.pool_history {
+        series.extend([("allocated", &h.allocated[..]), ("pool", &h.reserved[..])]);
+    }
+    series.push(("device", &p.history));
+    let moments: Vec<Moment> = s
+        .alerts
+        .iter()
+        .filter(|a| a.pid == Some(p.pid) && a.level != LevelDoc::Notice)
+        .filter(|a| a.gpu_uuid.as_ref().is_none_or(|g| *g == p.gpu_uuid))
+        .filter_map(|a| {
+            Some(Moment {
+                at_ms: super::restore::ms(&a.at)?,
+                failure: a.level == LevelDoc::Failure,
+            })
+        })
+        .collect();
+    super::timeline::render(p.pid, &series, &moments)
 }
 
 #[allow(clippy::cast_precision_loss)]
@@ -282,6 +314,11 @@ fn process_details(o: &mut Out, s: &Snapshot) {
             );
         }
         o.para(2, &format!("device over time {}", history(&p.history)));
+        if p.selected
+            && let Some(t) = timeline(s, p)
+        {
+            o.0.push_str(&t);
+        }
         reasons(o, 2, &p.unavailable);
     }
 }
@@ -299,8 +336,8 @@ fn alerts(o: &mut Out, s: &Snapshot) {
         let level = match a.level {
             super::LevelDoc::Failure => "failure",
             super::LevelDoc::Suspected => "suspected",
+            super::LevelDoc::Info => "information",
             super::LevelDoc::Notice => "notice",
-            super::LevelDoc::Info => "info",
         };
         let mut head = format!("{} {level} {}", a.at, a.class);
         if let Some(c) = &a.confidence {

@@ -127,8 +127,8 @@ fn list(alerts: &[&Alert], theme: &Theme, width: usize, height: usize) -> Vec<Li
 fn level_style(a: &Alert, theme: &Theme) -> Style {
     match a.level {
         Level::Failure => theme.alert,
-        Level::Suspected => Style::new(),
-        Level::Notice | Level::Info => theme.na,
+        Level::Suspected | Level::Info => Style::new(),
+        Level::Notice => theme.na,
     }
 }
 

@@ -1,6 +1,9 @@
-//! The memory chart of the GPU in focus over the history window: the selected process's device
-//! memory as a highlighted filled area, the GPU's used memory as a line above it (filled itself
-//! when no process of this GPU is selected), total and driver-reserved memory as flat lines; a time axis (-10m … now) and sizes in GiB. Braille where Unicode is drawn; in ASCII
+//! The memory chart of the GPU in focus over the history there is (up to the window): the
+//! selected process's device memory as a highlighted filled area, the GPU's used memory as a
+//! line above it (filled itself when no process of this GPU is selected), total and
+//! driver-reserved memory as flat lines when they are in range; for a probed process, its
+//! pool's story instead (`pool.rs`). A time axis (-10m … now) and sizes in GiB, the y axis
+//! fitted to what is shown or the whole GPU (`g`). Braille where Unicode is drawn; in ASCII
 //! mode dots, and the axes redrawn with `|`, `-` and `+`.
 //!
 //! Lines rather than bands stacked by process: each series is one exact ring, so the height of
@@ -8,6 +11,8 @@
 //! the gap between it and the used line is everything else on the GPU, and the total line shows
 //! how close the GPU is to full. Braille cells cannot hold two colours, so stacked bands of many
 //! processes would also blur where they meet.
+
+mod pool;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -19,7 +24,7 @@ use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, LegendPosition};
 use super::theme::Theme;
 use crate::model::units;
 use crate::screen::State;
-use crate::screen::chart::{ChartData, Run, gib};
+use crate::screen::chart::{ChartData, Run, Scale, bytes, gib};
 
 pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
     let Some(c) = &state.screen.chart else {
@@ -31,87 +36,69 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     } else {
         " (Tab focuses a GPU)"
     };
-    let title = format!(
-        " GPU{} memory, last {}{focus} ",
-        c.gpu_index,
-        units::duration_ms(state.config.history_ms)
-    );
+    let scale = match c.scale {
+        Scale::Fit => "fitted (g: whole GPU)",
+        Scale::Gpu => "whole GPU (g: fit)",
+    };
+    let span = units::duration_label(c.span_ms);
+    let title = match &c.pool {
+        Some(p) => format!(
+            " pid {} pool on GPU{}, last {span}, {scale} ",
+            p.pid, c.gpu_index
+        ),
+        None => format!(" GPU{} memory, last {span}{focus}, {scale} ", c.gpu_index),
+    };
     let block = block.title(Line::styled(title, theme.title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
 
     let ascii = state.config.ascii;
-    let top_bytes = c.total.unwrap_or(c.used_max).max(1);
+    let top = gib(c.top);
     let flat = |y: f64| vec![(-c.span_s, y), (0.0, y)];
-    let total_line = c.total.map(|t| flat(gib(t)));
-    let reserved_line = c.reserved.filter(|r| *r > 0).map(|r| flat(gib(r)));
-    let mut datasets: Vec<Dataset> = Vec::new();
-    if let Some(line) = &total_line {
-        datasets.push(series(
-            line,
-            ascii,
-            GraphType::Line,
-            theme.na,
-            Some(format!("total {}", units::compact(c.total.unwrap_or(0)))),
-        ));
+    let in_range = |b: &u64| *b > 0 && gib(*b) <= top;
+    // Reference lines, drawn only where the axis reaches them.
+    let total_line = c.total.filter(in_range).map(|t| (flat(gib(t)), t));
+    let reserved_line = c
+        .reserved
+        .filter(|_| c.pool.is_none())
+        .filter(in_range)
+        .map(|r| (flat(gib(r)), r));
+    let marks = c.pool.as_ref().map(|p| pool::marks(p, top));
+    let mut datasets: Vec<Series> = Vec::new();
+    if let Some((line, t)) = &total_line {
+        let name = format!("total {}", units::compact(*t));
+        datasets.push(series(line, ascii, GraphType::Line, theme.na, Some(name)));
     }
-    if let Some(line) = &reserved_line {
+    if let Some((line, r)) = &reserved_line {
+        let name = format!("rsvd {}", units::compact(*r));
         datasets.push(series(
             line,
             ascii,
             GraphType::Line,
             theme.segment[2],
-            Some(format!("rsvd {}", units::compact(c.reserved.unwrap_or(0)))),
+            Some(name),
         ));
     }
-    // The selected process's memory is the filled area when it is on this GPU (so it shows
-    // without colour too), with used memory as a line above it; otherwise used memory is filled.
-    let used_kind = if c.selected.is_some() {
-        GraphType::Line
+    if let (Some(p), Some(marks)) = (&c.pool, &marks) {
+        pool::datasets(&mut datasets, p, marks, top, ascii, theme);
     } else {
-        GraphType::Area
-    };
-    if let Some((pid, runs)) = &c.selected {
-        let name = match runs.last().and_then(|r| r.last()) {
-            Some(p) => format!("pid {pid} {}", units::compact(gib_bytes(p.1))),
-            None => format!("pid {pid}"),
-        };
-        push_runs(
-            &mut datasets,
-            runs,
-            ascii,
-            GraphType::Area,
-            theme.selected_line,
-            name,
-        );
+        gpu_datasets(&mut datasets, c, ascii, theme);
     }
-    push_runs(
-        &mut datasets,
-        &c.used,
-        ascii,
-        used_kind,
-        theme.spark,
-        used_name(c),
-    );
 
-    let span_ms = state.config.history_ms;
+    let half = c.span_ms / 2;
     let x_labels = vec![
-        Span::raw(format!("-{}", units::duration_ms(span_ms))),
-        Span::raw(format!("-{}", units::duration_ms(span_ms / 2))),
+        Span::raw(format!("-{}", units::duration_label(c.span_ms))),
+        Span::raw(format!("-{}", units::duration_label(half))),
         Span::raw("now"),
     ];
     let y_labels = vec![
         Span::raw("0"),
-        Span::raw(units::compact(top_bytes / 2)),
-        Span::raw(units::compact(top_bytes)),
+        Span::raw(units::compact(c.top / 2)),
+        Span::raw(units::compact(c.top)),
     ];
-    let chart = Chart::new(datasets)
+    let chart = Chart::new(self::datasets(datasets))
         .x_axis(Axis::default().bounds([-c.span_s, 0.0]).labels(x_labels))
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, gib(top_bytes)])
-                .labels(y_labels),
-        )
+        .y_axis(Axis::default().bounds([0.0, top]).labels(y_labels))
         .legend_position(Some(LegendPosition::TopLeft))
         .hidden_legend_constraints((
             ratatui::layout::Constraint::Percentage(60),
@@ -123,23 +110,39 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     }
 }
 
-/// "used 96.1G" (the newest reading), or "used" without one.
-fn used_name(c: &ChartData) -> String {
-    match c.used.last().and_then(|r| r.last()) {
-        Some(p) => format!("used {}", units::compact(gib_bytes(p.1))),
-        None => "used".to_string(),
+/// A GPU's chart: the selected process's device memory filled, used memory a line above it
+/// (filled itself when no process of this GPU is selected).
+fn gpu_datasets<'a>(out: &mut Vec<Series<'a>>, c: &'a ChartData, ascii: bool, theme: &Theme) {
+    let used_kind = if c.selected.is_some() {
+        GraphType::Line
+    } else {
+        GraphType::Area
+    };
+    if let Some((pid, runs)) = &c.selected {
+        let name = named(&format!("pid {pid}"), runs);
+        push_runs(out, runs, ascii, GraphType::Area, theme.selected_line, name);
     }
+    push_runs(
+        out,
+        &c.used,
+        ascii,
+        used_kind,
+        theme.spark,
+        named("used", &c.used),
+    );
 }
 
-/// GiB back to bytes, for labels.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-fn gib_bytes(g: f64) -> u64 {
-    (g * f64::from(1u32 << 30)).round() as u64
+/// "used 96.1G" (the newest reading), or the bare name without one.
+fn named(name: &str, runs: &[Run]) -> String {
+    match runs.last().and_then(|r| r.last()) {
+        Some(p) => format!("{name} {}", units::compact(bytes(p.1))),
+        None => name.to_string(),
+    }
 }
 
 /// One dataset per run; only the first carries the legend's name.
 fn push_runs<'a>(
-    out: &mut Vec<Dataset<'a>>,
+    out: &mut Vec<Series<'a>>,
     runs: &'a [Run],
     ascii: bool,
     kind: GraphType,
@@ -152,6 +155,15 @@ fn push_runs<'a>(
     }
 }
 
+/// One dataset to draw, its legend name not yet padded.
+pub(super) struct Series<'a> {
+    data: &'a [(f64, f64)],
+    marker: Marker,
+    kind: GraphType,
+    style: Style,
+    name: Option<String>,
+}
+
 /// A dataset drawn in braille, or in ASCII mode with blocks for areas and dots for lines (which
 /// `to_ascii` turns into `#` and `*`).
 fn series(
@@ -160,24 +172,47 @@ fn series(
     kind: GraphType,
     style: Style,
     name: Option<String>,
-) -> Dataset<'_> {
+) -> Series<'_> {
     let marker = match (ascii, kind) {
         (false, _) => Marker::Braille,
         (true, GraphType::Area) => Marker::Block,
         (true, _) => Marker::Dot,
     };
-    let d = Dataset::default()
-        .data(data)
-        .marker(marker)
-        .graph_type(kind)
-        .style(style);
-    match name {
-        Some(n) => d.name(n),
-        None => d,
+    Series {
+        data,
+        marker,
+        kind,
+        style,
+        name,
     }
 }
 
-/// Redraws the chart's Unicode (axes, legend box, dots) with ASCII, cell by cell.
+/// The datasets, their names padded to one width: the legend box is drawn over the plot, and a
+/// shorter name would leave the plot's cells showing beside it.
+fn datasets(series: Vec<Series<'_>>) -> Vec<Dataset<'_>> {
+    let width = series
+        .iter()
+        .filter_map(|s| s.name.as_deref().map(str::len))
+        .max()
+        .unwrap_or(0);
+    series
+        .into_iter()
+        .map(|s| {
+            let d = Dataset::default()
+                .data(s.data)
+                .marker(s.marker)
+                .graph_type(s.kind)
+                .style(s.style);
+            match s.name {
+                Some(n) => d.name(format!("{n:<width$}")),
+                None => d,
+            }
+        })
+        .collect()
+}
+
+/// Redraws the chart's Unicode (axes, legend box, dots, the stranded band's bars) with ASCII,
+/// cell by cell.
 fn to_ascii(frame: &mut Frame, area: Rect) {
     let buf = frame.buffer_mut();
     for y in area.top()..area.bottom() {
@@ -188,6 +223,7 @@ fn to_ascii(frame: &mut Frame, area: Rect) {
                 "─" => "-",
                 "└" | "┌" | "┐" | "┘" => "+",
                 "█" => "#",
+                "▄" => ":",
                 s if s.is_ascii() => continue,
                 _ => "*",
             };

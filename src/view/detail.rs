@@ -8,11 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
 use super::spark::{self, Window};
+
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
 use crate::sample::Reading;
 use crate::screen::State;
+use crate::screen::chart::span_ms;
 
 /// Why VMS is so much larger than device memory for CUDA processes.
 const VMS_CAPTION: &str =
@@ -56,7 +58,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     let s = &t.sample;
     let na = |text: &str| Span::styled(text.to_string(), theme.na);
     let or_na = |v: Option<String>| v.map_or_else(|| na("n/a"), Span::raw);
-    let window_label = format!(" ({})", units::duration_ms(state.config.history_ms));
+    let window_label = format!(" ({})", units::duration_label(span_ms(state.machine())));
     let room = usize::from(width).saturating_sub("device ".len() + window_label.len());
     let marks: Vec<u64> = state
         .machine()
@@ -89,9 +91,18 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     };
     let mut out = vec![Line::from(spark_line)];
     let figure = |label: &str, b: Option<u64>| vec![Span::raw(format!("{label} ")), or_na(size(b))];
+    // Once the address space is gone, the last reading, said to be one (never a 0).
+    let host_figure = |label: &str, b: Option<(u64, bool)>| match b {
+        Some((b, true)) => vec![Span::raw(format!(
+            "{label} {} ({}, last read)",
+            units::compact(b),
+            units::mib(b)
+        ))],
+        b => figure(label, b.map(|(b, _)| b)),
+    };
     let pairs = [
         (figure("now", s.device_memory.get()), figure("peak", t.peak)),
-        (figure("VMS", s.vms.get()), figure("RSS", s.rss.get())),
+        (host_figure("VMS", t.vms()), host_figure("RSS", t.rss())),
     ];
     // Two figures a line where they fit, else one.
     for (mut a, b) in pairs {

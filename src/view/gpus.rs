@@ -5,12 +5,14 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::spark::{self, Window};
+
 use super::text::fit;
 use super::theme::Theme;
 use crate::model::{GpuTrack, Level, Segments, units};
 use crate::sample::{GpuStatus, Reading};
-use crate::screen::State;
+use crate::screen::chart::span_ms;
 use crate::screen::mig::MigRow;
+use crate::screen::{Scale, State};
 
 /// Labels of the four segments, in bar order.
 const LABELS: [&str; 4] = ["procs", "other", "rsvd", "free"];
@@ -202,7 +204,7 @@ fn numbers(g: &GpuTrack) -> Option<[String; 4]> {
 }
 
 /// The bar's segments, each with its own glyph and style.
-fn bar_spans(seg: &Segments, width: usize, theme: &Theme) -> Vec<Span<'static>> {
+pub(super) fn bar_spans(seg: &Segments, width: usize, theme: &Theme) -> Vec<Span<'static>> {
     bar_widths(seg, width)
         .iter()
         .enumerate()
@@ -278,6 +280,11 @@ fn second_line(
             theme.alert,
         ));
     }
+    // Information-level findings threaten nothing: counted apart, without the warning sign.
+    if g.infos > 0 {
+        let plural = if g.infos == 1 { "" } else { "s" };
+        notes.push(Span::raw(format!("{} note{plural}", g.infos)));
+    }
     if g.unattributed > 0 {
         let plural = if g.unattributed == 1 { "" } else { "s" };
         notes.push(Span::styled(
@@ -285,7 +292,7 @@ fn second_line(
             theme.na,
         ));
     }
-    let window_label = format!(" ({})", units::duration_ms(state.config.history_ms));
+    let window_label = format!(" ({})", units::duration_label(span_ms(state.machine())));
     let fixed: usize = readings.iter().map(Span::width).sum::<usize>()
         + 2 * readings.len()
         + "mem ".len()
@@ -311,7 +318,12 @@ fn second_line(
     if room >= 4 {
         spans.push(Span::raw("  mem "));
         let window = Window::of(state, room);
-        spans.extend(spark::spans(&g.used, window, g.total, &marks, theme));
+        // Fitted to its readings or the whole GPU, as the chart (`g`).
+        let top = match state.screen.scale {
+            Scale::Fit => None,
+            Scale::Gpu => g.total,
+        };
+        spans.extend(spark::spans(&g.used, window, top, &marks, theme));
         spans.push(Span::raw(window_label));
     }
     for n in notes {

@@ -36,7 +36,13 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
         return fitted(parts, theme, width);
     }
     if let Some(m) = &state.machine().info {
-        add(format!("host {}", m.host), Style::new(), 5);
+        // A fleet's part already names the host ("host 2/3 gpu-07:9477"): once is enough.
+        if !state
+            .host_name()
+            .is_some_and(|n| n.contains(m.host.as_str()))
+        {
+            add(format!("host {}", m.host), Style::new(), 5);
+        }
         if let Some(d) = &m.driver_version {
             add(format!("driver {d}"), Style::new(), 7);
         }

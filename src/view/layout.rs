@@ -5,7 +5,8 @@
 //! From the top: the GPU block, the memory chart (when there is room for it), the process table,
 //! and the detail and alerts panels side by side. The table gets a row per process (up to what
 //! leaves the bottom panels their minimum), the bottom panels what their text needs (at least
-//! their minimum), and the chart the rest. With the chart emphasised (`c`) the table keeps three
+//! their minimum; on a tall screen at most half when a probed process's pool is charted), and the chart the
+//! rest. With the chart emphasised (`c`) the table keeps three
 //! rows and the chart takes the others (and, on a small screen, the bottom panels' too).
 
 use ratatui::layout::Rect;
@@ -21,6 +22,8 @@ const TABLE_CHROME: u16 = 3;
 const MIN_BOTTOM: u16 = 8;
 /// The chart is drawn only with at least this many rows (borders included).
 const MIN_CHART: u16 = 8;
+/// Rows below the GPU block from which a pool chart gets half of the bottom panels' rows.
+const TALL: u16 = 30;
 /// Process rows the table keeps when the chart is emphasised.
 const EMPHASISED_TABLE_ROWS: u16 = 3;
 
@@ -140,7 +143,18 @@ fn heights(rest: u16, state: &State, theme: &Theme, width: u16) -> (u16, u16, u1
     let table = wanted.min(rest + 1 - bottom_min);
     let bottom = rest + 1 - table;
     // Beside a chart the panels take only the rows their text needs: no empty rows.
-    let text = bottom_text(state, theme, width).saturating_add(2).max(3);
+    let mut text = bottom_text(state, theme, width).saturating_add(2).max(3);
+    // A probed process's pool chart is what its selection is for: on a tall screen the panels
+    // leave it half (on a short one they keep their text; `c` gives the chart the rows).
+    if rest >= TALL
+        && state
+            .screen
+            .chart
+            .as_ref()
+            .is_some_and(|c| c.pool.is_some())
+    {
+        text = text.min(bottom.div_ceil(2).max(MIN_BOTTOM));
+    }
     let chart_h = (bottom + 1).saturating_sub(text);
     if chart && chart_h >= MIN_CHART {
         (chart_h, table, bottom + 1 - chart_h)

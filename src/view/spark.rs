@@ -6,6 +6,7 @@ use ratatui::text::Span;
 use super::theme::Theme;
 use crate::model::Ring;
 use crate::screen::State;
+use crate::screen::chart::{nice_top, span_ms};
 
 /// The time a sparkline covers, cut into `width` equal columns ending at `end_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,18 +17,18 @@ pub struct Window {
 }
 
 impl Window {
-    /// The history window of `state`, at most `avail` columns and never more columns than
+    /// The history there is of the machine in view, up to its window (as the chart's time
+    /// axis: `screen::chart::span_ms`), at most `avail` columns and never more columns than
     /// samples fit in it (so a column is never empty between two samples). It ends at the last
     /// sample, so a paused screen stands still.
     pub fn of(state: &State, avail: usize) -> Self {
-        let c = &state.config;
-        let samples = usize::try_from(c.history_ms / c.interval_ms.max(1)).unwrap_or(usize::MAX);
+        let machine = state.machine();
+        let span_ms = span_ms(machine).max(1);
+        let samples =
+            usize::try_from(span_ms / machine.config.interval_ms.max(1)).unwrap_or(usize::MAX);
         Window {
-            end_ms: state
-                .machine()
-                .last_sample_ms
-                .unwrap_or(state.machine().now_ms),
-            span_ms: c.history_ms.max(1),
+            end_ms: machine.last_sample_ms.unwrap_or(machine.now_ms),
+            span_ms,
             width: avail.min(samples).max(1),
         }
     }
@@ -40,21 +41,33 @@ impl Window {
         Some(self.width - 1 - back)
     }
 
-    /// The highest reading in each column; `None` where there was none.
+    /// The highest reading in each column; `None` where there was none. A column no point fell
+    /// in, between two with readings, lies between two samples whose times drifted across it: it
+    /// shows its left neighbour (a gap is a point without a reading, and stays blank).
     pub fn columns(&self, ring: &Ring) -> Vec<Option<u64>> {
         let mut cols = vec![None; self.width];
+        let mut touched = vec![false; self.width];
         for p in ring.iter() {
-            if let (Some(col), Some(v)) = (self.column(p.at_ms), p.value) {
+            let Some(col) = self.column(p.at_ms) else {
+                continue;
+            };
+            touched[col] = true;
+            if let Some(v) = p.value {
                 let c: &mut Option<u64> = &mut cols[col];
                 *c = Some(c.map_or(v, |old| old.max(v)));
+            }
+        }
+        for i in 1..self.width.saturating_sub(1) {
+            if !touched[i] && cols[i - 1].is_some() && cols[i + 1].is_some() {
+                cols[i] = cols[i - 1];
             }
         }
         cols
     }
 }
 
-/// The sparkline of `ring`, scaled from 0 to `top` (or to its highest reading), with `marks_ms`
-/// marked.
+/// The sparkline of `ring`, scaled from 0 to `top` (or fitted to its highest reading as the
+/// chart's axis is: `screen::chart::nice_top`), with `marks_ms` marked.
 pub fn spans(
     ring: &Ring,
     window: Window,
@@ -65,7 +78,8 @@ pub fn spans(
     let cols = window.columns(ring);
     let marks: Vec<usize> = marks_ms.iter().filter_map(|t| window.column(*t)).collect();
     let ramp = theme.g.ramp;
-    let max = top.unwrap_or_else(|| cols.iter().flatten().max().copied().unwrap_or(0));
+    let max =
+        top.unwrap_or_else(|| nice_top(cols.iter().flatten().max().copied().unwrap_or(0), None));
     let mut out: Vec<Span<'static>> = Vec::new();
     let mut run = String::new();
     for (i, col) in cols.iter().enumerate() {
@@ -130,14 +144,41 @@ mod tests {
         assert_eq!(w.column(9000), Some(9));
         assert_eq!(w.column(0), Some(0));
         assert_eq!(w.column(9001), None);
-        assert_eq!(text(&spans(&ring, w, None, &[], &theme())), "     ▁▅ ██");
+        // Fitted: the top is a round size just above the highest reading (10 for 8).
+        assert_eq!(text(&spans(&ring, w, None, &[], &theme())), "     ▁▄ ▇▇");
         assert_eq!(
             text(&spans(&ring, w, None, &[6000], &theme())),
-            "     ▁! ██"
+            "     ▁! ▇▇"
         );
         assert_eq!(
             text(&spans(&ring, w, Some(16), &[], &theme())),
             "     ▁▃ ▅▅"
+        );
+    }
+
+    /// Samples whose times drift across a column leave it without a point: it is no gap.
+    #[test]
+    fn a_column_between_drifting_samples_is_not_a_gap() {
+        let mut ring = Ring::new(20);
+        for (t, v) in [
+            (3000, Some(2)),
+            (4100, Some(4)),
+            (5000, Some(4)),
+            (7000, None),
+            (8000, Some(4)),
+        ] {
+            ring.push(t, v);
+        }
+        let w = Window {
+            end_ms: 9000,
+            span_ms: 10_000,
+            width: 10,
+        };
+        let cols = w.columns(&ring);
+        assert_eq!(cols[4], Some(2), "between two samples: {cols:?}");
+        assert_eq!(
+            cols[7], None,
+            "a point without a reading stays a gap: {cols:?}"
         );
     }
 

@@ -2,7 +2,7 @@
 //! fragmentation that builds, one jump, in-step temporaries, and each kind of limit.
 
 use super::*;
-use crate::model::{GpuTrack, PoolTrack, ProcessTrack, Ring};
+use crate::model::{GpuTrack, PoolHistory, ProcessTrack, Ring};
 use crate::sample::{Framework, GpuSample, Pool, Reading};
 use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
@@ -34,6 +34,7 @@ fn track(sample: GpuSample) -> GpuTrack {
         total: None,
         unattributed: 0,
         alerts: 0,
+        infos: 0,
     }
 }
 
@@ -141,16 +142,16 @@ fn a_slow_leak_far_from_its_limit_waits() {
 
 #[test]
 fn retries_are_counted_only_when_the_count_rises() {
-    let mut track = PoolTrack::new(60);
+    let mut track = PoolHistory::new(60);
     let with = |n: u64| {
         let mut p = pool(GIB, 2 * GIB, 0, None);
         p.alloc_retries = Some(n);
         p
     };
     let (a, b, c) = (with(0), with(1), with(1));
-    track.observe(1000, Some(&a), None);
-    track.observe(2000, Some(&b), Some(&a));
-    track.observe(3000, Some(&c), Some(&b));
+    track.push(1000, Some(&a), None);
+    track.push(2000, Some(&b), Some(&a));
+    track.push(3000, Some(&c), Some(&b));
     assert_eq!(track.retries_within(3000, 60_000), 1);
     assert_eq!(track.retries_within(70_000, 60_000), 0);
 }

@@ -158,8 +158,9 @@ impl Col {
             Col::Fw => s.framework.value().map(|f| f.label().to_string()),
             Col::Device => size(&s.device_memory),
             Col::Peak => t.peak.map(units::compact),
-            Col::Vms => size(&s.vms),
-            Col::Rss => size(&s.rss),
+            // As last read (`~`) once the process's address space is gone: never 0.
+            Col::Vms => t.vms().map(last_mark),
+            Col::Rss => t.rss().map(last_mark),
             Col::Ratio => t.vms_ratio().map(|r| {
                 if r < 100.0 {
                     format!("{r:.1}x")
@@ -243,5 +244,14 @@ pub(super) fn width_of(c: Col, mig: bool) -> Constraint {
         Constraint::Fill(1)
     } else {
         Constraint::Length(c.width(mig))
+    }
+}
+
+/// A size, marked `~` when it is the last reading of a process whose address space is gone.
+fn last_mark((bytes, last): (u64, bool)) -> String {
+    if last {
+        format!("~{}", units::compact(bytes))
+    } else {
+        units::compact(bytes)
     }
 }
