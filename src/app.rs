@@ -44,6 +44,9 @@ pub struct Options {
     /// Capture the mouse (clicks select, the wheel scrolls); off keeps the terminal's own
     /// selection for copy and paste.
     pub mouse: bool,
+    /// Told which host the screen has open (`None`: the fleet overview), so its poller asks
+    /// for the whole history.
+    pub opened: Option<tokio::sync::watch::Sender<Option<usize>>>,
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -71,6 +74,10 @@ where
                 .draw(|frame| view::render(frame, state))
                 .map_err(|e| TerminalError(e.to_string()))?;
             dirty = false;
+            if let Some(opened) = &options.opened {
+                let now = (!state.overview()).then_some(state.screen.host);
+                opened.send_if_modified(|was| std::mem::replace(was, now) != now);
+            }
         }
         tokio::select! {
             msg = samples.recv(), if samples_open => {

@@ -88,7 +88,14 @@ impl Client {
 
     /// A host's `/snapshot`, checked as `gpumon snapshot` files are.
     pub fn snapshot(&self, base: &str) -> Result<Snapshot, FetchError> {
-        let bytes = self.get(&format!("{base}/snapshot"), &[])?;
+        self.snapshot_with(base, true)
+    }
+
+    /// A host's `/snapshot`; without `history`, the compact one (`?history=0`: each process
+    /// carries only its latest point; a server that predates it sends the whole).
+    pub fn snapshot_with(&self, base: &str, history: bool) -> Result<Snapshot, FetchError> {
+        let query: &[(&str, &str)] = if history { &[] } else { &[("history", "0")] };
+        let bytes = self.get(&format!("{base}/snapshot"), query)?;
         snapshot::parse(Path::new("/snapshot"), &bytes).map_err(|e| {
             FetchError::BadAnswer(match e {
                 SnapshotError::NotJson { .. } => "not JSON, not a gpumon snapshot".to_string(),

@@ -1,5 +1,6 @@
 //! The HTTP/1 server of `gpumon serve` (hyper on the tokio runtime): GET `/metrics`,
-//! `/snapshot` and `/healthz` from the latest published snapshot, with bounded connections,
+//! `/snapshot` (`?history=0`: the compact one a fleet's overview asks for) and `/healthz` from
+//! the latest published snapshot, with bounded connections,
 //! header size, header read time and connection lifetime, and the optional bearer token.
 
 use std::convert::Infallible;
@@ -157,7 +158,16 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config) -> Reply {
         return plain(StatusCode::SERVICE_UNAVAILABLE, "no sample yet\n");
     };
     if path == "/snapshot" {
-        return reply(StatusCode::OK, "application/json", published.json());
+        let compact = req
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|kv| kv == "history=0"));
+        let body = if compact {
+            published.compact_json()
+        } else {
+            published.json()
+        };
+        return reply(StatusCode::OK, "application/json", body);
     }
     let age = published.sampled_at.map(|t| t.elapsed().as_secs_f64());
     let accept = req

@@ -41,6 +41,8 @@ pub struct Published {
     /// `/snapshot`'s body, made by the first request and shared by all (one copy in memory
     /// however many clients read it).
     json: OnceLock<Bytes>,
+    /// `/snapshot?history=0`'s body, made and shared the same way.
+    compact: OnceLock<Bytes>,
 }
 
 impl Published {
@@ -54,6 +56,7 @@ impl Published {
             ooms,
             sampled_at,
             json: OnceLock::new(),
+            compact: OnceLock::new(),
         }
     }
 
@@ -61,6 +64,21 @@ impl Published {
     pub fn json(&self) -> Bytes {
         self.json
             .get_or_init(|| Bytes::from(self.snapshot.to_json()))
+            .clone()
+    }
+
+    /// The same document for a fleet's overview: each process's history cut to its latest
+    /// point (the GPUs' stay whole), so a poll of many hosts stays small.
+    pub fn compact_json(&self) -> Bytes {
+        self.compact
+            .get_or_init(|| {
+                let mut s = self.snapshot.clone();
+                for p in &mut s.processes {
+                    let keep = p.history.len().saturating_sub(1);
+                    p.history.drain(..keep);
+                }
+                Bytes::from(s.to_json())
+            })
             .clone()
     }
 }
