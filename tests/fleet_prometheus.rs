@@ -93,3 +93,68 @@ fn the_query_asks_for_both_families() {
         assert!(QUERY.contains(name), "{name}");
     }
 }
+
+/// A series of `name` for GPU 0 of the host `Hostname`, scraped from `instance` (the GPU's
+/// UUID follows the instance's address: one node's exporters see the same GPU).
+fn series(name: &str, host: &str, instance: &str, value: u64) -> String {
+    let ip = instance.split(':').next().unwrap();
+    format!(
+        r#"{{"metric":{{"__name__":"{name}","Hostname":"{host}","instance":"{instance}","gpu":"0","UUID":"GPU-{ip}"}},"value":[1763812900.5,"{value}"]}}"#
+    )
+}
+
+fn answer(series: &[String]) -> Vec<u8> {
+    format!(
+        r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+        series.join(",")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn hosts_with_one_hostname_stay_apart_by_instance() {
+    // Two gpumon servers both calling themselves "vm" (pods without --hostname), and a node
+    // whose gpumon and dcgm-exporter share a name.
+    let mut all = Vec::new();
+    for (instance, used) in [("10.0.0.1:9477", 1), ("10.0.0.2:9477", 2)] {
+        all.push(series(
+            "gpumon_gpu_memory_used_bytes",
+            "vm",
+            instance,
+            used << 30,
+        ));
+        all.push(series(
+            "gpumon_gpu_memory_free_bytes",
+            "vm",
+            instance,
+            8 << 30,
+        ));
+    }
+    all.push(series(
+        "gpumon_gpu_memory_used_bytes",
+        "n3",
+        "10.0.0.3:9477",
+        3 << 30,
+    ));
+    all.push(series(
+        "gpumon_gpu_memory_free_bytes",
+        "n3",
+        "10.0.0.3:9477",
+        5 << 30,
+    ));
+    all.push(series(
+        "DCGM_FI_DEV_FB_RESERVED",
+        "n3",
+        "10.0.0.3:9400",
+        512,
+    ));
+    let hosts = parse(&answer(&all)).unwrap();
+    let names: Vec<&str> = hosts.keys().map(String::as_str).collect();
+    assert_eq!(names, ["n3", "vm (10.0.0.1:9477)", "vm (10.0.0.2:9477)"]);
+    let used = |h: &str| hosts[h].sample.gpus[0].memory.value().unwrap().used;
+    assert_eq!(used("vm (10.0.0.1:9477)"), 1 << 30);
+    assert_eq!(used("vm (10.0.0.2:9477)"), 2 << 30);
+    // One node's two exporters stay one host, with gpumon's figures for its GPU.
+    assert_eq!(used("n3"), 3 << 30);
+    assert_eq!(hosts["n3"].sample.gpus.len(), 1);
+}

@@ -2,7 +2,7 @@
 //! series (`gpumon_gpu_memory_*_bytes`, per-process `gpumon_process_*_memory_bytes`,
 //! `gpumon_alerts_active`) and, for hosts without gpumon, dcgm-exporter's
 //! `DCGM_FI_DEV_FB_{USED,FREE,RESERVED}` (MiB), grouped by the `Hostname` label into one
-//! `Sample` per host.
+//! `Sample` per host (by `instance` too where one `Hostname` comes from several servers).
 
 use std::collections::BTreeMap;
 
@@ -64,6 +64,8 @@ struct GpuAcc {
 
 #[derive(Default)]
 struct HostAcc {
+    /// It has gpumon's own series (else only dcgm-exporter's).
+    gpumon: bool,
     at_ms: u64,
     gpus: BTreeMap<String, GpuAcc>,
     procs: BTreeMap<(String, u32), BTreeMap<&'static str, u64>>,
@@ -71,7 +73,30 @@ struct HostAcc {
     alerts: Vec<Alert>,
 }
 
-/// Parses an `/api/v1/query` answer into one reading per host (by `Hostname`, else `instance`).
+impl HostAcc {
+    /// Takes in what another instance reported for the same host.
+    fn merge(&mut self, other: HostAcc) {
+        self.gpumon |= other.gpumon;
+        self.at_ms = self.at_ms.max(other.at_ms);
+        for (uuid, g) in other.gpus {
+            let mine = self.gpus.entry(uuid).or_default();
+            mine.index = g.index;
+            if !g.name.is_empty() {
+                mine.name = g.name;
+            }
+            mine.gpumon.extend(g.gpumon);
+            mine.dcgm.extend(g.dcgm);
+        }
+        self.procs.extend(other.procs);
+        self.labels.extend(other.labels);
+        self.alerts.extend(other.alerts);
+    }
+}
+
+/// Parses an `/api/v1/query` answer into one reading per host: by `Hostname` (else
+/// `instance`), with gpumon's and dcgm-exporter's series of one node joined; when one
+/// `Hostname` comes from more than one gpumon (or more than one dcgm-exporter), each
+/// `instance` is a host of its own, named `Hostname (instance)`.
 pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, HostReading>, String> {
     let answer: Answer = serde_json::from_slice(bytes)
         .map_err(|e| format!("not a Prometheus query answer ({e})"))?;
@@ -86,19 +111,44 @@ pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, HostReading>, String> {
             data.result_type
         ));
     }
-    let mut hosts: BTreeMap<String, HostAcc> = BTreeMap::new();
+    let mut sources: BTreeMap<(String, String), HostAcc> = BTreeMap::new();
     for s in data.result {
-        add(&mut hosts, s);
+        add(&mut sources, s);
     }
-    Ok(hosts
+    Ok(name_hosts(sources)
         .into_iter()
         .map(|(name, acc)| (name, reading(acc)))
         .collect())
 }
 
-fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
+/// One host per `Hostname` unless it collides (see `parse`).
+fn name_hosts(sources: BTreeMap<(String, String), HostAcc>) -> BTreeMap<String, HostAcc> {
+    let mut by_name: BTreeMap<String, Vec<(String, HostAcc)>> = BTreeMap::new();
+    for ((name, instance), acc) in sources {
+        by_name.entry(name).or_default().push((instance, acc));
+    }
+    let mut hosts = BTreeMap::new();
+    for (name, instances) in by_name {
+        let gpumons = instances.iter().filter(|(_, a)| a.gpumon).count();
+        if gpumons <= 1 && instances.len() - gpumons <= 1 {
+            let mut one = HostAcc::default();
+            for (_, acc) in instances {
+                one.merge(acc);
+            }
+            hosts.insert(name, one);
+        } else {
+            for (instance, acc) in instances {
+                hosts.insert(format!("{name} ({instance})"), acc);
+            }
+        }
+    }
+    hosts
+}
+
+fn add(hosts: &mut BTreeMap<(String, String), HostAcc>, s: Series) {
     let label = |k: &str| s.metric.get(k).map(String::as_str);
-    let Some(host) = label("Hostname").or_else(|| label("instance")) else {
+    let instance = label("instance").unwrap_or_default();
+    let Some(host) = label("Hostname").or(Some(instance).filter(|i| !i.is_empty())) else {
         return;
     };
     let Some(value) = s
@@ -112,11 +162,14 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
     };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let (bytes, at_ms) = (value.round() as u64, (s.value.0 * 1000.0).max(0.0) as u64);
-    let acc = hosts.entry(host.to_string()).or_default();
+    let acc = hosts
+        .entry((host.to_string(), instance.to_string()))
+        .or_default();
     acc.at_ms = acc.at_ms.max(at_ms);
+    let name = label("__name__").unwrap_or_default();
+    acc.gpumon |= name.starts_with("gpumon_");
     let index = label("gpu").and_then(|g| g.parse().ok()).unwrap_or(0);
     let uuid = label("UUID").map_or_else(|| format!("gpu{index}"), str::to_string);
-    let name = label("__name__").unwrap_or_default();
     let model = label("modelName");
     let gpu = |acc: &mut HostAcc, field: &'static str, v: u64, dcgm: bool| {
         let g = acc.gpus.entry(uuid.clone()).or_default();

@@ -147,17 +147,20 @@ pub async fn run(
     let server = tokio::spawn(http::serve(listener, latest, Arc::new(config)));
     let feed = Feed::start(factory, tick);
     let live = recorded_ms.is_none();
-    let result = publish_all(feed, &publish, interval_ms, live, shutdown).await;
+    let host = args.hostname.clone();
+    let result = publish_all(feed, &publish, interval_ms, live, host, shutdown).await;
     server.abort();
     result
 }
 
-/// Applies every event to the machine and publishes its snapshot, until `shutdown`.
+/// Applies every event to the machine and publishes its snapshot (reporting `hostname`, when
+/// given, as its host), until `shutdown`.
 async fn publish_all(
     mut feed: Feed,
     publish: &watch::Sender<Option<Arc<Published>>>,
     interval_ms: u64,
     live: bool,
+    hostname: Option<String>,
     shutdown: impl Future<Output = i32>,
 ) -> Result<(), ServeError> {
     let mut machine = Machine::new(Config::new(interval_ms, HISTORY_MS));
@@ -189,7 +192,11 @@ async fn publish_all(
         } else {
             machine.last_sample_ms.unwrap_or(machine.now_ms)
         };
-        let snapshot = Snapshot::of_machine(&machine, now);
+        let mut snapshot = Snapshot::of_machine(&machine, now);
+        if let Some(name) = &hostname {
+            snapshot.machine.host = Some(name.clone());
+            snapshot.machine.unavailable.remove("host");
+        }
         count_failures(&mut ooms, &mut counted, &snapshot);
         let published = Published::new(snapshot, ooms.clone(), sampled_at);
         publish.send_replace(Some(Arc::new(published)));
