@@ -11,6 +11,7 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
+use crate::clock::tick_times;
 use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
 use crate::screen::{Command, Msg, State};
@@ -70,9 +71,11 @@ where
     let mut samples_open = true;
     loop {
         if dirty {
-            terminal
-                .draw(|frame| view::render(frame, state))
-                .map_err(|e| TerminalError(e.to_string()))?;
+            tick_times::time("screen.draw", || {
+                terminal
+                    .draw(|frame| tick_times::time("screen.render", || view::render(frame, state)))
+            })
+            .map_err(|e| TerminalError(e.to_string()))?;
             dirty = false;
             if let Some(opened) = &options.opened {
                 let now = (!state.overview()).then_some(state.screen.host);
@@ -91,7 +94,7 @@ where
                 {
                     return Ok(Exit::StartFailed(reason.clone()));
                 }
-                if state.update(msg) == Some(Command::Quit) {
+                if tick_times::time("screen.update", || state.update(msg)) == Some(Command::Quit) {
                     return Ok(Exit::Quit);
                 }
                 dirty = true;

@@ -174,7 +174,9 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config) -> Reply {
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let text = metrics::encode(published, age, config.select);
+    let text = crate::clock::tick_times::time("serve.metrics", || {
+        metrics::encode(published, age, config.select)
+    });
     if exposition::wants_openmetrics(accept) {
         reply(StatusCode::OK, exposition::OPENMETRICS, text)
     } else {

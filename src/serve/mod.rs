@@ -20,6 +20,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::cli::ServeArgs;
+use crate::clock::tick_times;
 use crate::model::{Config, Event, Machine};
 use crate::pipeline::{self, Feed};
 use crate::sampler::Factory;
@@ -63,7 +64,7 @@ impl Published {
     /// The snapshot as `gpumon snapshot` writes it.
     pub fn json(&self) -> Bytes {
         self.json
-            .get_or_init(|| Bytes::from(self.snapshot.to_json()))
+            .get_or_init(|| tick_times::time("serve.json", || Bytes::from(self.snapshot.to_json())))
             .clone()
     }
 
@@ -185,14 +186,15 @@ async fn publish_all(
             Event::Sample(_) => sampled_at = Some(Instant::now()),
             _ => {}
         }
-        pipeline::apply(&mut machine, event);
+        tick_times::time("serve.apply", || pipeline::apply(&mut machine, event));
         // A replay's snapshot is taken at its recorded time, as `gpumon snapshot --replay`.
         let now = if live {
             crate::clock::unix_ms()
         } else {
             machine.last_sample_ms.unwrap_or(machine.now_ms)
         };
-        let mut snapshot = Snapshot::of_machine(&machine, now);
+        let mut snapshot =
+            tick_times::time("serve.snapshot", || Snapshot::of_machine(&machine, now));
         if let Some(name) = &hostname {
             snapshot.machine.host = Some(name.clone());
             snapshot.machine.unavailable.remove("host");

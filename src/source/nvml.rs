@@ -15,6 +15,8 @@ use self::convert::{
     Identity, NO_GPU, cuda_version, field, lost_gpu, memory_reading, memory_v1, memory_v2,
     merge_processes, process_list, reason, startup_message,
 };
+use crate::clock::tick_times::time;
+
 use super::{GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, SourceError};
 
 /// The variable that names another libnvidia-ml to load.
@@ -81,7 +83,7 @@ impl GpuReader for NvmlReader {
     }
 
     fn read(&mut self) -> Result<GpuReadout, SourceError> {
-        let count = self.device_count()?;
+        let count = time("nvml.device_count", || self.device_count())?;
         if self.known.len() < count as usize {
             self.known.resize(count as usize, None);
             self.util_seen.resize(count as usize, None);
@@ -114,7 +116,7 @@ fn read_gpu(
     stride_bug: bool,
     out: &mut GpuReadout,
 ) {
-    let dev = match nvml.device_by_index(index) {
+    let dev = match time("nvml.device_by_index", || nvml.device_by_index(index)) {
         Ok(dev) => dev,
         Err(e) => return out.gpus.push(lost_gpu(index, known.as_ref(), reason(&e))),
     };
@@ -125,7 +127,7 @@ fn read_gpu(
             Err(e) => return out.gpus.push(lost_gpu(index, None, reason(&e))),
         },
     };
-    let memory = match dev.memory_info() {
+    let memory = match time("nvml.memory_info", || dev.memory_info()) {
         Ok(m) => Ok(memory_v2(&m)),
         Err(NvmlError::FailedToLoadSymbol(_)) => memory_info_v1(&dev),
         Err(e) => Err(e),
@@ -134,23 +136,29 @@ fn read_gpu(
         Ok(m) => m,
         Err(why) => return out.gpus.push(lost_gpu(index, Some(id), why)),
     };
-    let compute = process_list(
-        stride_bug,
-        || dev.running_compute_processes_count(),
-        || dev.running_compute_processes(),
-        || dev.running_compute_processes_v2(),
-    );
-    let graphics = process_list(
-        stride_bug,
-        || dev.running_graphics_processes_count(),
-        || dev.running_graphics_processes(),
-        || dev.running_graphics_processes_v2(),
-    );
+    let compute = time("nvml.compute_processes", || {
+        process_list(
+            stride_bug,
+            || dev.running_compute_processes_count(),
+            || dev.running_compute_processes(),
+            || dev.running_compute_processes_v2(),
+        )
+    });
+    let graphics = time("nvml.graphics_processes", || {
+        process_list(
+            stride_bug,
+            || dev.running_graphics_processes_count(),
+            || dev.running_graphics_processes(),
+            || dev.running_graphics_processes_v2(),
+        )
+    });
     let total = memory.value().map(|m| m.total);
     let first = out.processes.len();
     merge_processes(&id.uuid, total, &compute, &graphics, &mut out.processes);
     *util_seen = utilization::apply(
-        dev.process_utilization_stats(*util_seen),
+        time("nvml.process_utilization", || {
+            dev.process_utilization_stats(*util_seen)
+        }),
         &mut out.processes[first..],
         *util_seen,
     );
@@ -161,10 +169,14 @@ fn read_gpu(
         pci_bus_id: id.pci_bus_id.clone(),
         status: GpuStatus::Ok,
         memory,
-        utilization: field(dev.utilization_rates().map(|u| u.gpu)),
-        temperature_c: field(dev.temperature(TemperatureSensor::Gpu)),
-        power_mw: field(dev.power_usage()),
-        mig: mig::read(&dev),
+        utilization: field(time("nvml.utilization_rates", || {
+            dev.utilization_rates().map(|u| u.gpu)
+        })),
+        temperature_c: field(time("nvml.temperature", || {
+            dev.temperature(TemperatureSensor::Gpu)
+        })),
+        power_mw: field(time("nvml.power_usage", || dev.power_usage())),
+        mig: time("nvml.mig", || mig::read(&dev)),
     });
 }
 

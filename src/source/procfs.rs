@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use super::{
     Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
 };
+use crate::clock::tick_times::time;
 use crate::sample::Placement;
 
 mod parse;
@@ -88,12 +89,15 @@ fn lifetime(
     start_time: Option<u64>,
     names: &mut HashMap<u32, String>,
 ) -> Lifetime {
-    let user = match read(pid, "status").as_deref().and_then(parse::real_uid) {
+    let user = match time("proc.status", || read(pid, "status"))
+        .as_deref()
+        .and_then(parse::real_uid)
+    {
         Some(uid) => Reading::Value(user_name(names, uid)),
         None => Reading::na("owner not readable"),
     };
     // The command line, arguments joined by spaces; the process name when it has none.
-    let command = read(pid, "cmdline")
+    let command = time("proc.cmdline", || read(pid, "cmdline"))
         .as_deref()
         .and_then(parse::command)
         .or_else(|| parse::stat_comm(stat))
@@ -102,9 +106,12 @@ fn lifetime(
         start_time,
         user,
         command: Reading::Value(command),
-        framework: framework::read(pid),
-        settings: environ::read(pid),
-        container: container::read(std::path::Path::new("/proc"), pid).map(Placement::from),
+        framework: time("proc.maps (framework)", || framework::read(pid)),
+        settings: time("proc.environ", || environ::read(pid)),
+        container: time("proc.cgroup (container)", || {
+            container::read(std::path::Path::new("/proc"), pid)
+        })
+        .map(Placement::from),
     }
 }
 
@@ -129,7 +136,10 @@ impl HostReader for ProcReader {
                 continue;
             }
             // Either file missing: the process has exited.
-            let (Some(stat), Some(statm)) = (read(pid, "stat"), read(pid, "statm")) else {
+            let (Some(stat), Some(statm)) = (
+                time("proc.stat", || read(pid, "stat")),
+                time("proc.statm", || read(pid, "statm")),
+            ) else {
                 continue;
             };
             let start_time = start_time_of(&stat);
