@@ -17,6 +17,10 @@ use crate::model::{Event as HostEvent, SourceState};
 use crate::screen::{Command, Msg, State};
 use crate::view;
 
+/// Reports of remote hosts that arrive within this of each other are drawn in one frame (a
+/// fleet of 100 hosts would otherwise redraw 50 times a second at a 2 s interval).
+const FLEET_FRAME: Duration = Duration::from_millis(250);
+
 /// How the screen ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exit {
@@ -68,6 +72,8 @@ where
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     tokio::pin!(shutdown);
     let mut dirty = true;
+    // A remote host's report is drawn with the others that arrive within `FLEET_FRAME`.
+    let mut frame_due: Option<tokio::time::Instant> = None;
     let mut samples_open = true;
     loop {
         if dirty {
@@ -77,6 +83,7 @@ where
             })
             .map_err(|e| TerminalError(e.to_string()))?;
             dirty = false;
+            frame_due = None;
             if let Some(opened) = &options.opened {
                 let now = (!state.overview()).then_some(state.screen.host);
                 opened.send_if_modified(|was| std::mem::replace(was, now) != now);
@@ -94,11 +101,18 @@ where
                 {
                     return Ok(Exit::StartFailed(reason.clone()));
                 }
+                let remote = matches!(msg, Msg::Remote(..));
                 if tick_times::time("screen.update", || state.update(msg)) == Some(Command::Quit) {
                     return Ok(Exit::Quit);
                 }
-                dirty = true;
+                if remote {
+                    frame_due.get_or_insert_with(|| tokio::time::Instant::now() + FLEET_FRAME);
+                } else {
+                    dirty = true;
+                }
             }
+            () = tokio::time::sleep_until(frame_due.unwrap_or_else(tokio::time::Instant::now)),
+                if frame_due.is_some() => dirty = true,
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) => {
                     let action = if state.asking() {

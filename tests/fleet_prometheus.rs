@@ -2,7 +2,7 @@
 //! of dcgm-exporter's, grouped into hosts; and answers that are errors or garbage.
 
 use gpumon::model::Level;
-use gpumon::remote::prometheus::{QUERY, parse};
+use gpumon::remote::prometheus::{QUERY, parse, processes_query};
 use gpumon::sample::Reading;
 
 const MIB: u64 = 1 << 20;
@@ -86,12 +86,20 @@ fn errors_and_garbage_are_one_line_each() {
 fn the_query_asks_for_both_families() {
     for name in [
         "gpumon_gpu_memory_",
-        "gpumon_process_",
         "DCGM_FI_DEV_FB_",
-        "gpumon_alerts_active",
+        "gpumon_alerts_active > 0",
     ] {
         assert!(QUERY.contains(name), "{name}");
     }
+    // Processes only for the host that is open, by its selector.
+    assert!(!QUERY.contains("gpumon_process_"));
+    let hosts = parse(&fixture("gpumon")).unwrap();
+    let selector = &hosts["gpu-07"].selector;
+    assert_eq!(selector, r#"Hostname="gpu-07""#);
+    assert_eq!(
+        processes_query(selector),
+        r#"{__name__=~"gpumon_process_(device|virtual|resident)_memory_bytes",Hostname="gpu-07"}"#
+    );
 }
 
 /// A series of `name` for GPU 0 of the host `Hostname`, scraped from `instance` (the GPU's
@@ -148,13 +156,23 @@ fn hosts_with_one_hostname_stay_apart_by_instance() {
         "10.0.0.3:9400",
         512,
     ));
+    // `gpumon_alerts_active > 0` comes back without its name.
+    all.push(
+        series("x", "n3", "10.0.0.3:9477", 1)
+            .replace(r#""__name__":"x","#, r#""kind":"fragmentation-risk","#),
+    );
     let hosts = parse(&answer(&all)).unwrap();
     let names: Vec<&str> = hosts.keys().map(String::as_str).collect();
     assert_eq!(names, ["n3", "vm (10.0.0.1:9477)", "vm (10.0.0.2:9477)"]);
+    assert_eq!(
+        hosts["vm (10.0.0.2:9477)"].selector,
+        r#"Hostname="vm",instance="10.0.0.2:9477""#
+    );
     let used = |h: &str| hosts[h].sample.gpus[0].memory.value().unwrap().used;
     assert_eq!(used("vm (10.0.0.1:9477)"), 1 << 30);
     assert_eq!(used("vm (10.0.0.2:9477)"), 2 << 30);
     // One node's two exporters stay one host, with gpumon's figures for its GPU.
     assert_eq!(used("n3"), 3 << 30);
     assert_eq!(hosts["n3"].sample.gpus.len(), 1);
+    assert_eq!(hosts["n3"].alerts[0].class, "fragmentation-risk");
 }

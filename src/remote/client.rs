@@ -50,6 +50,9 @@ impl Client {
             .timeout_recv_body(Some(read))
             .timeout_global(Some(read * 2))
             .max_response_header_size(64 << 10)
+            // A connection kept per host, however many hosts: a new one costs a resolver thread.
+            .max_idle_connections(4096)
+            .max_idle_connections_per_host(1)
             .user_agent(concat!("gpumon/", env!("CARGO_PKG_VERSION")))
             .build();
         Client {

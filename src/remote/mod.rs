@@ -43,20 +43,32 @@ pub fn poll(client: &Client, url: &str, config: &Config, full: bool, now_ms: u64
 }
 
 impl Schedule {
-    /// Queries Prometheus every interval and sends its hosts as the machines from `n` on.
+    /// Queries Prometheus every interval and sends its hosts as the machines from `n` on; the
+    /// host the screen has open gets a second query for its processes.
     pub fn spawn_prometheus(&self, n: usize, url: String) {
         let client = self.client.clone();
         let mut fleet = PrometheusFleet::new(self.config.clone());
         // Machines this source fills (a placeholder before the first answer).
         let mut shown = 1;
-        self.repeat(n, move |_| {
+        self.repeat(n..usize::MAX, move |opened| {
             let now = crate::clock::unix_ms();
-            let answer = client.get(
-                &format!("{url}/api/v1/query"),
-                &[("query", prometheus::QUERY)],
-            );
-            let report =
-                answer.and_then(|bytes| prometheus::parse(&bytes).map_err(FetchError::BadAnswer));
+            let api = format!("{url}/api/v1/query");
+            let open = opened.and_then(|k| fleet.selector(k.checked_sub(n)?));
+            let report = client
+                .get(&api, &[("query", prometheus::QUERY)])
+                .and_then(|all| {
+                    let processes = match open {
+                        Some(selector) => {
+                            let query = prometheus::processes_query(&selector);
+                            Some(client.get(&api, &[("query", &query)])?)
+                        }
+                        None => None,
+                    };
+                    let answers: Vec<&[u8]> = std::iter::once(all.as_slice())
+                        .chain(processes.as_deref())
+                        .collect();
+                    prometheus::parse_all(&answers).map_err(FetchError::BadAnswer)
+                });
             match report {
                 Ok(hosts) if !hosts.is_empty() => {
                     let machines = fleet.update(hosts);
@@ -84,6 +96,8 @@ fn failed(hosts: std::ops::Range<usize>, at_ms: u64, reason: &str) -> Vec<(usize
 struct PrometheusFleet {
     config: Config,
     machines: BTreeMap<String, Machine>,
+    /// Each host's label matchers, for the query of its processes.
+    selectors: BTreeMap<String, String>,
 }
 
 impl PrometheusFleet {
@@ -91,7 +105,14 @@ impl PrometheusFleet {
         PrometheusFleet {
             config,
             machines: BTreeMap::new(),
+            selectors: BTreeMap::new(),
         }
+    }
+
+    /// The selector of the `i`th host sent (they are sent in name order).
+    fn selector(&self, i: usize) -> Option<String> {
+        let name = self.machines.keys().nth(i)?;
+        self.selectors.get(name).cloned()
     }
 
     /// Takes one answer in; a host missing from it is shown as failing.
@@ -109,6 +130,7 @@ impl PrometheusFleet {
             }
         }
         for (name, reading) in hosts {
+            self.selectors.insert(name.clone(), reading.selector);
             let machine = self.machines.entry(name.clone()).or_insert_with(|| {
                 let mut m = Machine::new(self.config.clone());
                 m.update(&Event::Started(MachineInfo {

@@ -4,6 +4,7 @@
 //! A host the screen opens is polled at once and asked for its whole history; the others get
 //! the compact snapshot (`/snapshot?history=0`).
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -51,7 +52,8 @@ impl Schedule {
     /// Polls `url` as machine `n` until the receiver is gone (a task on the current runtime).
     pub fn spawn_host(&self, n: usize, url: String) {
         let (client, config) = (self.client.clone(), self.config.clone());
-        self.repeat(n, move |full| {
+        self.repeat(n..n + 1, move |opened| {
+            let full = opened == Some(n);
             vec![(
                 n,
                 poll(&client, &url, &config, full, crate::clock::unix_ms()),
@@ -60,13 +62,13 @@ impl Schedule {
     }
 
     /// Runs `tick` now and after each wait, on the blocking pool while holding a permit, and
-    /// sends its reports, until the receiver is gone. `tick` is told whether the screen has host
-    /// `n` open. Waits grow while the reports are failures; a wait ends early when the screen
-    /// opens host `n`.
+    /// sends its reports, until the receiver is gone. `tick` is told which host the screen has
+    /// open. Waits grow while the reports are failures; a wait ends early when the screen opens
+    /// one of the hosts `mine`.
     pub(super) fn repeat(
         &self,
-        n: usize,
-        tick: impl FnMut(bool) -> Vec<(usize, Remote)> + Send + 'static,
+        mine: Range<usize>,
+        tick: impl FnMut(Option<usize>) -> Vec<(usize, Remote)> + Send + 'static,
     ) {
         let Schedule {
             interval,
@@ -80,14 +82,14 @@ impl Schedule {
         tokio::spawn(async move {
             let mut failures = 0u32;
             loop {
-                let full = *opened.borrow_and_update() == Some(n);
+                let open = *opened.borrow_and_update();
                 let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
                     return;
                 };
                 let tick = Arc::clone(&tick);
                 let exchange = tokio::task::spawn_blocking(move || {
                     let mut tick = tick.lock().unwrap_or_else(PoisonError::into_inner);
-                    (*tick)(full)
+                    (*tick)(open)
                 });
                 let Ok(reports) = exchange.await else {
                     return;
@@ -107,21 +109,21 @@ impl Schedule {
                 } else {
                     backoff(interval, failures)
                 };
-                wait_or_opened(wait, &mut opened, n).await;
+                wait_or_opened(wait, &mut opened, &mine).await;
             }
         });
     }
 }
 
-/// Sleeps `wait`, or less if host `n` is opened meanwhile.
-async fn wait_or_opened(wait: Duration, opened: &mut Opened, n: usize) {
+/// Sleeps `wait`, or less if one of the hosts `mine` is opened meanwhile.
+async fn wait_or_opened(wait: Duration, opened: &mut Opened, mine: &Range<usize>) {
     let sleep = tokio::time::sleep(wait);
     tokio::pin!(sleep);
     loop {
         tokio::select! {
             () = &mut sleep => return,
             changed = opened.changed() => match changed {
-                Ok(()) if *opened.borrow_and_update() == Some(n) => return,
+                Ok(()) if opened.borrow_and_update().is_some_and(|n| mine.contains(&n)) => return,
                 Ok(()) => {}
                 // The screen is gone (or never told): the interval alone paces the polls.
                 Err(_) => return sleep.await,

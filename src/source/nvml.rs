@@ -15,6 +15,8 @@ use self::convert::{
     Identity, NO_GPU, cuda_version, field, lost_gpu, memory_reading, memory_v1, memory_v2,
     merge_processes, process_list, reason, startup_message,
 };
+use self::utilization::Slow;
+use super::period::{self, Period};
 use crate::clock::tick_times::time;
 
 use super::{GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, SourceError};
@@ -31,9 +33,11 @@ pub struct NvmlReader {
     stride_bug: bool,
     /// Processes seen last tick, to size this tick's list in one allocation.
     last_processes: usize,
-    /// The newest process utilisation sample's timestamp of each GPU (by index): the next read
-    /// asks only for samples after it.
-    util_seen: Vec<Option<u64>>,
+    /// Each GPU's (by index) per-process utilisation, read at its own slower rate.
+    util: Vec<utilization::Slow>,
+    /// Each GPU's MIG instances were last looked for when; a GPU with MIG off is asked again
+    /// once per `period::MIG_MODE`, one with MIG on every tick.
+    mig: Vec<(Period, bool)>,
 }
 
 impl NvmlReader {
@@ -53,7 +57,8 @@ impl NvmlReader {
                 nvml,
                 known: vec![None; n as usize],
                 last_processes: 0,
-                util_seen: vec![None; n as usize],
+                util: Vec::new(),
+                mig: Vec::new(),
             }),
         }
     }
@@ -84,35 +89,44 @@ impl GpuReader for NvmlReader {
 
     fn read(&mut self) -> Result<GpuReadout, SourceError> {
         let count = time("nvml.device_count", || self.device_count())?;
-        if self.known.len() < count as usize {
-            self.known.resize(count as usize, None);
-            self.util_seen.resize(count as usize, None);
+        let n = count as usize;
+        if self.known.len() < n {
+            self.known.resize(n, None);
         }
+        self.util
+            .resize_with(n.max(self.util.len()), || Slow::new(period::PROCESS_UTIL));
+        self.mig.resize_with(n.max(self.mig.len()), || {
+            (Period::new(period::MIG_MODE), false)
+        });
+        let now_ms = crate::clock::unix_ms();
         let mut out = GpuReadout {
             gpus: Vec::with_capacity(count as usize),
             processes: Vec::with_capacity(self.last_processes),
         };
-        let gpus = self.known.iter_mut().zip(self.util_seen.iter_mut());
-        for (index, (known, util_seen)) in (0..count).zip(gpus) {
-            read_gpu(
-                &self.nvml,
-                index,
-                (known, util_seen),
-                self.stride_bug,
-                &mut out,
-            );
+        let gpus = self.known.iter_mut().zip(&mut self.util).zip(&mut self.mig);
+        for (index, ((known, util), mig)) in (0..count).zip(gpus) {
+            let slow = SlowParts { util, mig, now_ms };
+            read_gpu(&self.nvml, index, known, slow, self.stride_bug, &mut out);
         }
         self.last_processes = out.processes.len();
         Ok(out)
     }
 }
 
+/// What of one GPU is read at its own slower rate, and the time of this tick.
+struct SlowParts<'a> {
+    util: &'a mut Slow,
+    mig: &'a mut (Period, bool),
+    now_ms: u64,
+}
+
 /// Appends GPU `index` and its processes to `out`; a failing GPU is appended as `Lost`. `known`
-/// is what it answered before, and the timestamp of its newest process utilisation sample.
+/// is what it answered before.
 fn read_gpu(
     nvml: &Nvml,
     index: u32,
-    (known, util_seen): (&mut Option<Identity>, &mut Option<u64>),
+    known: &mut Option<Identity>,
+    slow: SlowParts<'_>,
     stride_bug: bool,
     out: &mut GpuReadout,
 ) {
@@ -155,13 +169,20 @@ fn read_gpu(
     let total = memory.value().map(|m| m.total);
     let first = out.processes.len();
     merge_processes(&id.uuid, total, &compute, &graphics, &mut out.processes);
-    *util_seen = utilization::apply(
-        time("nvml.process_utilization", || {
-            dev.process_utilization_stats(*util_seen)
-        }),
-        &mut out.processes[first..],
-        *util_seen,
-    );
+    slow.util
+        .fill(slow.now_ms, &mut out.processes[first..], |seen| {
+            time("nvml.process_utilization", || {
+                dev.process_utilization_stats(seen)
+            })
+        });
+    let (mig_period, mig_on) = slow.mig;
+    let mig = if *mig_on || mig_period.due(slow.now_ms) {
+        let instances = time("nvml.mig", || mig::read(&dev));
+        *mig_on = !instances.is_empty();
+        instances
+    } else {
+        Vec::new()
+    };
     out.gpus.push(GpuSample {
         uuid: id.uuid.clone(),
         index,
@@ -176,7 +197,7 @@ fn read_gpu(
             dev.temperature(TemperatureSensor::Gpu)
         })),
         power_mw: field(time("nvml.power_usage", || dev.power_usage())),
-        mig: time("nvml.mig", || mig::read(&dev)),
+        mig,
     });
 }
 

@@ -1,14 +1,17 @@
 //! The host side of the live source: what /proc says about the PIDs NVML lists.
 //!
 //! Only the PIDs asked about are read (never a walk of /proc, never their tasks). Memory and the
-//! start time come from /proc/PID/statm and /proc/PID/stat every tick. Facts that do not change
-//! during a process's life (user, command, framework, settings, container) are read once per
-//! process, identified by (pid, start time). The parsing is in `parse`.
+//! start time come from /proc/PID/statm and /proc/PID/stat every tick. Facts that rarely change
+//! during a process's life (user, command, framework, settings, container) are read when a
+//! process (pid, start time) is first seen and again every `period::LIFETIME`. The parsing is in
+//! `parse`.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
+use std::time::Duration;
 
+use super::period::{self, Period};
 use super::{
     Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
 };
@@ -17,9 +20,10 @@ use crate::sample::Placement;
 
 mod parse;
 
-/// What is read once per process lifetime.
+/// What is read when a process is first seen, and again once per `refresh`.
 struct Lifetime {
     start_time: Option<u64>,
+    period: Period,
     user: Reading<String>,
     command: Reading<String>,
     framework: Reading<Framework>,
@@ -30,17 +34,27 @@ struct Lifetime {
 /// Reads /proc for the PIDs it is given.
 pub struct ProcReader {
     lifetimes: HashMap<u32, Lifetime>,
+    /// User names by uid, forgotten every `refresh` (an edited /etc/passwd shows then).
     user_names: HashMap<u32, String>,
+    names_period: Period,
+    refresh: Duration,
 }
 
 impl ProcReader {
     /// Fails only where processes cannot be read at all (no /proc).
     pub fn new() -> Result<Self, SourceError> {
+        ProcReader::with_refresh(period::LIFETIME)
+    }
+
+    /// Re-reads what rarely changes every `refresh` (tests shorten it).
+    pub fn with_refresh(refresh: Duration) -> Result<Self, SourceError> {
         std::fs::read("/proc/self/stat")
             .map_err(|e| SourceError::Unavailable(format!("cannot read processes: {e}")))?;
         Ok(ProcReader {
             lifetimes: HashMap::new(),
             user_names: HashMap::new(),
+            names_period: Period::new(refresh),
+            refresh,
         })
     }
 }
@@ -88,6 +102,7 @@ fn lifetime(
     stat: &[u8],
     start_time: Option<u64>,
     names: &mut HashMap<u32, String>,
+    period: Period,
 ) -> Lifetime {
     let user = match time("proc.status", || read(pid, "status"))
         .as_deref()
@@ -104,6 +119,7 @@ fn lifetime(
         .unwrap_or_default();
     Lifetime {
         start_time,
+        period,
         user,
         command: Reading::Value(command),
         framework: time("proc.maps (framework)", || framework::read(pid)),
@@ -126,10 +142,21 @@ impl HostReader for ProcReader {
 
     fn lookup(&mut self, pids: &[u32]) -> HashMap<u32, HostProcess> {
         let page = rustix::param::page_size() as u64;
+        let now_ms = crate::clock::unix_ms();
         let ProcReader {
             lifetimes,
             user_names,
+            names_period,
+            refresh,
         } = self;
+        if names_period.due(now_ms) {
+            user_names.clear();
+        }
+        let fresh = || {
+            let mut p = Period::new(*refresh);
+            p.due(now_ms);
+            p
+        };
         let mut found = HashMap::with_capacity(pids.len());
         for &pid in pids {
             if found.contains_key(&pid) {
@@ -145,12 +172,13 @@ impl HostReader for ProcReader {
             let start_time = start_time_of(&stat);
             let life = match lifetimes.entry(pid) {
                 Entry::Occupied(mut e) => {
-                    if e.get().start_time != start_time {
-                        e.insert(lifetime(pid, &stat, start_time, user_names));
+                    let life = e.get_mut();
+                    if life.start_time != start_time || life.period.due(now_ms) {
+                        e.insert(lifetime(pid, &stat, start_time, user_names, fresh()));
                     }
                     e.into_mut()
                 }
-                Entry::Vacant(e) => e.insert(lifetime(pid, &stat, start_time, user_names)),
+                Entry::Vacant(e) => e.insert(lifetime(pid, &stat, start_time, user_names, fresh())),
             };
             let pages = parse::statm_pages(&statm);
             let bytes = |n: Option<u64>| match n {

@@ -130,3 +130,46 @@ fn a_process_without_arguments_is_named_by_its_comm() {
         Reading::Value(comm.trim_end().to_string())
     );
 }
+
+/// The command of `pid` as the reader gives it.
+fn command(reader: &mut ProcReader, pid: u32) -> String {
+    reader.lookup(&[pid])[&pid].command.value().unwrap().clone()
+}
+
+#[test]
+fn a_changed_command_line_shows_within_the_refresh_period() {
+    // The same process (pid and start time) changes its command line when it execs.
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "sleep 0.3; exec sleep 30"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    const SH: &str = "sh -c sleep 0.3; exec sleep 30";
+    // A reader whose first look saw the shell (the child may not have exec'd sh yet).
+    let first = |refresh: Duration| {
+        for _ in 0..100 {
+            let mut reader = ProcReader::with_refresh(refresh).unwrap();
+            if command(&mut reader, pid) == SH {
+                return reader;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("the shell never showed");
+    };
+    let mut cached = first(Duration::from_secs(3600));
+    let mut refreshed = first(Duration::from_millis(200));
+    // After the exec (bounded wait): the short period picks it up, the long one still holds
+    // the first reading.
+    let mut now = String::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        now = command(&mut refreshed, pid);
+        if now == "sleep 30" {
+            break;
+        }
+    }
+    assert_eq!(now, "sleep 30");
+    assert_eq!(command(&mut cached, pid), SH);
+    let _ = child.kill();
+    let _ = child.wait();
+}
