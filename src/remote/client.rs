@@ -50,14 +50,21 @@ impl Client {
             .timeout_recv_body(Some(read))
             .timeout_global(Some(read * 2))
             .max_response_header_size(64 << 10)
-            // A connection kept per host, however many hosts: a new one costs a resolver thread.
-            .max_idle_connections(4096)
-            .max_idle_connections_per_host(1)
             .user_agent(concat!("gpumon/", env!("CARGO_PKG_VERSION")))
             .build();
         Client {
             agent: config.into(),
             token,
+        }
+    }
+
+    /// The same client with a connection pool of its own, for one host: each host keeps its
+    /// connection between polls however many hosts there are (a shared pool keeps only a few,
+    /// and is searched through on every request).
+    pub fn own_pool(&self) -> Client {
+        Client {
+            agent: ureq::Agent::new_with_config(self.agent.config().clone()),
+            token: self.token.clone(),
         }
     }
 

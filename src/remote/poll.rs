@@ -51,7 +51,7 @@ impl Schedule {
 
     /// Polls `url` as machine `n` until the receiver is gone (a task on the current runtime).
     pub fn spawn_host(&self, n: usize, url: String) {
-        let (client, config) = (self.client.clone(), self.config.clone());
+        let (client, config) = (self.client.own_pool(), self.config.clone());
         self.repeat(n..n + 1, move |opened| {
             let full = opened == Some(n);
             vec![(
