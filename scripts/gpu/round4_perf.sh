@@ -5,11 +5,11 @@
 # in both orders; (3) `gpumon serve` against nvitop-exporter, each scraped every second, both
 # orders. Expects, carried: target/release/gpumon, optionally more builds as target/gpumon-*
 # (compared too), and target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl} (nvitop, nvitop-exporter,
-# prometheus-client). Usage: bash scripts/gpu/round4_perf.sh OUT   (SECONDS_EACH=25 by default)
+# prometheus-client). Usage: bash scripts/gpu/round4_perf.sh OUT   (SECONDS_EACH=20 by default)
 set -u
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
 o=$1; mkdir -p "$o"; o=$(cd "$o" && pwd); here=$PWD/scripts/gpu; bin=$PWD/target/release/gpumon
-each=${SECONDS_EACH:-25}
+each=${SECONDS_EACH:-20}
 mkdir -p /tmp/nvtop && dpkg -x target/gpu-assets/deb/nvtop_*.deb /tmp/nvtop; nvtop=/tmp/nvtop/usr/bin/nvtop
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site target/gpu-assets/whl/*.whl
 { nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader

@@ -50,6 +50,9 @@ impl Client {
             .timeout_recv_body(Some(read))
             .timeout_global(Some(read * 2))
             .max_response_header_size(64 << 10)
+            // A pool per host (`own_pool`): buffers sized for a head and a request, not 128 KiB each.
+            .input_buffer_size(64 << 10)
+            .output_buffer_size(16 << 10)
             .user_agent(concat!("gpumon/", env!("CARGO_PKG_VERSION")))
             .build();
         Client {
