@@ -38,6 +38,12 @@ impl Period {
         }
         due
     }
+
+    /// Whether it would be due at `now_ms`, without starting it again.
+    pub fn is_due(&self, now_ms: u64) -> bool {
+        self.last_ms
+            .is_none_or(|last| now_ms < last || now_ms - last >= self.every_ms)
+    }
 }
 
 #[cfg(test)]
@@ -49,6 +55,7 @@ mod tests {
         let mut p = Period::new(Duration::from_secs(5));
         assert!(p.due(1_000));
         assert!(!p.due(1_001) && !p.due(5_999));
+        assert!(p.is_due(6_000) && !p.is_due(5_999));
         assert!(p.due(6_000));
         assert!(!p.due(10_999));
         // The clock went back: read again rather than trust an old value.

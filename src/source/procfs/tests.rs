@@ -173,3 +173,47 @@ fn a_changed_command_line_shows_within_the_refresh_period() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// The first two fields of /proc/PID/statm in bytes (total program size, resident set): the
+/// hand-written parser sysinfo replaced, kept here as the reference.
+fn statm_bytes(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let mut pages = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let page = rustix::param::page_size() as u64;
+    Some((pages.next()?? * page, pages.next()?? * page))
+}
+
+#[test]
+fn sysinfo_reads_this_machines_processes_as_proc_does_to_the_byte() {
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut reader = ProcReader::new().unwrap();
+    let (mut same, mut compared) = (0, 0);
+    for &pid in &pids {
+        // A process whose memory did not move between two reads of statm around the lookup.
+        let before = statm_bytes(pid);
+        let found = reader.lookup(&[pid]);
+        let after = statm_bytes(pid);
+        let Some(host) = found.get(&pid) else {
+            continue;
+        };
+        // The start time: the same number `start_time` (kill's re-check) and the probe compute.
+        if let Some(again) = start_time(pid) {
+            assert_eq!(host.start_time.get(), Some(again), "start time of {pid}");
+        }
+        let (Some(b), Some(a)) = (before, after) else {
+            continue;
+        };
+        if a != b {
+            continue;
+        }
+        compared += 1;
+        let got = (host.vms.get().unwrap(), host.rss.get().unwrap());
+        assert_eq!(got, b, "VMS and RSS of {pid}");
+        same += 1;
+    }
+    assert!(compared >= 3, "compared {compared} processes");
+    assert_eq!(same, compared);
+}
