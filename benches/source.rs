@@ -1,5 +1,6 @@
 //! Source-side conversions: joining the driver's process list with /proc's facts (the live
-//! source without its readers), and a sample's JSON encode/decode (recordings, replay, demo).
+//! source without its readers), a sample's JSON encode/decode (recordings, replay, demo), and
+//! the /proc reader on real processes with and without its cache of what rarely changes.
 //!
 //! `cargo bench --bench source -- --warm-up-time 1 --measurement-time 3`
 
@@ -11,6 +12,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gpumon::logs::LogWatch;
 use gpumon::source::live::LiveSource;
+use gpumon::source::procfs::ProcReader;
 use gpumon::source::{
     GpuProcess, GpuReader, GpuReadout, HostProcess, HostReader, MachineInfo, Sample, Source,
     SourceError,
@@ -122,5 +124,36 @@ fn json(c: &mut Criterion) {
     dec.finish();
 }
 
-criterion_group!(benches, live, json);
+/// `ProcReader::lookup` of ten real processes (this one and nine children) as a tick does it:
+/// with the facts that rarely change cached for `period::LIFETIME`, and read afresh every tick.
+fn proc_lookup(c: &mut Criterion) {
+    let mut children: Vec<std::process::Child> = (0..9)
+        .map(|_| {
+            std::process::Command::new("sleep")
+                .arg("60")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let pids: Vec<u32> = std::iter::once(std::process::id())
+        .chain(children.iter().map(std::process::Child::id))
+        .collect();
+    let mut group = c.benchmark_group("proc_lookup");
+    for (name, refresh) in [
+        ("cached", gpumon::source::period::LIFETIME),
+        ("every_tick", std::time::Duration::ZERO),
+    ] {
+        let mut reader = ProcReader::with_refresh(refresh).unwrap();
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter(|| black_box(reader.lookup(&pids)));
+        });
+    }
+    group.finish();
+    for child in &mut children {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+criterion_group!(benches, live, json, proc_lookup);
 criterion_main!(benches);

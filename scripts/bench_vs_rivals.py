@@ -5,10 +5,19 @@ Each tool runs alone, one after another, in a pseudo-terminal of a fixed size fo
 same background load runs. CPU time comes from /proc/PID/stat (utime+stime, children included), peak RSS
 from VmHWM in /proc/PID/status, bytes from what the pty delivered. Plain Python, no packages.
 
-usage: bench_vs_rivals.py [--seconds 30] [--cols 120] [--rows 40] [--load 2] NAME=CMD ...
+With --serve, each tool is an HTTP exporter instead (NAME=URL=CMD): it runs without a terminal and is
+scraped at URL every --scrape-every seconds; the table gives its CPU%, peak RSS, median and 95th
+percentile scrape time and the bytes of one scrape. --both-orders runs the list, then the list
+reversed, and prints both tables and each tool's mean of the two (so an order effect shows).
+
+usage: bench_vs_rivals.py [--seconds 30] [--cols 120] [--rows 40] [--load 2] [--both-orders] NAME=CMD ...
+       bench_vs_rivals.py --serve [--seconds 30] [--load 0] [--both-orders] NAME=URL=CMD ...
   e.g. gpumon=target/release/gpumon nvtop=nvtop "nvitop=python3 -m nvitop"
+       --serve "gpumon=http://127.0.0.1:9477/metrics=target/release/gpumon serve"
+               "nvitop-exporter=http://127.0.0.1:8000/metrics=python3 -m nvitop_exporter --port 8000"
 """
-import argparse, fcntl, os, pty, select, shlex, signal, struct, subprocess, sys, termios, time
+import argparse, fcntl, os, pty, select, shlex, signal, statistics, struct, subprocess, sys, termios, time
+import urllib.request
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -69,12 +78,87 @@ def run_tool(cmd, seconds, cols, rows):
     return {"cpu_pct": 100 * (cpu1 - cpu0) / wall, "rss_mb": rss / 1024, "bytes_s": steady / wall, "startup_bytes": total - steady}
 
 
+def stop(pid):
+    try:
+        os.kill(pid, signal.SIGTERM)
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def scrape(url):
+    """Seconds one GET of url took and the bytes of its body; None when it failed."""
+    t = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            body = r.read()
+    except OSError:
+        return None
+    return time.monotonic() - t, len(body)
+
+
+def run_server(url, cmd, seconds, every):
+    """Starts the exporter, waits (at most 30 s) until url answers, lets it settle 3 s, then scrapes
+    it every `every` seconds for `seconds`: its CPU% over that span, peak RSS and scrape times."""
+    proc = subprocess.Popen(shlex.split(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while scrape(url) is None:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(f"{cmd}: {url} never answered")
+            time.sleep(0.2)
+        time.sleep(3)
+        cpu0, t0 = proc_cpu_s(proc.pid), time.monotonic()
+        times, sizes = [], []
+        while time.monotonic() - t0 < seconds:
+            r = scrape(url)
+            if r:
+                times.append(r[0])
+                sizes.append(r[1])
+            time.sleep(max(0.0, every - (r[0] if r else 0)))
+        cpu1, t1 = proc_cpu_s(proc.pid), time.monotonic()
+        rss = peak_rss_kb(proc.pid)
+    finally:
+        stop(proc.pid)
+        proc.wait()
+    times.sort()
+    return {"cpu_pct": 100 * (cpu1 - cpu0) / (t1 - t0), "rss_mb": rss / 1024,
+            "scrape_ms": 1000 * statistics.median(times) if times else float("nan"),
+            "p95_ms": 1000 * times[int(0.95 * (len(times) - 1))] if times else float("nan"),
+            "bytes": statistics.median(sizes) if sizes else 0, "scrapes": len(times)}
+
+
+def print_table(title, rows, serve, first):
+    print(f"\n{title}")
+    if serve:
+        print(f"{'tool':<16} {'CPU %':>7} {'peak RSS MB':>12} {'scrape ms':>10} {'p95 ms':>8} {'bytes':>9}")
+        for name, r in rows:
+            print(f"{name:<16} {r['cpu_pct']:>7.2f} {r['rss_mb']:>12.1f} {r['scrape_ms']:>10.2f} "
+                  f"{r['p95_ms']:>8.2f} {r['bytes']:>9.0f}")
+    else:
+        print(f"{'tool':<16} {'CPU %':>7} {'peak RSS MB':>12} {'bytes/s':>9}")
+        for name, r in rows:
+            print(f"{name:<16} {r['cpu_pct']:>7.2f} {r['rss_mb']:>12.1f} {r['bytes_s']:>9.0f}")
+    base = dict(rows)
+    if first in base:
+        g = base[first]
+        for name, r in rows:
+            if name != first:
+                print(f"{first} / {name}: CPU {g['cpu_pct'] / max(r['cpu_pct'], 1e-9):.2f}x, "
+                      f"RSS {g['rss_mb'] / max(r['rss_mb'], 1e-9):.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=30)
     ap.add_argument("--cols", type=int, default=120)
     ap.add_argument("--rows", type=int, default=40)
     ap.add_argument("--load", type=int, default=2, help="PyTorch processes running meanwhile")
+    ap.add_argument("--serve", action="store_true", help="tools are NAME=URL=CMD exporters, scraped")
+    ap.add_argument("--scrape-every", type=float, default=1.0)
+    ap.add_argument("--both-orders", action="store_true", help="run the list, then reversed")
     ap.add_argument("tools", nargs="+")
     a = ap.parse_args()
     load = []
@@ -83,28 +167,36 @@ def main():
         env = dict(os.environ, GROW_GIB=str(1 + i), HOLD_S="100000")
         load.append(subprocess.Popen([sys.executable, f"{here}/gpu/torch_frag.py", "grow"], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    time.sleep(15)
-    rows = []
+    if load:
+        time.sleep(15)
+    specs = [t.split("=", 2 if a.serve else 1) for t in a.tools]
+    orders = [specs, specs[::-1]] if a.both_orders else [specs]
+    runs = []
     try:
-        for spec in a.tools:
-            name, cmd = spec.split("=", 1)
-            res = run_tool(cmd, a.seconds, a.cols, a.rows)
-            rows.append((name, res))
-            print(f"{name}: {res}", flush=True)
+        for order in orders:
+            rows = []
+            for spec in order:
+                if a.serve:
+                    name, url, cmd = spec
+                    res = run_server(url, cmd, a.seconds, a.scrape_every)
+                else:
+                    name, cmd = spec
+                    res = run_tool(cmd, a.seconds, a.cols, a.rows)
+                rows.append((name, res))
+                print(f"{name}: {res}", flush=True)
+            runs.append(rows)
     finally:
         for p in load:
             p.kill()
-    print(f"\n{a.seconds:.0f} s at {a.cols}x{a.rows}, {a.load} PyTorch processes, {time.strftime('%Y-%m-%d')}")
-    print(f"{'tool':<10} {'CPU %':>7} {'peak RSS MB':>12} {'bytes/s':>9}")
-    for name, r in rows:
-        print(f"{name:<10} {r['cpu_pct']:>7.2f} {r['rss_mb']:>12.1f} {r['bytes_s']:>9.0f}")
-    base = dict(rows)
-    if "gpumon" in base:
-        g = base["gpumon"]
-        for name, r in rows:
-            if name != "gpumon":
-                print(f"gpumon / {name}: CPU {g['cpu_pct'] / max(r['cpu_pct'], 1e-9):.2f}x, "
-                      f"RSS {g['rss_mb'] / max(r['rss_mb'], 1e-9):.2f}x, bytes/s {g['bytes_s'] / max(r['bytes_s'], 1e-9):.2f}x")
+    what = "scraped every %.1f s" % a.scrape_every if a.serve else f"at {a.cols}x{a.rows}"
+    head = f"{a.seconds:.0f} s each {what}, {a.load} PyTorch processes started here, {time.strftime('%Y-%m-%d')}"
+    for i, rows in enumerate(runs):
+        print_table(f"{head}; order {i + 1}" if len(runs) > 1 else head, rows, a.serve, specs[0][0])
+    if len(runs) > 1:
+        keys = runs[0][0][1].keys()
+        mean = [(name, {k: statistics.mean(dict(rows)[name][k] for rows in runs) for k in keys})
+                for name, _ in runs[0]]
+        print_table(f"{head}; mean of both orders", mean, a.serve, specs[0][0])
 
 
 if __name__ == "__main__":

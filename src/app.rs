@@ -11,10 +11,15 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
+use crate::clock::tick_times;
 use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
 use crate::screen::{Command, Msg, State};
 use crate::view;
+
+/// Reports of remote hosts that arrive within this of each other are drawn in one frame (a
+/// fleet of 100 hosts would otherwise redraw 50 times a second at a 2 s interval).
+const FLEET_FRAME: Duration = Duration::from_millis(250);
 
 /// How the screen ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +49,9 @@ pub struct Options {
     /// Capture the mouse (clicks select, the wheel scrolls); off keeps the terminal's own
     /// selection for copy and paste.
     pub mouse: bool,
+    /// Told which host the screen has open (`None`: the fleet overview), so its poller asks
+    /// for the whole history.
+    pub opened: Option<tokio::sync::watch::Sender<Option<usize>>>,
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -64,13 +72,22 @@ where
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     tokio::pin!(shutdown);
     let mut dirty = true;
+    // A remote host's report is drawn with the others that arrive within `FLEET_FRAME`.
+    let mut frame_due: Option<tokio::time::Instant> = None;
     let mut samples_open = true;
     loop {
         if dirty {
-            terminal
-                .draw(|frame| view::render(frame, state))
-                .map_err(|e| TerminalError(e.to_string()))?;
+            tick_times::time("screen.draw", || {
+                terminal
+                    .draw(|frame| tick_times::time("screen.render", || view::render(frame, state)))
+            })
+            .map_err(|e| TerminalError(e.to_string()))?;
             dirty = false;
+            frame_due = None;
+            if let Some(opened) = &options.opened {
+                let now = (!state.overview()).then_some(state.screen.host);
+                opened.send_if_modified(|was| std::mem::replace(was, now) != now);
+            }
         }
         tokio::select! {
             msg = samples.recv(), if samples_open => {
@@ -84,11 +101,18 @@ where
                 {
                     return Ok(Exit::StartFailed(reason.clone()));
                 }
-                if state.update(msg) == Some(Command::Quit) {
+                let remote = matches!(msg, Msg::Remote(..));
+                if tick_times::time("screen.update", || state.update(msg)) == Some(Command::Quit) {
                     return Ok(Exit::Quit);
                 }
-                dirty = true;
+                if remote {
+                    frame_due.get_or_insert_with(|| tokio::time::Instant::now() + FLEET_FRAME);
+                } else {
+                    dirty = true;
+                }
             }
+            () = tokio::time::sleep_until(frame_due.unwrap_or_else(tokio::time::Instant::now)),
+                if frame_due.is_some() => dirty = true,
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) => {
                     let action = if state.asking() {

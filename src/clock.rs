@@ -9,3 +9,5 @@ pub fn unix_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
+
+pub mod tick_times;

@@ -2,6 +2,7 @@
 //! an interval (ticks missed while a sample is slow are skipped, not queued), and sends
 //! `Event`s (as whatever message type the receiver takes them in).
 
+use crate::clock::tick_times;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +37,8 @@ pub fn spawn<T: From<Event> + Send + 'static>(
         loop {
             tick.tick().await;
             let (back, result) = match tokio::task::spawn_blocking(move || {
-                let r = source.sample();
+                let r = tick_times::time("source.sample (whole tick)", || source.sample());
+                tick_times::tick_done();
                 (source, r)
             })
             .await

@@ -5,7 +5,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use gpumon::model::{Config, Machine};
@@ -111,6 +110,14 @@ fn prometheus() -> Vec<u8> {
     serde_json::to_vec(&all).unwrap()
 }
 
+/// The one runtime the screen runs its pollers on.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// A loopback port where nothing listens.
 fn refused() -> String {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -185,45 +192,33 @@ fn pollers_report_every_host_and_none_waits_for_another() {
             .map(|i| (format!("h{i}"), Machine::new(config.clone())))
             .collect(),
     );
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(64);
-    for (n, url) in hosts.iter().enumerate() {
-        let client = Client::with_read_timeout(None, READ, &Trust::system());
-        remote::spawn_host(
-            n,
-            url.clone(),
-            client,
-            config.clone(),
-            Duration::from_millis(200),
-            tx.clone(),
-        )
-        .unwrap();
-    }
-    drop(tx);
     // The fast hosts answer again while the slow one is still waiting: count reports per host
     // until every host has reported and the good one three times (at most 30 s, 500 messages).
     let mut seen = vec![0usize; hosts.len()];
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let (done_tx, done_rx) = std_mpsc::channel();
-    std::thread::spawn(move || {
+    runtime().block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(64);
+        let (_opened_tx, opened) = tokio::sync::watch::channel(None);
+        let client = Client::with_read_timeout(None, READ, &Trust::system());
+        let interval = Duration::from_millis(200);
+        let schedule = remote::Schedule::new(client, config.clone(), interval, opened, tx);
+        for (n, url) in hosts.iter().enumerate() {
+            schedule.spawn_host(n, url.clone());
+        }
+        drop(schedule);
+        let deadline = Instant::now() + Duration::from_secs(30);
         for _ in 0..500 {
-            match rx.blocking_recv() {
-                Some(msg) => {
-                    if done_tx.send(msg).is_err() {
-                        return;
-                    }
+            if Instant::now() > deadline || (seen.iter().all(|n| *n > 0) && seen[0] >= 3) {
+                break;
+            }
+            let wait = tokio::time::timeout(Duration::from_millis(500), rx.recv()).await;
+            if let Ok(Some(msg)) = wait {
+                if let Msg::Remote(n, _) = &msg {
+                    seen[*n] += 1;
                 }
-                None => return,
+                state.update(msg);
             }
         }
     });
-    while Instant::now() < deadline && !(seen.iter().all(|n| *n > 0) && seen[0] >= 3) {
-        if let Ok(msg) = done_rx.recv_timeout(Duration::from_millis(500)) {
-            if let Msg::Remote(n, _) = &msg {
-                seen[*n] += 1;
-            }
-            state.update(msg);
-        }
-    }
     assert!(seen.iter().all(|n| *n > 0), "every host reported: {seen:?}");
     assert!(
         seen[0] >= 3 && seen[0] > seen[1],
@@ -268,13 +263,18 @@ fn prometheus_hosts_join_the_screen_after_the_local_one() {
             .map(|n| (n.to_string(), Machine::new(config.clone())))
             .to_vec(),
     );
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(4);
-    let client = Client::with_read_timeout(None, READ, &Trust::system());
-    let url = format!("{base}/prom");
-    remote::spawn_prometheus(1, url, client, config, Duration::from_millis(200), tx).unwrap();
-    for _ in 0..2 {
-        state.update(rx.blocking_recv().unwrap());
-    }
+    runtime().block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(4);
+        let (_opened_tx, opened) = tokio::sync::watch::channel(None);
+        let client = Client::with_read_timeout(None, READ, &Trust::system());
+        let interval = Duration::from_millis(200);
+        let schedule = remote::Schedule::new(client, config, interval, opened, tx);
+        schedule.spawn_prometheus(1, format!("{base}/prom"));
+        for _ in 0..2 {
+            let msg = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await;
+            state.update(msg.unwrap().unwrap());
+        }
+    });
     let fleet = state.screen.fleet.as_ref().unwrap();
     assert_eq!(fleet.names, ["local", "a100-12", "gpu-07"]);
     let row = |name: &str| fleet.rows.iter().find(|r| r.name == name).unwrap();

@@ -2,7 +2,7 @@
 //! of dcgm-exporter's, grouped into hosts; and answers that are errors or garbage.
 
 use gpumon::model::Level;
-use gpumon::remote::prometheus::{QUERY, parse};
+use gpumon::remote::prometheus::{QUERY, parse, processes_query};
 use gpumon::sample::Reading;
 
 const MIB: u64 = 1 << 20;
@@ -86,24 +86,107 @@ fn errors_and_garbage_are_one_line_each() {
 fn the_query_asks_for_both_families() {
     for name in [
         "gpumon_gpu_memory_",
-        "gpumon_process_",
         "DCGM_FI_DEV_FB_",
-        "gpumon_alerts_active",
+        "gpumon_alerts_active > 0",
     ] {
         assert!(QUERY.contains(name), "{name}");
     }
+    // Processes only for the host that is open, by its selector.
+    assert!(!QUERY.contains("gpumon_process_"));
+    let hosts = parse(&fixture("gpumon")).unwrap();
+    let selector = &hosts["gpu-07"].selector;
+    assert_eq!(selector, r#"Hostname="gpu-07""#);
+    assert_eq!(
+        processes_query(selector),
+        r#"{__name__=~"gpumon_process_(device|virtual|resident)_memory_bytes",Hostname="gpu-07"}"#
+    );
 }
 
-/// One alert kind of one host exported by two series (the host scraped by two jobs) is one
-/// alert, not two.
+/// A series of `name` for GPU 0 of the host `Hostname`, scraped from `instance` (the GPU's
+/// UUID follows the instance's address: one node's exporters see the same GPU).
+fn series(name: &str, host: &str, instance: &str, value: u64) -> String {
+    let ip = instance.split(':').next().unwrap();
+    format!(
+        r#"{{"metric":{{"__name__":"{name}","Hostname":"{host}","instance":"{instance}","gpu":"0","UUID":"GPU-{ip}"}},"value":[1763812900.5,"{value}"]}}"#
+    )
+}
+
+fn answer(series: &[String]) -> Vec<u8> {
+    format!(
+        r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+        series.join(",")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn hosts_with_one_hostname_stay_apart_by_instance() {
+    // Two gpumon servers both calling themselves "vm" (pods without --hostname), and a node
+    // whose gpumon and dcgm-exporter share a name.
+    let mut all = Vec::new();
+    for (instance, used) in [("10.0.0.1:9477", 1), ("10.0.0.2:9477", 2)] {
+        all.push(series(
+            "gpumon_gpu_memory_used_bytes",
+            "vm",
+            instance,
+            used << 30,
+        ));
+        all.push(series(
+            "gpumon_gpu_memory_free_bytes",
+            "vm",
+            instance,
+            8 << 30,
+        ));
+    }
+    all.push(series(
+        "gpumon_gpu_memory_used_bytes",
+        "n3",
+        "10.0.0.3:9477",
+        3 << 30,
+    ));
+    all.push(series(
+        "gpumon_gpu_memory_free_bytes",
+        "n3",
+        "10.0.0.3:9477",
+        5 << 30,
+    ));
+    all.push(series(
+        "DCGM_FI_DEV_FB_RESERVED",
+        "n3",
+        "10.0.0.3:9400",
+        512,
+    ));
+    // `gpumon_alerts_active > 0` comes back without its name.
+    all.push(
+        series("x", "n3", "10.0.0.3:9477", 1)
+            .replace(r#""__name__":"x","#, r#""kind":"fragmentation-risk","#),
+    );
+    let hosts = parse(&answer(&all)).unwrap();
+    let names: Vec<&str> = hosts.keys().map(String::as_str).collect();
+    assert_eq!(names, ["n3", "vm (10.0.0.1:9477)", "vm (10.0.0.2:9477)"]);
+    assert_eq!(
+        hosts["vm (10.0.0.2:9477)"].selector,
+        r#"Hostname="vm",instance="10.0.0.2:9477""#
+    );
+    let used = |h: &str| hosts[h].sample.gpus[0].memory.value().unwrap().used;
+    assert_eq!(used("vm (10.0.0.1:9477)"), 1 << 30);
+    assert_eq!(used("vm (10.0.0.2:9477)"), 2 << 30);
+    // One node's two exporters stay one host, with gpumon's figures for its GPU.
+    assert_eq!(used("n3"), 3 << 30);
+    assert_eq!(hosts["n3"].sample.gpus.len(), 1);
+    assert_eq!(hosts["n3"].alerts[0].class, "fragmentation-risk");
+}
+
+/// One alert kind of one host exported by two series (the host scraped by two jobs: the same
+/// instance, two `job` labels) is one alert, not two.
 #[test]
 fn the_same_alert_from_two_series_is_one_alert() {
     let answer = br#"{"status":"success","data":{"resultType":"vector","result":[
-        {"metric":{"__name__":"gpumon_gpu_memory_total_bytes","Hostname":"vm","gpu":"0"},"value":[1,"100"]},
-        {"metric":{"__name__":"gpumon_gpu_memory_used_bytes","Hostname":"vm","gpu":"0"},"value":[1,"10"]},
-        {"metric":{"__name__":"gpumon_gpu_memory_free_bytes","Hostname":"vm","gpu":"0"},"value":[1,"90"]},
-        {"metric":{"__name__":"gpumon_alerts_active","Hostname":"vm","kind":"preallocation","instance":"a:9477"},"value":[1,"1"]},
-        {"metric":{"__name__":"gpumon_alerts_active","Hostname":"vm","kind":"preallocation","instance":"b:9477"},"value":[1,"1"]}]}}"#;
+        {"metric":{"__name__":"gpumon_gpu_memory_total_bytes","Hostname":"vm","gpu":"0","instance":"a:9477"},"value":[1,"100"]},
+        {"metric":{"__name__":"gpumon_gpu_memory_used_bytes","Hostname":"vm","gpu":"0","instance":"a:9477"},"value":[1,"10"]},
+        {"metric":{"__name__":"gpumon_gpu_memory_free_bytes","Hostname":"vm","gpu":"0","instance":"a:9477"},"value":[1,"90"]},
+        {"metric":{"__name__":"gpumon_alerts_active","Hostname":"vm","kind":"preallocation","instance":"a:9477","job":"gpumon"},"value":[1,"1"]},
+        {"metric":{"__name__":"gpumon_alerts_active","Hostname":"vm","kind":"preallocation","instance":"a:9477","job":"gpus"},"value":[1,"1"]}]}}"#;
     let hosts = parse(answer).unwrap();
     let classes: Vec<&str> = hosts["vm"]
         .alerts

@@ -278,3 +278,26 @@ fn a_panic_in_one_request_ends_that_connection_only() {
     }
     assert!(server.alive());
 }
+
+#[test]
+fn hostname_and_node_name_name_the_host_in_metrics_and_snapshot() {
+    let flag = Server::start_with_env(&["--demo", "--hostname", "node-7"], &[("NODE_NAME", "x")]);
+    let env = Server::start_with_env(&["--demo"], &[("NODE_NAME", "gke-pool-1-abcd")]);
+    for (server, name) in [(&flag, "node-7"), (&env, "gke-pool-1-abcd")] {
+        server.wait_until("ok");
+        let metrics = server.get("/metrics", &[]).body;
+        let total = TOTAL.replace(r#"Hostname="vm""#, &format!(r#"Hostname="{name}""#));
+        assert!(metrics.contains(&total), "{metrics}");
+        assert!(!metrics.contains(r#"Hostname="vm""#), "{metrics}");
+        let snapshot: serde_json::Value =
+            serde_json::from_str(&server.get("/snapshot?history=0", &[]).body).unwrap();
+        assert_eq!(snapshot["machine"]["host"], name);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["serve", "--demo", "--hostname", " "])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("an empty host name"));
+}

@@ -43,7 +43,9 @@ fn committed(machine: &Machine, g: &GpuTrack, last: u64) -> Vec<(u64, u64)> {
         .iter()
         .filter(|p| last.saturating_sub(p.at_ms) <= 60_000)
         .filter_map(|p| {
-            let cache: u64 = probed.iter().map(|t| releasable_at(t, p.at_ms)).sum();
+            let cache = probed
+                .iter()
+                .fold(0u64, |sum, t| sum.saturating_add(releasable_at(t, p.at_ms)));
             Some((p.at_ms, p.value?.saturating_sub(cache)))
         })
         .collect::<Vec<_>>()

@@ -57,7 +57,23 @@ pub struct ServeArgs {
     /// Replay speed (with --replay or --demo)
     #[arg(long, requires = "recorded", value_parser = parse_speed, allow_hyphen_values = true)]
     pub speed: Option<f64>,
+    /// Report this host name (the `Hostname` label, the snapshot's host) instead of the
+    /// machine's own; a Kubernetes DaemonSet sets NODE_NAME from `spec.nodeName`
+    #[arg(long, value_name = "NAME", env = "NODE_NAME", value_parser = parse_hostname)]
+    pub hostname: Option<String>,
     /// Follow this log for allocation failures (repeatable)
     #[arg(long = "log", value_name = "FILE")]
     pub logs: Vec<PathBuf>,
+}
+
+/// A host name to report: not empty, one line, at most 253 bytes (a DNS name's limit).
+fn parse_hostname(s: &str) -> Result<String, String> {
+    let name = s.trim();
+    if name.is_empty() {
+        Err("an empty host name".into())
+    } else if name.len() > 253 || name.chars().any(char::is_control) {
+        Err("not a host name (at most 253 characters, no control characters)".into())
+    } else {
+        Ok(name.to_string())
+    }
 }

@@ -90,32 +90,24 @@ impl Plan {
         State::with_hosts(config, machines)
     }
 
-    /// Starts one poller per host and one for Prometheus.
+    /// Starts a polling task per host and one for Prometheus, on the current runtime; the
+    /// screen tells them through `opened` which host it has open.
     pub fn start(
         self,
         config: &Config,
         interval: Duration,
+        opened: remote::Opened,
         tx: &mpsc::Sender<Msg>,
-    ) -> Result<(), Fail> {
+    ) {
         let first = usize::from(self.local);
         let prometheus_at = first + self.hosts.len();
-        let fail = |e: std::io::Error| Fail::runtime(format!("cannot start a poller: {e}"));
+        let schedule =
+            remote::Schedule::new(self.client, config.clone(), interval, opened, tx.clone());
         for (i, host) in self.hosts.into_iter().enumerate() {
-            let (client, config) = (self.client.clone(), config.clone());
-            remote::spawn_host(first + i, host.url, client, config, interval, tx.clone())
-                .map_err(fail)?;
+            schedule.spawn_host(first + i, host.url);
         }
         if let Some(url) = self.prometheus {
-            remote::spawn_prometheus(
-                prometheus_at,
-                url,
-                self.client,
-                config.clone(),
-                interval,
-                tx.clone(),
-            )
-            .map_err(fail)?;
+            schedule.spawn_prometheus(prometheus_at, url);
         }
-        Ok(())
     }
 }

@@ -70,8 +70,9 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(64);
     let local = fleet.as_ref().is_none_or(|plan| plan.local);
     let sampler = local.then(|| sampler::spawn(factory, tick, tx.clone()));
+    let (opened_tx, opened) = tokio::sync::watch::channel(None);
     if let Some(plan) = fleet {
-        plan.start(&state.config, args.interval, &tx)?;
+        plan.start(&state.config, args.interval, opened, &tx);
     }
     drop(tx);
     let options = app::Options {
@@ -80,6 +81,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         stop_run: None,
         start_times: sources::start_times(state.screen.signals_off.is_none()),
         mouse: !args.no_mouse,
+        opened: Some(opened_tx),
     };
     let exit = screen(&mut state, rx, options).await;
     if let Some(sampler) = sampler {

@@ -76,9 +76,10 @@ pub fn exit_on_panic() {
 /// Runs what the command line asks for.
 pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
     // One thread runs every front end's select loop and its tasks; NVML and /proc reads go to the
-    // blocking pool. Fewer threads, less memory: the work is a few reads a second.
+    // blocking pool. Fewer threads, less memory: the work is a few reads a second. A fleet's
+    // pollers hold at most `remote::CONCURRENCY` more (threads start only when needed).
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .max_blocking_threads(4)
+        .max_blocking_threads(4 + crate::remote::CONCURRENCY)
         .enable_all()
         .build()
         .map_err(Fail::runtime)?;

@@ -81,6 +81,7 @@ pub(super) async fn run_command(
         stop_run: Some(handle.stopper()),
         start_times: sources::start_times(state.screen.signals_off.is_none()),
         mouse: !args.no_mouse,
+        opened: None,
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();

@@ -62,11 +62,24 @@ impl Client {
             .timeout_recv_body(Some(read))
             .timeout_global(Some(read * 2))
             .max_response_header_size(64 << 10)
+            // A pool per host (`own_pool`): buffers sized for a head and a request, not 128 KiB each.
+            .input_buffer_size(64 << 10)
+            .output_buffer_size(16 << 10)
             .user_agent(concat!("gpumon/", env!("CARGO_PKG_VERSION")))
             .build();
         Client {
             agent: config.into(),
             token,
+        }
+    }
+
+    /// The same client with a connection pool of its own, for one host: each host keeps its
+    /// connection between polls however many hosts there are (a shared pool keeps only a few,
+    /// and is searched through on every request).
+    pub fn own_pool(&self) -> Client {
+        Client {
+            agent: ureq::Agent::new_with_config(self.agent.config().clone()),
+            token: self.token.clone(),
         }
     }
 
@@ -101,7 +114,14 @@ impl Client {
 
     /// A host's `/snapshot`, checked as `gpumon snapshot` files are.
     pub fn snapshot(&self, base: &str) -> Result<Snapshot, FetchError> {
-        let bytes = self.get(&format!("{base}/snapshot"), &[])?;
+        self.snapshot_with(base, true)
+    }
+
+    /// A host's `/snapshot`; without `history`, the compact one (`?history=0`: each process
+    /// carries only its latest point; a server that predates it sends the whole).
+    pub fn snapshot_with(&self, base: &str, history: bool) -> Result<Snapshot, FetchError> {
+        let query: &[(&str, &str)] = if history { &[] } else { &[("history", "0")] };
+        let bytes = self.get(&format!("{base}/snapshot"), query)?;
         snapshot::parse(Path::new("/snapshot"), &bytes).map_err(|e| {
             FetchError::BadAnswer(match e {
                 SnapshotError::NotJson { .. } => "not JSON, not a gpumon snapshot".to_string(),

@@ -1,23 +1,24 @@
-//! Remote hosts on the screen: each `gpumon serve` polled for its `/snapshot` on its own thread
-//! (blocking HTTP stays off the reactor and off tokio's small blocking pool), or a Prometheus
-//! server queried for the whole fleet; every reading or fault sent as `Msg::Remote`. A host that
-//! fails is retried with backoff and never holds up the others or the screen.
+//! Remote hosts on the screen: each `gpumon serve` polled for its `/snapshot` by a task of the
+//! one runtime (`poll`: at most `CONCURRENCY` blocking exchanges at once, none on the reactor),
+//! or a Prometheus server queried for the whole fleet; every reading or fault sent as
+//! `Msg::Remote`. A host that fails is retried with backoff and never holds up the others or the
+//! screen.
 
 pub mod client;
 pub mod hosts;
+mod poll;
 pub mod prometheus;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
 pub use client::{Client, FetchError};
 pub use hosts::{Host, HostsError};
+pub use poll::{CONCURRENCY, Opened, Schedule};
 
 use crate::model::{Config, Event, Machine};
 use crate::sample::MachineInfo;
-use crate::screen::{Msg, Remote};
+use crate::screen::Remote;
 
 /// Longest wait between retries of a failing host.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -29,9 +30,10 @@ pub fn backoff(interval: Duration, failures: u32) -> Duration {
     doubled.min(MAX_BACKOFF).max(interval)
 }
 
-/// One poll of a host: its machine, or why it could not be had.
-pub fn poll(client: &Client, url: &str, config: &Config, now_ms: u64) -> Remote {
-    match client.snapshot(url) {
+/// One poll of a host: its machine, or why it could not be had. `full`: with every process's
+/// history (the host is open on the screen); otherwise the compact snapshot.
+pub fn poll(client: &Client, url: &str, config: &Config, full: bool, now_ms: u64) -> Remote {
+    match client.snapshot_with(url, full) {
         Ok(s) => Remote::Machine(Box::new(s.to_machine(config))),
         Err(e) => Remote::Failed {
             at_ms: now_ms,
@@ -40,50 +42,44 @@ pub fn poll(client: &Client, url: &str, config: &Config, now_ms: u64) -> Remote 
     }
 }
 
-/// Polls `url` as machine `n` every `interval` until the receiver is gone.
-pub fn spawn_host(
-    n: usize,
-    url: String,
-    client: Client,
-    config: Config,
-    interval: Duration,
-    tx: mpsc::Sender<Msg>,
-) -> std::io::Result<()> {
-    spawn(format!("gpumon-remote-{n}"), interval, tx, move || {
-        vec![(n, poll(&client, &url, &config, crate::clock::unix_ms()))]
-    })
-}
-
-/// Queries Prometheus every `interval` and sends its hosts as the machines from `n` on.
-pub fn spawn_prometheus(
-    n: usize,
-    url: String,
-    client: Client,
-    config: Config,
-    interval: Duration,
-    tx: mpsc::Sender<Msg>,
-) -> std::io::Result<()> {
-    let mut fleet = PrometheusFleet::new(config);
-    // Machines this source fills (a placeholder before the first answer).
-    let mut shown = 1;
-    spawn("gpumon-prometheus".into(), interval, tx, move || {
-        let now = crate::clock::unix_ms();
-        let answer = client.get(
-            &format!("{url}/api/v1/query"),
-            &[("query", prometheus::QUERY)],
-        );
-        let report =
-            answer.and_then(|bytes| prometheus::parse(&bytes).map_err(FetchError::BadAnswer));
-        match report {
-            Ok(hosts) if !hosts.is_empty() => {
-                let machines = fleet.update(hosts);
-                shown = machines.len();
-                vec![(n, Remote::Hosts(machines))]
+impl Schedule {
+    /// Queries Prometheus every interval and sends its hosts as the machines from `n` on; the
+    /// host the screen has open gets a second query for its processes.
+    pub fn spawn_prometheus(&self, n: usize, url: String) {
+        let client = self.client.clone();
+        let mut fleet = PrometheusFleet::new(self.config.clone());
+        // Machines this source fills (a placeholder before the first answer).
+        let mut shown = 1;
+        self.repeat(n..usize::MAX, move |opened| {
+            let now = crate::clock::unix_ms();
+            let api = format!("{url}/api/v1/query");
+            let open = opened.and_then(|k| fleet.selector(k.checked_sub(n)?));
+            let report = client
+                .get(&api, &[("query", prometheus::QUERY)])
+                .and_then(|all| {
+                    let processes = match open {
+                        Some(selector) => {
+                            let query = prometheus::processes_query(&selector);
+                            Some(client.get(&api, &[("query", &query)])?)
+                        }
+                        None => None,
+                    };
+                    let answers: Vec<&[u8]> = std::iter::once(all.as_slice())
+                        .chain(processes.as_deref())
+                        .collect();
+                    prometheus::parse_all(&answers).map_err(FetchError::BadAnswer)
+                });
+            match report {
+                Ok(hosts) if !hosts.is_empty() => {
+                    let machines = fleet.update(hosts);
+                    shown = machines.len();
+                    vec![(n, Remote::Hosts(machines))]
+                }
+                Ok(_) => failed(n..n + shown, now, "bad answer: no GPU series in Prometheus"),
+                Err(e) => failed(n..n + shown, now, &e.to_string()),
             }
-            Ok(_) => failed(n..n + shown, now, "bad answer: no GPU series in Prometheus"),
-            Err(e) => failed(n..n + shown, now, &e.to_string()),
-        }
-    })
+        });
+    }
 }
 
 fn failed(hosts: std::ops::Range<usize>, at_ms: u64, reason: &str) -> Vec<(usize, Remote)> {
@@ -95,42 +91,13 @@ fn failed(hosts: std::ops::Range<usize>, at_ms: u64, reason: &str) -> Vec<(usize
         .collect()
 }
 
-/// A thread that runs `tick` now and then after each wait, sending what it reports, until the
-/// receiver is gone. Waits grow while the reports are failures.
-fn spawn(
-    name: String,
-    interval: Duration,
-    tx: mpsc::Sender<Msg>,
-    mut tick: impl FnMut() -> Vec<(usize, Remote)> + Send + 'static,
-) -> std::io::Result<()> {
-    std::thread::Builder::new().name(name).spawn(move || {
-        let mut failures = 0u32;
-        loop {
-            let reports = tick();
-            let ok = reports
-                .iter()
-                .all(|(_, r)| !matches!(r, Remote::Failed { .. }));
-            for (n, report) in reports {
-                if tx.blocking_send(Msg::Remote(n, report)).is_err() {
-                    return;
-                }
-            }
-            failures = if ok { 0 } else { failures.saturating_add(1) };
-            std::thread::sleep(if ok {
-                interval
-            } else {
-                backoff(interval, failures)
-            });
-        }
-    })?;
-    Ok(())
-}
-
 /// The hosts Prometheus has shown so far, each a machine fed one sample per query (so their
 /// histories grow as a local machine's do).
 struct PrometheusFleet {
     config: Config,
     machines: BTreeMap<String, Machine>,
+    /// Each host's label matchers, for the query of its processes.
+    selectors: BTreeMap<String, String>,
 }
 
 impl PrometheusFleet {
@@ -138,7 +105,14 @@ impl PrometheusFleet {
         PrometheusFleet {
             config,
             machines: BTreeMap::new(),
+            selectors: BTreeMap::new(),
         }
+    }
+
+    /// The selector of the `i`th host sent (they are sent in name order).
+    fn selector(&self, i: usize) -> Option<String> {
+        let name = self.machines.keys().nth(i)?;
+        self.selectors.get(name).cloned()
     }
 
     /// Takes one answer in; a host missing from it is shown as failing.
@@ -156,6 +130,7 @@ impl PrometheusFleet {
             }
         }
         for (name, reading) in hosts {
+            self.selectors.insert(name.clone(), reading.selector);
             let machine = self.machines.entry(name.clone()).or_insert_with(|| {
                 let mut m = Machine::new(self.config.clone());
                 m.update(&Event::Started(MachineInfo {

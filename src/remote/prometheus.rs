@@ -2,7 +2,7 @@
 //! series (`gpumon_gpu_memory_*_bytes`, per-process `gpumon_process_*_memory_bytes`,
 //! `gpumon_alerts_active`) and, for hosts without gpumon, dcgm-exporter's
 //! `DCGM_FI_DEV_FB_{USED,FREE,RESERVED}` (MiB), grouped by the `Hostname` label into one
-//! `Sample` per host.
+//! `Sample` per host (by `instance` too where one `Hostname` comes from several servers).
 
 use std::collections::BTreeMap;
 
@@ -14,12 +14,23 @@ use crate::sample::{
     Framework, GpuSample, GpuStatus, Memory, Placement, ProcessKind, ProcessSample, Reading, Sample,
 };
 
-/// The one query: every series the overview needs.
+/// The overview's query: every GPU's memory and the alert kinds active now (no per-process
+/// series: a fleet of 1000 hosts answers in a fifth of the series).
 pub const QUERY: &str = concat!(
     r#"{__name__=~"gpumon_gpu_memory_(total|used|free|reserved)_bytes"#,
-    r#"|gpumon_process_(device|virtual|resident)_memory_bytes|gpumon_alerts_active"#,
-    r#"|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"}"#
+    r#"|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"} or gpumon_alerts_active > 0"#
 );
+
+/// The query for the processes of the host the screen has open, picked by its `selector`.
+pub fn processes_query(selector: &str) -> String {
+    format!(r#"{{__name__=~"gpumon_process_(device|virtual|resident)_memory_bytes",{selector}}}"#)
+}
+
+/// A label matcher `name="value"`, the value escaped as PromQL wants.
+fn matcher(name: &str, value: &str) -> String {
+    let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(r#"{name}="{escaped}""#)
+}
 
 const MIB: f64 = 1_048_576.0;
 const NOT_EXPORTED: &str = "not in Prometheus (gpumon's per-process metrics are not exported)";
@@ -52,6 +63,8 @@ struct Series {
 pub struct HostReading {
     pub sample: Sample,
     pub alerts: Vec<Alert>,
+    /// The label matchers that pick this host's series (`processes_query`).
+    pub selector: String,
 }
 
 #[derive(Default)]
@@ -64,6 +77,10 @@ struct GpuAcc {
 
 #[derive(Default)]
 struct HostAcc {
+    /// It has gpumon's own series (else only dcgm-exporter's).
+    gpumon: bool,
+    /// Its series carry a `Hostname` label (else it is named by `instance`).
+    by_hostname: bool,
     at_ms: u64,
     gpus: BTreeMap<String, GpuAcc>,
     procs: BTreeMap<(String, u32), BTreeMap<&'static str, u64>>,
@@ -71,8 +88,51 @@ struct HostAcc {
     alerts: Vec<Alert>,
 }
 
-/// Parses an `/api/v1/query` answer into one reading per host (by `Hostname`, else `instance`).
+impl HostAcc {
+    /// Takes in what another instance reported for the same host.
+    fn merge(&mut self, other: HostAcc) {
+        self.gpumon |= other.gpumon;
+        self.by_hostname |= other.by_hostname;
+        self.at_ms = self.at_ms.max(other.at_ms);
+        for (uuid, g) in other.gpus {
+            let mine = self.gpus.entry(uuid).or_default();
+            mine.index = g.index;
+            if !g.name.is_empty() {
+                mine.name = g.name;
+            }
+            mine.gpumon.extend(g.gpumon);
+            mine.dcgm.extend(g.dcgm);
+        }
+        self.procs.extend(other.procs);
+        self.labels.extend(other.labels);
+        self.alerts.extend(other.alerts);
+    }
+}
+
+/// Parses an `/api/v1/query` answer into one reading per host: by `Hostname` (else
+/// `instance`), with gpumon's and dcgm-exporter's series of one node joined; when one
+/// `Hostname` comes from more than one gpumon (or more than one dcgm-exporter), each
+/// `instance` is a host of its own, named `Hostname (instance)`.
 pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, HostReading>, String> {
+    parse_all(&[bytes])
+}
+
+/// `parse` of several answers (the overview's and an open host's processes) as one.
+pub fn parse_all(answers: &[&[u8]]) -> Result<BTreeMap<String, HostReading>, String> {
+    let mut sources: BTreeMap<(String, String), HostAcc> = BTreeMap::new();
+    for bytes in answers {
+        for s in series(bytes)? {
+            add(&mut sources, s);
+        }
+    }
+    Ok(name_hosts(sources)
+        .into_iter()
+        .map(|(name, (acc, selector))| (name, reading(acc, selector)))
+        .collect())
+}
+
+/// The series of one answer.
+fn series(bytes: &[u8]) -> Result<Vec<Series>, String> {
     let answer: Answer = serde_json::from_slice(bytes)
         .map_err(|e| format!("not a Prometheus query answer ({e})"))?;
     if answer.status != "success" {
@@ -86,19 +146,48 @@ pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, HostReading>, String> {
             data.result_type
         ));
     }
-    let mut hosts: BTreeMap<String, HostAcc> = BTreeMap::new();
-    for s in data.result {
-        add(&mut hosts, s);
-    }
-    Ok(hosts
-        .into_iter()
-        .map(|(name, acc)| (name, reading(acc)))
-        .collect())
+    Ok(data.result)
 }
 
-fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
+/// One host per `Hostname` unless it collides (see `parse`), with its selector.
+fn name_hosts(sources: BTreeMap<(String, String), HostAcc>) -> BTreeMap<String, (HostAcc, String)> {
+    let mut by_name: BTreeMap<String, Vec<(String, HostAcc)>> = BTreeMap::new();
+    for ((name, instance), acc) in sources {
+        by_name.entry(name).or_default().push((instance, acc));
+    }
+    let mut hosts = BTreeMap::new();
+    for (name, instances) in by_name {
+        let gpumons = instances.iter().filter(|(_, a)| a.gpumon).count();
+        if gpumons <= 1 && instances.len() - gpumons <= 1 {
+            let mut one = HostAcc::default();
+            for (_, acc) in instances {
+                one.merge(acc);
+            }
+            let label = if one.by_hostname {
+                "Hostname"
+            } else {
+                "instance"
+            };
+            let selector = matcher(label, &name);
+            hosts.insert(name, (one, selector));
+        } else {
+            for (instance, acc) in instances {
+                let selector = format!(
+                    "{},{}",
+                    matcher("Hostname", &name),
+                    matcher("instance", &instance)
+                );
+                hosts.insert(format!("{name} ({instance})"), (acc, selector));
+            }
+        }
+    }
+    hosts
+}
+
+fn add(hosts: &mut BTreeMap<(String, String), HostAcc>, s: Series) {
     let label = |k: &str| s.metric.get(k).map(String::as_str);
-    let Some(host) = label("Hostname").or_else(|| label("instance")) else {
+    let instance = label("instance").unwrap_or_default();
+    let Some(host) = label("Hostname").or(Some(instance).filter(|i| !i.is_empty())) else {
         return;
     };
     let Some(value) = s
@@ -112,11 +201,15 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
     };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let (bytes, at_ms) = (value.round() as u64, (s.value.0 * 1000.0).max(0.0) as u64);
-    let acc = hosts.entry(host.to_string()).or_default();
+    let acc = hosts
+        .entry((host.to_string(), instance.to_string()))
+        .or_default();
     acc.at_ms = acc.at_ms.max(at_ms);
+    acc.by_hostname |= label("Hostname").is_some();
+    let name = label("__name__").unwrap_or_default();
+    acc.gpumon |= name.starts_with("gpumon_");
     let index = label("gpu").and_then(|g| g.parse().ok()).unwrap_or(0);
     let uuid = label("UUID").map_or_else(|| format!("gpu{index}"), str::to_string);
-    let name = label("__name__").unwrap_or_default();
     let model = label("modelName");
     let gpu = |acc: &mut HostAcc, field: &'static str, v: u64, dcgm: bool| {
         let g = acc.gpus.entry(uuid.clone()).or_default();
@@ -136,10 +229,12 @@ fn add(hosts: &mut BTreeMap<String, HostAcc>, s: Series) {
         "DCGM_FI_DEV_FB_USED" => gpu(acc, "used", mib, true),
         "DCGM_FI_DEV_FB_FREE" => gpu(acc, "free", mib, true),
         "DCGM_FI_DEV_FB_RESERVED" => gpu(acc, "reserved", mib, true),
-        // One alert a kind: the same kind from several series (another job or instance
-        // scraping the same host) is one condition.
-        "gpumon_alerts_active"
+        // `gpumon_alerts_active > 0` in the query: a comparison drops the metric's name. One
+        // alert a kind: the same kind from several series (another job or instance scraping the
+        // same host) is one condition.
+        "gpumon_alerts_active" | ""
             if bytes > 0
+                && label("kind").is_some()
                 && !acc
                     .alerts
                     .iter()
@@ -221,7 +316,7 @@ fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
     }
 }
 
-fn reading(acc: HostAcc) -> HostReading {
+fn reading(acc: HostAcc, selector: String) -> HostReading {
     let mut processes = Vec::new();
     for ((uuid, pid), fields) in acc.procs {
         let labels = acc.labels.get(&(uuid.clone(), pid));
@@ -286,5 +381,6 @@ fn reading(acc: HostAcc) -> HostReading {
             notices: Vec::new(),
         },
         alerts: acc.alerts,
+        selector,
     }
 }

@@ -1,8 +1,9 @@
 //! The HTTP/1 server of `gpumon serve` (hyper on the tokio runtime, over TLS when configured):
-//! GET `/metrics`, `/snapshot` and `/healthz` from the latest published snapshot, with bounded
-//! connections, header size, header read time and connection lifetime, and the optional bearer
-//! token or basic-auth users. Each connection is its own task: a panic while answering one ends
-//! that one only (the panic hook logs it, `connection_peer` tells it apart).
+//! GET `/metrics`, `/snapshot` (`?history=0`: the compact one a fleet's overview asks for) and
+//! `/healthz` from the latest published snapshot, with bounded connections, header size, header
+//! read time and connection lifetime, and the optional bearer token or basic-auth users. Each
+//! connection is its own task: a panic while answering one ends that one only (the panic hook logs
+//! it, `connection_peer` tells it apart).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -221,14 +222,25 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config, allowed: b
         return plain(StatusCode::SERVICE_UNAVAILABLE, "no sample yet\n");
     };
     if path == "/snapshot" {
-        return reply(StatusCode::OK, "application/json", published.json());
+        let compact = req
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|kv| kv == "history=0"));
+        let body = if compact {
+            published.compact_json()
+        } else {
+            published.json()
+        };
+        return reply(StatusCode::OK, "application/json", body);
     }
     let age = published.sampled_at.map(|t| t.elapsed().as_secs_f64());
     let accept = req
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let text = metrics::encode(published, age, config.select);
+    let text = crate::clock::tick_times::time("serve.metrics", || {
+        metrics::encode(published, age, config.select)
+    });
     if exposition::wants_openmetrics(accept) {
         reply(StatusCode::OK, exposition::OPENMETRICS, text)
     } else {

@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::cli::ServeArgs;
+use crate::clock::tick_times;
 use crate::model::{Config, Event, Machine};
 use crate::pipeline::{self, Feed};
 use crate::sampler::Factory;
@@ -47,6 +48,8 @@ pub struct Published {
     /// `/snapshot`'s body, made by the first request and shared by all (one copy in memory
     /// however many clients read it).
     json: OnceLock<Bytes>,
+    /// `/snapshot?history=0`'s body, made and shared the same way.
+    compact: OnceLock<Bytes>,
 }
 
 impl Published {
@@ -60,13 +63,29 @@ impl Published {
             ooms,
             sampled_at,
             json: OnceLock::new(),
+            compact: OnceLock::new(),
         }
     }
 
     /// The snapshot as `gpumon snapshot` writes it.
     pub fn json(&self) -> Bytes {
         self.json
-            .get_or_init(|| Bytes::from(self.snapshot.to_json()))
+            .get_or_init(|| tick_times::time("serve.json", || Bytes::from(self.snapshot.to_json())))
+            .clone()
+    }
+
+    /// The same document for a fleet's overview: each process's history cut to its latest
+    /// point (the GPUs' stay whole), so a poll of many hosts stays small.
+    pub fn compact_json(&self) -> Bytes {
+        self.compact
+            .get_or_init(|| {
+                let mut s = self.snapshot.clone();
+                for p in &mut s.processes {
+                    let keep = p.history.len().saturating_sub(1);
+                    p.history.drain(..keep);
+                }
+                Bytes::from(s.to_json())
+            })
             .clone()
     }
 }
@@ -157,7 +176,8 @@ pub async fn run(
     let server = tokio::spawn(http::serve(listener, latest, Arc::new(config), tls));
     let feed = Feed::start(factory, tick);
     let live = recorded_ms.is_none();
-    let result = publish_all(feed, &publish, interval_ms, live, shutdown).await;
+    let host = args.hostname.clone();
+    let result = publish_all(feed, &publish, interval_ms, live, host, shutdown).await;
     server.abort();
     result
 }
@@ -175,12 +195,14 @@ fn tls_settings(args: &ServeArgs) -> Option<Settings> {
     })
 }
 
-/// Applies every event to the machine and publishes its snapshot, until `shutdown`.
+/// Applies every event to the machine and publishes its snapshot (reporting `hostname`, when
+/// given, as its host), until `shutdown`.
 async fn publish_all(
     mut feed: Feed,
     publish: &watch::Sender<Option<Arc<Published>>>,
     interval_ms: u64,
     live: bool,
+    hostname: Option<String>,
     shutdown: impl Future<Output = i32>,
 ) -> Result<(), ServeError> {
     let mut machine = Machine::new(Config::new(interval_ms, HISTORY_MS));
@@ -205,14 +227,19 @@ async fn publish_all(
             Event::Sample(_) => sampled_at = Some(Instant::now()),
             _ => {}
         }
-        pipeline::apply(&mut machine, event);
+        tick_times::time("serve.apply", || pipeline::apply(&mut machine, event));
         // A replay's snapshot is taken at its recorded time, as `gpumon snapshot --replay`.
         let now = if live {
             crate::clock::unix_ms()
         } else {
             machine.last_sample_ms.unwrap_or(machine.now_ms)
         };
-        let snapshot = Snapshot::of_machine(&machine, now);
+        let mut snapshot =
+            tick_times::time("serve.snapshot", || Snapshot::of_machine(&machine, now));
+        if let Some(name) = &hostname {
+            snapshot.machine.host = Some(name.clone());
+            snapshot.machine.unavailable.remove("host");
+        }
         count_failures(&mut ooms, &mut counted, &snapshot);
         let published = Published::new(snapshot, ooms.clone(), sampled_at);
         publish.send_replace(Some(Arc::new(published)));

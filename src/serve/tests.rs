@@ -244,3 +244,23 @@ fn serve_listens_on_loopback_by_default_and_checks_its_flags() {
         assert!(Cli::try_parse_from(bad).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn the_compact_snapshot_keeps_each_processes_latest_point_only() {
+    let points = json!([{ "at_ms": 1, "value": 10 }, { "at_ms": 2, "value": 20 },
+                        { "at_ms": 3, "value": null }]);
+    let s = snapshot(
+        vec![
+            process(1, false, json!({ "history": points })),
+            process(2, false, json!({})),
+        ],
+        vec![],
+    );
+    let p = Published::new(s.clone(), BTreeMap::new(), None);
+    let full: Snapshot = serde_json::from_slice(&p.json()).unwrap();
+    assert_eq!(full, s);
+    let compact: Snapshot = serde_json::from_slice(&p.compact_json()).unwrap();
+    assert_eq!(compact.processes[0].history, s.processes[0].history[2..]);
+    assert!(compact.processes[1].history.is_empty());
+    assert_eq!(compact.gpus, s.gpus);
+}

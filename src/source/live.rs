@@ -7,6 +7,7 @@ use super::{
     GpuProcess, GpuReader, HostProcess, HostReader, MachineInfo, ProcessKind, ProcessSample,
     Reading, Sample, SourceError,
 };
+use crate::clock::tick_times::time;
 use crate::logs::{LogStatus, LogWatch};
 
 /// Why a probed process has no device memory: NVML does not list it (no NVML, another PID
@@ -57,21 +58,22 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
     }
 
     fn sample(&mut self) -> Result<Sample, SourceError> {
-        let mut readout = self.gpu.read()?;
+        let mut readout = time("nvml.read (all GPUs)", || self.gpu.read())?;
         let at_ms = crate::clock::unix_ms();
-        let probes = self
-            .pools
-            .as_mut()
-            .map(|p| p.scan(at_ms))
-            .unwrap_or_default();
+        let probes = time("probe.scan", || {
+            self.pools
+                .as_mut()
+                .map(|p| p.scan(at_ms))
+                .unwrap_or_default()
+        });
         readout
             .processes
             .extend(probed_only(&readout.processes, &probes));
         let mut pids: Vec<u32> = readout.processes.iter().map(|p| p.pid).collect();
         pids.sort_unstable();
         pids.dedup();
-        let host = self.host.lookup(&pids);
-        let failures = self.logs.poll(at_ms, &pids);
+        let host = time("proc.lookup (all)", || self.host.lookup(&pids));
+        let failures = time("logs.poll", || self.logs.poll(at_ms, &pids));
         let processes = readout
             .processes
             .into_iter()

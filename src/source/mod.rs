@@ -7,6 +7,7 @@ pub mod environ;
 pub mod framework;
 pub mod live;
 pub mod nvml;
+pub mod period;
 pub mod probe;
 pub mod procfs;
 pub mod replay;

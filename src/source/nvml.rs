@@ -15,6 +15,10 @@ use self::convert::{
     Identity, NO_GPU, cuda_version, field, lost_gpu, memory_reading, memory_v1, memory_v2,
     merge_processes, process_list, reason, startup_message,
 };
+use self::utilization::Slow;
+use super::period::{self, Period};
+use crate::clock::tick_times::time;
+
 use super::{GpuReader, GpuReadout, GpuSample, GpuStatus, MachineInfo, Memory, SourceError};
 
 /// The variable that names another libnvidia-ml to load.
@@ -29,9 +33,11 @@ pub struct NvmlReader {
     stride_bug: bool,
     /// Processes seen last tick, to size this tick's list in one allocation.
     last_processes: usize,
-    /// The newest process utilisation sample's timestamp of each GPU (by index): the next read
-    /// asks only for samples after it.
-    util_seen: Vec<Option<u64>>,
+    /// Each GPU's (by index) per-process utilisation, read at its own slower rate.
+    util: Vec<utilization::Slow>,
+    /// Each GPU's MIG instances were last looked for when; a GPU with MIG off is asked again
+    /// once per `period::MIG_MODE`, one with MIG on every tick.
+    mig: Vec<(Period, bool)>,
 }
 
 impl NvmlReader {
@@ -51,7 +57,8 @@ impl NvmlReader {
                 nvml,
                 known: vec![None; n as usize],
                 last_processes: 0,
-                util_seen: vec![None; n as usize],
+                util: Vec::new(),
+                mig: Vec::new(),
             }),
         }
     }
@@ -81,40 +88,49 @@ impl GpuReader for NvmlReader {
     }
 
     fn read(&mut self) -> Result<GpuReadout, SourceError> {
-        let count = self.device_count()?;
-        if self.known.len() < count as usize {
-            self.known.resize(count as usize, None);
-            self.util_seen.resize(count as usize, None);
+        let count = time("nvml.device_count", || self.device_count())?;
+        let n = count as usize;
+        if self.known.len() < n {
+            self.known.resize(n, None);
         }
+        self.util
+            .resize_with(n.max(self.util.len()), || Slow::new(period::PROCESS_UTIL));
+        self.mig.resize_with(n.max(self.mig.len()), || {
+            (Period::new(period::MIG_MODE), false)
+        });
+        let now_ms = crate::clock::unix_ms();
         let mut out = GpuReadout {
             gpus: Vec::with_capacity(count as usize),
             processes: Vec::with_capacity(self.last_processes),
         };
-        let gpus = self.known.iter_mut().zip(self.util_seen.iter_mut());
-        for (index, (known, util_seen)) in (0..count).zip(gpus) {
-            read_gpu(
-                &self.nvml,
-                index,
-                (known, util_seen),
-                self.stride_bug,
-                &mut out,
-            );
+        let gpus = self.known.iter_mut().zip(&mut self.util).zip(&mut self.mig);
+        for (index, ((known, util), mig)) in (0..count).zip(gpus) {
+            let slow = SlowParts { util, mig, now_ms };
+            read_gpu(&self.nvml, index, known, slow, self.stride_bug, &mut out);
         }
         self.last_processes = out.processes.len();
         Ok(out)
     }
 }
 
+/// What of one GPU is read at its own slower rate, and the time of this tick.
+struct SlowParts<'a> {
+    util: &'a mut Slow,
+    mig: &'a mut (Period, bool),
+    now_ms: u64,
+}
+
 /// Appends GPU `index` and its processes to `out`; a failing GPU is appended as `Lost`. `known`
-/// is what it answered before, and the timestamp of its newest process utilisation sample.
+/// is what it answered before.
 fn read_gpu(
     nvml: &Nvml,
     index: u32,
-    (known, util_seen): (&mut Option<Identity>, &mut Option<u64>),
+    known: &mut Option<Identity>,
+    slow: SlowParts<'_>,
     stride_bug: bool,
     out: &mut GpuReadout,
 ) {
-    let dev = match nvml.device_by_index(index) {
+    let dev = match time("nvml.device_by_index", || nvml.device_by_index(index)) {
         Ok(dev) => dev,
         Err(e) => return out.gpus.push(lost_gpu(index, known.as_ref(), reason(&e))),
     };
@@ -125,7 +141,7 @@ fn read_gpu(
             Err(e) => return out.gpus.push(lost_gpu(index, None, reason(&e))),
         },
     };
-    let memory = match dev.memory_info() {
+    let memory = match time("nvml.memory_info", || dev.memory_info()) {
         Ok(m) => Ok(memory_v2(&m)),
         Err(NvmlError::FailedToLoadSymbol(_)) => memory_info_v1(&dev),
         Err(e) => Err(e),
@@ -134,26 +150,39 @@ fn read_gpu(
         Ok(m) => m,
         Err(why) => return out.gpus.push(lost_gpu(index, Some(id), why)),
     };
-    let compute = process_list(
-        stride_bug,
-        || dev.running_compute_processes_count(),
-        || dev.running_compute_processes(),
-        || dev.running_compute_processes_v2(),
-    );
-    let graphics = process_list(
-        stride_bug,
-        || dev.running_graphics_processes_count(),
-        || dev.running_graphics_processes(),
-        || dev.running_graphics_processes_v2(),
-    );
+    let compute = time("nvml.compute_processes", || {
+        process_list(
+            stride_bug,
+            || dev.running_compute_processes_count(),
+            || dev.running_compute_processes(),
+            || dev.running_compute_processes_v2(),
+        )
+    });
+    let graphics = time("nvml.graphics_processes", || {
+        process_list(
+            stride_bug,
+            || dev.running_graphics_processes_count(),
+            || dev.running_graphics_processes(),
+            || dev.running_graphics_processes_v2(),
+        )
+    });
     let total = memory.value().map(|m| m.total);
     let first = out.processes.len();
     merge_processes(&id.uuid, total, &compute, &graphics, &mut out.processes);
-    *util_seen = utilization::apply(
-        dev.process_utilization_stats(*util_seen),
-        &mut out.processes[first..],
-        *util_seen,
-    );
+    slow.util
+        .fill(slow.now_ms, &mut out.processes[first..], |seen| {
+            time("nvml.process_utilization", || {
+                dev.process_utilization_stats(seen)
+            })
+        });
+    let (mig_period, mig_on) = slow.mig;
+    let mig = if *mig_on || mig_period.due(slow.now_ms) {
+        let instances = time("nvml.mig", || mig::read(&dev));
+        *mig_on = !instances.is_empty();
+        instances
+    } else {
+        Vec::new()
+    };
     out.gpus.push(GpuSample {
         uuid: id.uuid.clone(),
         index,
@@ -161,10 +190,14 @@ fn read_gpu(
         pci_bus_id: id.pci_bus_id.clone(),
         status: GpuStatus::Ok,
         memory,
-        utilization: field(dev.utilization_rates().map(|u| u.gpu)),
-        temperature_c: field(dev.temperature(TemperatureSensor::Gpu)),
-        power_mw: field(dev.power_usage()),
-        mig: mig::read(&dev),
+        utilization: field(time("nvml.utilization_rates", || {
+            dev.utilization_rates().map(|u| u.gpu)
+        })),
+        temperature_c: field(time("nvml.temperature", || {
+            dev.temperature(TemperatureSensor::Gpu)
+        })),
+        power_mw: field(time("nvml.power_usage", || dev.power_usage())),
+        mig,
     });
 }
 

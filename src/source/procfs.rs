@@ -1,24 +1,35 @@
 //! The host side of the live source: what /proc says about the PIDs NVML lists.
 //!
-//! Only the PIDs asked about are read (never a walk of /proc, never their tasks). Memory and the
-//! start time come from /proc/PID/statm and /proc/PID/stat every tick. Facts that do not change
-//! during a process's life (user, command, framework, settings, container) are read once per
-//! process, identified by (pid, start time). The parsing is in `parse`.
+//! Only the PIDs asked about are read (never a walk of /proc, never their tasks). `sysinfo`
+//! reads what it knows (VMS and RSS from /proc/PID/statm every tick; the start time, user and
+//! command line; the host name and kernel), refreshed only for these PIDs; the hand-written
+//! readers beside it read what it does not (the framework from /proc/PID/maps, memory settings
+//! from /proc/PID/environ, the container from the cgroup and NSpid). Facts that rarely change
+//! during a process's life (user, command, framework, settings, container) are read when a
+//! process (pid, start time) is first seen and again every `period::LIFETIME`. `start_time(pid)`
+//! re-reads one start time (`kill`'s check) with the same formula as sysinfo: boot time from
+//! /proc/stat plus start ticks over clock ticks per second.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
+use std::time::Duration;
 
+use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Users};
+
+use super::period::{self, Period};
 use super::{
     Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
 };
+use crate::clock::tick_times::time;
 use crate::sample::Placement;
 
 mod parse;
 
-/// What is read once per process lifetime.
+/// What is read when a process is first seen, and again once per `refresh`.
 struct Lifetime {
     start_time: Option<u64>,
+    period: Period,
     user: Reading<String>,
     command: Reading<String>,
     framework: Reading<Framework>,
@@ -28,18 +39,30 @@ struct Lifetime {
 
 /// Reads /proc for the PIDs it is given.
 pub struct ProcReader {
+    system: System,
+    /// User names by uid, read again every `refresh` (an edited /etc/passwd shows then).
+    users: Users,
+    users_period: Period,
     lifetimes: HashMap<u32, Lifetime>,
-    user_names: HashMap<u32, String>,
+    refresh: Duration,
 }
 
 impl ProcReader {
     /// Fails only where processes cannot be read at all (no /proc).
     pub fn new() -> Result<Self, SourceError> {
+        ProcReader::with_refresh(period::LIFETIME)
+    }
+
+    /// Re-reads what rarely changes every `refresh` (tests shorten it).
+    pub fn with_refresh(refresh: Duration) -> Result<Self, SourceError> {
         std::fs::read("/proc/self/stat")
             .map_err(|e| SourceError::Unavailable(format!("cannot read processes: {e}")))?;
         Ok(ProcReader {
+            system: System::new(),
+            users: Users::new(),
+            users_period: Period::new(refresh),
             lifetimes: HashMap::new(),
-            user_names: HashMap::new(),
+            refresh,
         })
     }
 }
@@ -55,97 +78,128 @@ fn boot_time() -> Option<u64> {
     *BTIME.get_or_init(|| parse::btime(&std::fs::read("/proc/stat").ok()?))
 }
 
-/// Process start in Unix seconds from /proc/PID/stat's text, as the Python probe computes it:
-/// boot time + start ticks / clock ticks per second (whole seconds, rounded down).
-fn start_time_of(stat: &[u8]) -> Option<u64> {
-    let ticks = parse::stat_start_ticks(stat)? / rustix::param::clock_ticks_per_second().max(1);
+/// When process `pid` started, in Unix seconds (the same number the samples carry): the boot
+/// time plus start ticks over clock ticks per second (whole seconds, rounded down), as sysinfo
+/// and the Python probe compute it.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let ticks = parse::stat_start_ticks(&read(pid, "stat")?)?
+        / rustix::param::clock_ticks_per_second().max(1);
     boot_time()?.checked_add(ticks)
 }
 
-/// When process `pid` started, in Unix seconds (the same number the samples carry).
-pub fn start_time(pid: u32) -> Option<u64> {
-    start_time_of(&read(pid, "stat")?)
-}
-
-/// The user name of `uid`, looked up once (the uid itself when /etc/passwd lacks it).
-fn user_name(names: &mut HashMap<u32, String>, uid: u32) -> String {
-    names
-        .entry(uid)
-        .or_insert_with(|| {
-            std::fs::read("/etc/passwd")
-                .ok()
-                .and_then(|passwd| parse::passwd_name(&passwd, uid))
-                .unwrap_or_else(|| uid.to_string())
-        })
-        .clone()
-}
-
-/// Reads what does not change during the life of process `pid`, whose /proc/PID/stat is `stat`
-/// and start time `start_time` (read from it).
+/// Reads what rarely changes about process `pid` (sysinfo's `process`, refreshed with its
+/// command line and user just before).
 fn lifetime(
     pid: u32,
-    stat: &[u8],
+    process: &sysinfo::Process,
     start_time: Option<u64>,
-    names: &mut HashMap<u32, String>,
+    users: &Users,
+    period: Period,
 ) -> Lifetime {
-    let user = match read(pid, "status").as_deref().and_then(parse::real_uid) {
-        Some(uid) => Reading::Value(user_name(names, uid)),
+    let user = match process.user_id() {
+        Some(uid) => Reading::Value(
+            users
+                .get_user_by_id(uid)
+                .map_or_else(|| uid.to_string(), |u| u.name().to_string()),
+        ),
         None => Reading::na("owner not readable"),
     };
     // The command line, arguments joined by spaces; the process name when it has none.
-    let command = read(pid, "cmdline")
-        .as_deref()
-        .and_then(parse::command)
-        .or_else(|| parse::stat_comm(stat))
-        .unwrap_or_default();
+    let args: Vec<_> = process.cmd().iter().map(|a| a.to_string_lossy()).collect();
+    let command = if args.is_empty() {
+        process.name().to_string_lossy().into_owned()
+    } else {
+        args.join(" ")
+    };
     Lifetime {
         start_time,
+        period,
         user,
         command: Reading::Value(command),
-        framework: framework::read(pid),
-        settings: environ::read(pid),
-        container: container::read(std::path::Path::new("/proc"), pid).map(Placement::from),
+        framework: time("proc.maps (framework)", || framework::read(pid)),
+        settings: time("proc.environ", || environ::read(pid)),
+        container: time("proc.cgroup (container)", || {
+            container::read(std::path::Path::new("/proc"), pid)
+        })
+        .map(Placement::from),
     }
 }
 
 impl HostReader for ProcReader {
     fn host(&mut self) -> (String, Option<String>) {
-        let uname = rustix::system::uname();
-        let text =
-            |s: &std::ffi::CStr| Some(s.to_string_lossy().into_owned()).filter(|s| !s.is_empty());
-        let host = text(uname.nodename()).unwrap_or_else(|| "unknown".to_string());
-        (host, text(uname.release()))
+        let host = System::host_name()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown".to_string());
+        (host, System::kernel_version().filter(|k| !k.is_empty()))
     }
 
     fn lookup(&mut self, pids: &[u32]) -> HashMap<u32, HostProcess> {
-        let page = rustix::param::page_size() as u64;
+        let now_ms = crate::clock::unix_ms();
         let ProcReader {
+            system,
+            users,
+            users_period,
             lifetimes,
-            user_names,
+            refresh,
         } = self;
+        // Each PID once: sysinfo drops a process listed twice as not updated the second time.
+        let mut wanted: Vec<Pid> = pids.iter().map(|&p| Pid::from_u32(p)).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        // Memory every tick (statm; the start time comes with /proc/PID/stat); a process gone
+        // from /proc is dropped.
+        time("sysinfo.refresh (memory)", || {
+            let memory = ProcessRefreshKind::nothing().with_memory();
+            system.refresh_processes_specifics(ProcessesToUpdate::Some(&wanted), true, memory)
+        });
+        let start_of = |p: &sysinfo::Process| Some(p.start_time()).filter(|t| *t > 0);
+        // Command line and user for the processes seen first, reused, or due again.
+        let due: Vec<Pid> = wanted
+            .iter()
+            .filter(|pid| {
+                system.process(**pid).is_some_and(|p| {
+                    lifetimes
+                        .get(&pid.as_u32())
+                        .is_none_or(|l| l.start_time != start_of(p) || l.period.is_due(now_ms))
+                })
+            })
+            .copied()
+            .collect();
+        if !due.is_empty() {
+            if users_period.due(now_ms) {
+                time("sysinfo.users", || users.refresh());
+            }
+            time("sysinfo.refresh (command, user)", || {
+                let facts = ProcessRefreshKind::nothing()
+                    .with_cmd(UpdateKind::Always)
+                    .with_user(UpdateKind::Always);
+                system.refresh_processes_specifics(ProcessesToUpdate::Some(&due), false, facts)
+            });
+        }
+        let fresh = || {
+            let mut p = Period::new(*refresh);
+            p.due(now_ms);
+            p
+        };
         let mut found = HashMap::with_capacity(pids.len());
         for &pid in pids {
             if found.contains_key(&pid) {
                 continue;
             }
-            // Either file missing: the process has exited.
-            let (Some(stat), Some(statm)) = (read(pid, "stat"), read(pid, "statm")) else {
+            // Gone from /proc: the process has exited.
+            let Some(process) = system.process(Pid::from_u32(pid)) else {
                 continue;
             };
-            let start_time = start_time_of(&stat);
+            let start_time = start_of(process);
+            let is_due = due.contains(&Pid::from_u32(pid));
             let life = match lifetimes.entry(pid) {
                 Entry::Occupied(mut e) => {
-                    if e.get().start_time != start_time {
-                        e.insert(lifetime(pid, &stat, start_time, user_names));
+                    if is_due {
+                        e.insert(lifetime(pid, process, start_time, users, fresh()));
                     }
                     e.into_mut()
                 }
-                Entry::Vacant(e) => e.insert(lifetime(pid, &stat, start_time, user_names)),
-            };
-            let pages = parse::statm_pages(&statm);
-            let bytes = |n: Option<u64>| match n {
-                Some(n) => Reading::Value(n.saturating_mul(page)),
-                None => Reading::na("memory not readable"),
+                Entry::Vacant(e) => e.insert(lifetime(pid, process, start_time, users, fresh())),
             };
             let host = HostProcess {
                 start_time: life
@@ -153,8 +207,8 @@ impl HostReader for ProcReader {
                     .map_or_else(|| Reading::na("start time not readable"), Reading::Value),
                 user: life.user.clone(),
                 command: life.command.clone(),
-                vms: bytes(pages.map(|p| p.0)),
-                rss: bytes(pages.map(|p| p.1)),
+                vms: Reading::Value(process.virtual_memory()),
+                rss: Reading::Value(process.memory()),
                 framework: life.framework.clone(),
                 settings: life.settings.clone(),
                 container: life.container.clone(),

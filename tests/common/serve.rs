@@ -36,11 +36,12 @@ impl Server {
         Server::start_with_env(args, &[])
     }
 
-    /// With these variables in its environment too.
+    /// The same, with these environment variables set (and `NODE_NAME` cleared otherwise).
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gpumon"))
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
+            .env_remove("NODE_NAME")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -221,6 +221,7 @@ async fn keys_are_answered_while_the_sampler_is_stuck_in_a_slow_call() {
         stop_run: None,
         start_times: None,
         mouse: false,
+        opened: None,
     };
     let user = async {
         h.entered.notified().await;

@@ -1,5 +1,5 @@
 //! Per-process utilisation from NVML's process utilisation samples, as a pure conversion tested
-//! without a GPU.
+//! without a GPU, read at its own slower rate (`Slow`).
 //!
 //! `nvmlDeviceGetProcessUtilization` returns the samples taken since a timestamp, one per process
 //! and sample period, only for processes whose utilisation was not zero in it. So a process the
@@ -11,6 +11,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::struct_wrappers::device::ProcessUtilizationSample;
 
 use super::convert::reason;
+use crate::source::period::Period;
 use crate::source::{GpuProcess, ProcessUtil, Reading};
 
 /// Why utilisation is n/a when NVML has no sample since the last read.
@@ -61,6 +62,50 @@ pub fn apply(
             );
     }
     samples.iter().map(|s| s.timestamp).max().or(last)
+}
+
+/// Why a process first listed between two reads has no utilisation yet.
+pub const NOT_YET: &str = "not read yet (per-process utilisation is read every 5 s)";
+
+/// Per-process utilisation of one GPU at its own slower rate (`period::PROCESS_UTIL`): NVML is
+/// asked when the period is due, and the figures of that read are carried to the ticks between.
+pub struct Slow {
+    period: Period,
+    /// The newest sample's timestamp, the next call's `last_seen_timestamp`.
+    seen: Option<u64>,
+    last: HashMap<u32, Reading<ProcessUtil>>,
+}
+
+impl Slow {
+    pub fn new(every: std::time::Duration) -> Self {
+        Slow {
+            period: Period::new(every),
+            seen: None,
+            last: HashMap::new(),
+        }
+    }
+
+    /// Sets each process's utilisation at `now_ms`: from `read` (NVML's call, given the last
+    /// timestamp seen) when due, else from the last read.
+    pub fn fill(
+        &mut self,
+        now_ms: u64,
+        processes: &mut [GpuProcess],
+        read: impl FnOnce(Option<u64>) -> Result<Vec<ProcessUtilizationSample>, NvmlError>,
+    ) {
+        if self.period.due(now_ms) {
+            self.seen = apply(read(self.seen), processes, self.seen);
+            self.last = processes.iter().map(|p| (p.pid, p.util.clone())).collect();
+        } else {
+            for p in processes {
+                p.util = self
+                    .last
+                    .get(&p.pid)
+                    .cloned()
+                    .unwrap_or_else(|| Reading::na(NOT_YET));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,5 +176,29 @@ mod tests {
         let mut procs = [process(10)];
         apply(Ok(vec![sample(10, 1, 250, 100)]), &mut procs, None);
         assert_eq!(procs[0].util.get().unwrap().sm, 100);
+    }
+
+    #[test]
+    fn a_slow_read_is_carried_between_reads_and_a_change_shows_within_its_period() {
+        let mut slow = Slow::new(std::time::Duration::from_secs(5));
+        let mut calls = 0;
+        let mut tick = |slow: &mut Slow, now: u64, pids: &[u32], sm: u32| {
+            let mut procs: Vec<GpuProcess> = pids.iter().map(|p| process(*p)).collect();
+            slow.fill(now, &mut procs, |_| {
+                calls += 1;
+                Ok(vec![sample(10, now, sm, 1)])
+            });
+            procs
+                .iter()
+                .map(|p| p.util.get().map(|u| u.sm))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tick(&mut slow, 0, &[10], 40), [Some(40)]);
+        // Between reads: the last figures, and n/a for a process listed since.
+        assert_eq!(tick(&mut slow, 1_000, &[10, 20], 90), [Some(40), None]);
+        assert_eq!(tick(&mut slow, 4_999, &[10, 20], 90), [Some(40), None]);
+        // The change shows at the next read, within the period.
+        assert_eq!(tick(&mut slow, 5_000, &[10, 20], 90), [Some(90), Some(0)]);
+        assert_eq!(calls, 2);
     }
 }

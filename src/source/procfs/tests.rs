@@ -130,3 +130,90 @@ fn a_process_without_arguments_is_named_by_its_comm() {
         Reading::Value(comm.trim_end().to_string())
     );
 }
+
+/// The command of `pid` as the reader gives it.
+fn command(reader: &mut ProcReader, pid: u32) -> String {
+    reader.lookup(&[pid])[&pid].command.value().unwrap().clone()
+}
+
+#[test]
+fn a_changed_command_line_shows_within_the_refresh_period() {
+    // The same process (pid and start time) changes its command line when it execs.
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "sleep 0.3; exec sleep 30"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    const SH: &str = "sh -c sleep 0.3; exec sleep 30";
+    // A reader whose first look saw the shell (the child may not have exec'd sh yet).
+    let first = |refresh: Duration| {
+        for _ in 0..100 {
+            let mut reader = ProcReader::with_refresh(refresh).unwrap();
+            if command(&mut reader, pid) == SH {
+                return reader;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("the shell never showed");
+    };
+    let mut cached = first(Duration::from_secs(3600));
+    let mut refreshed = first(Duration::from_millis(200));
+    // After the exec (bounded wait): the short period picks it up, the long one still holds
+    // the first reading.
+    let mut now = String::new();
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(100));
+        now = command(&mut refreshed, pid);
+        if now == "sleep 30" {
+            break;
+        }
+    }
+    assert_eq!(now, "sleep 30");
+    assert_eq!(command(&mut cached, pid), SH);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The first two fields of /proc/PID/statm in bytes (total program size, resident set): the
+/// hand-written parser sysinfo replaced, kept here as the reference.
+fn statm_bytes(pid: u32) -> Option<(u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let mut pages = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+    let page = rustix::param::page_size() as u64;
+    Some((pages.next()?? * page, pages.next()?? * page))
+}
+
+#[test]
+fn sysinfo_reads_this_machines_processes_as_proc_does_to_the_byte() {
+    let pids: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut reader = ProcReader::new().unwrap();
+    let (mut same, mut compared) = (0, 0);
+    for &pid in &pids {
+        // A process whose memory did not move between two reads of statm around the lookup.
+        let before = statm_bytes(pid);
+        let found = reader.lookup(&[pid]);
+        let after = statm_bytes(pid);
+        let Some(host) = found.get(&pid) else {
+            continue;
+        };
+        // The start time: the same number `start_time` (kill's re-check) and the probe compute.
+        if let Some(again) = start_time(pid) {
+            assert_eq!(host.start_time.get(), Some(again), "start time of {pid}");
+        }
+        let (Some(b), Some(a)) = (before, after) else {
+            continue;
+        };
+        if a != b {
+            continue;
+        }
+        compared += 1;
+        let got = (host.vms.get().unwrap(), host.rss.get().unwrap());
+        assert_eq!(got, b, "VMS and RSS of {pid}");
+        same += 1;
+    }
+    assert!(compared >= 3, "compared {compared} processes");
+    assert_eq!(same, compared);
+}
