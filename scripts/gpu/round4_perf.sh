@@ -23,6 +23,9 @@ trap 'kill $busy 2>/dev/null; tmux kill-session -t r4 2>/dev/null' EXIT
 sleep 12
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tee "$o/apps.txt"
 ls -l /tmp/r4probe/probes | tee -a "$o/apps.txt"
+# gpumon's own reading of the same moment, to hold against nvidia-smi's (to the MiB).
+GPUMON_PROBE_DIR=/tmp/r4probe/probes "$bin" snapshot --format text > "$o/snapshot.txt" 2>&1
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$o/apps.txt"
 
 echo "== (1) tick breakdown: the screen, 30 s"
 tmux new-session -d -s r4 -x 120 -y 40 -e LANG=C.UTF-8 \
