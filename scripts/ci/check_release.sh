@@ -67,7 +67,7 @@ files() {
     sed 's|/usr/local/bin/gpumon|/usr/bin/gpumon|g' assets/systemd/gpumon-serve.service \
       >"$stage/gpumon-serve.service" &&
     grep -q '^ExecStart=/usr/bin/gpumon serve ' "$stage/gpumon-serve.service" &&
-    [ -s "$stage/completions/gpumon.bash" ] && zcat "$stage/gpumon.1.gz" | grep -q '^\.TH gpumon'
+    [ -s "$stage/completions/gpumon.bash" ] && zcat "$stage/gpumon.1.gz" | grep '^\.TH gpumon' >/dev/null
 }
 step "man page, bash/zsh/fish completions and the packaged systemd unit" files
 
@@ -90,7 +90,7 @@ deb_installs() {
     [ -f "$root/$f" ] || { echo "missing from the package: $f"; return 1; }
   done
   [ "$("$root/usr/bin/gpumon" --version)" = "gpumon $version" ] &&
-    "$root/usr/bin/gpumon" snapshot --replay assets/demo.ndjson --format text | grep -qE '^0 +NVIDIA H100'
+    "$root/usr/bin/gpumon" snapshot --replay assets/demo.ndjson --format text | grep -E '^0 +NVIDIA H100' >/dev/null
 }
 step "the .deb unpacks into a scratch root (dpkg -x) and its gpumon runs" deb_installs
 

@@ -57,15 +57,15 @@ contents() {
 }
 wheel_version=$(basename "$wheel" | cut -d- -f2)
 step "wheel holds the binary and every python/gpumon/**/*.py" contents
-dist_name() { unzip -p "$wheel" "gpumon_tui-${wheel_version}.dist-info/METADATA" | grep -qx 'Name: gpumon-tui'; }
+# grep reads the whole METADATA (no -q): an early exit would break unzip's pipe under pipefail.
+dist_name() { unzip -p "$wheel" "gpumon_tui-${wheel_version}.dist-info/METADATA" | grep -x 'Name: gpumon-tui' >/dev/null; }
 step "the distribution is gpumon-tui (PyPI's gpumon is another project)" dist_name
 
 "$tools/bin/pip" install -q --disable-pip-version-check twine==7.0.0 auditwheel==6.8.2 >"$log" 2>&1 ||
   { echo "wheel: FAIL installing twine and auditwheel"; cat "$log"; failed=$((failed + 1)); }
 step "twine check --strict" "$tools/bin/twine" check --strict "$wheel"
 manylinux() {
-  "$tools/bin/auditwheel" show "$wheel" | tee /dev/stderr | tr -s ' \n' ' ' |
-    grep -qE 'consistent with the following platform tag: "manylinux_2_17_x86_64"'
+  "$tools/bin/auditwheel" show "$wheel" | tee /dev/stderr | tr -s ' \n' ' ' | grep -E 'consistent with the following platform tag: "manylinux_2_17_x86_64"' >/dev/null
 }
 step "auditwheel show: manylinux_2_17_x86_64 (manylinux2014)" manylinux
 
@@ -78,11 +78,10 @@ step "gpumon is on the venv's PATH" on_path
 version() { [ "$("$venv/bin/gpumon" --version)" = "gpumon $cargo_version" ]; }
 step "gpumon --version is gpumon $cargo_version" version
 replay() {
-  "$venv/bin/gpumon" snapshot --replay assets/demo.ndjson --format text | tee /dev/stderr |
-    grep -qE '^0 +NVIDIA H100'
+  "$venv/bin/gpumon" snapshot --replay assets/demo.ndjson --format text | tee /dev/stderr | grep -E '^0 +NVIDIA H100' >/dev/null
 }
 step "gpumon snapshot --replay assets/demo.ndjson --format text shows GPU0" replay
-py_help() { "$venv/bin/python" -m gpumon --help | grep -q '^Usage: gpumon'; }
+py_help() { "$venv/bin/python" -m gpumon --help | grep '^Usage: gpumon' >/dev/null; }
 step "python -m gpumon --help" py_help
 py_version() { [ "$("$venv/bin/python" -m gpumon --version)" = "gpumon $cargo_version" ]; }
 step "python -m gpumon --version" py_version
