@@ -83,15 +83,16 @@ pub struct Climb {
     pub rate: f64,
 }
 
-/// Allocated plus stranded at each reading of the pool's history (stranded counts 0 where the
-/// framework has no such figure).
-fn unreleasable_series(track: &PoolHistory) -> Vec<(u64, u64)> {
-    let stranded: Vec<Option<u64>> = track.stranded.iter().map(|p| p.value).collect();
+/// Allocated plus stranded at each reading of the pool's history from `from_ms` on (stranded
+/// counts 0 where the framework has no such figure). The rings are pushed together, so they
+/// pair up reading by reading.
+fn unreleasable_series(track: &PoolHistory, from_ms: u64) -> Vec<(u64, u64)> {
     track
         .allocated
         .iter()
-        .zip(stranded)
-        .filter_map(|(p, s)| Some((p.at_ms, p.value?.saturating_add(s.unwrap_or(0)))))
+        .zip(track.stranded.iter())
+        .filter(|(p, _)| p.at_ms >= from_ms)
+        .filter_map(|(p, s)| Some((p.at_ms, p.value?.saturating_add(s.value.unwrap_or(0)))))
         .collect()
 }
 
@@ -147,7 +148,8 @@ fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
 
 /// The longest of the windows in which the process's unreleasable memory climbs, up to `now_ms`.
 pub fn climb(track: &PoolHistory, now_ms: u64) -> Option<Climb> {
-    let series = unreleasable_series(track);
+    let longest = WINDOWS_MS[0];
+    let series = unreleasable_series(track, now_ms.saturating_sub(longest));
     WINDOWS_MS.iter().find_map(|w| {
         let from = series.partition_point(|p| now_ms.saturating_sub(p.0) > *w);
         climbs(&series[from..])

@@ -111,17 +111,17 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     }
     for g in machine.gpus.values() {
         let gpu = g.sample.uuid.as_str();
-        // A process's own growth alert already names this GPU's limit and who fills it.
-        let explained = processes_on(&machine.processes, gpu)
-            .filter(|t| t.exited_ms.is_none())
-            .filter_map(|t| Some((t, t.sample.pool.value()?)))
-            .any(|(t, pool)| growth::fills_gpu(t, pool, g, at_ms));
-        if explained {
-            continue;
-        }
-        if let Some((title, evidence, remedy)) =
-            time_to_full(machine, g, &|| !raised(&out, "time-to-full", None, gpu))
-        {
+        // Asked only once the GPU would warn: a process's own growth alert already names this
+        // GPU's limit and who fills it.
+        let explained = || {
+            processes_on(&machine.processes, gpu)
+                .filter(|t| t.exited_ms.is_none())
+                .filter_map(|t| Some((t, t.sample.pool.value()?)))
+                .any(|(t, pool)| growth::fills_gpu(t, pool, g, at_ms))
+        };
+        if let Some((title, evidence, remedy)) = time_to_full(machine, g, &|| {
+            !raised(&out, "time-to-full", None, gpu) && !explained()
+        }) {
             out.push(alert(
                 at_ms,
                 "time-to-full",
