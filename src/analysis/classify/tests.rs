@@ -335,3 +335,72 @@ fn jax_0_11_without_a_dump_reads_the_occupancy_map_and_the_fraction() {
     assert!(r.contains("TF_GPU_ALLOCATOR=cuda_malloc_async"), "{r}");
     assert_eq!(check(&holes, &Context::default()).0, Class::Unknown);
 }
+
+/// The corpus's JAX job (a leak under XLA_PYTHON_CLIENT_MEM_FRACTION, no preallocation) failed
+/// with no allocator dump: the probe's pool at its `bytes_limit`, with no block of the request's
+/// size, makes it a pool limit, not the driver, whatever the GPU had free.
+#[test]
+fn a_pool_at_the_probe_s_limit_is_a_pool_limit_not_the_driver() {
+    let jax = "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 16.01MiB with allocator GPU_0_bfc on device 0.";
+    let pool = |largest: u64| crate::sample::Pool {
+        framework: Framework::Jax,
+        version: None,
+        at_ms: 0,
+        allocated: Some(9_895_160_064),
+        reserved: Some(9_913_237_504),
+        cached_free: None,
+        stranded: None,
+        largest_free_block: Some(largest),
+        largest_alloc: None,
+        limit: Some(9_913_237_504),
+        peak_allocated: None,
+        peak_reserved: None,
+        alloc_retries: None,
+        ooms: None,
+    };
+    let ctx = |largest: u64| Context {
+        gpu: gpu(69),
+        framework: Some(Framework::Jax),
+        settings: settings(&[("XLA_PYTHON_CLIENT_PREALLOCATE", "false")]),
+        pool: Some(pool(largest)),
+        ..Context::default()
+    };
+    let (c, conf, _) = check(jax, &ctx(16 << 20));
+    assert_eq!((c, conf), (Class::PoolLimit, Confidence::Likely));
+    // A free block of the request's size in the pool: its limit did not refuse it.
+    assert_eq!(check(jax, &ctx(64 << 20)).0, Class::Driver);
+    let without = Context {
+        pool: None,
+        ..ctx(16 << 20)
+    };
+    assert_eq!(check(jax, &without).0, Class::Driver);
+}
+
+/// The corpus's second-process OOM: cache plus free would have fit, but another process held the
+/// GPU, so it is device-full naming that process; alone on the GPU it stays a split.
+#[test]
+fn cache_plus_free_with_another_holder_is_device_full() {
+    let text = "CUDA out of memory. Tried to allocate 2.01 GiB. GPU 0 has a total capacity of 79.18 GiB of which 1.98 GiB is free. Process 2372 has 64.80 GiB memory in use. Including non-PyTorch memory, this process has 12.39 GiB memory in use. Of the allocated memory 10.72 GiB is allocated by PyTorch, and 967.96 MiB is reserved by PyTorch but unallocated.";
+    let holder = Context {
+        others: vec![Other {
+            pid: 2372,
+            command: "python3 pools.py grab".into(),
+            bytes: 64 * GIB,
+        }],
+        ..Context::default()
+    };
+    let (c, _, r) = check(text, &holder);
+    assert_eq!(c, Class::DeviceFull);
+    assert!(r.contains("pid 2372"), "{r}");
+    assert_eq!(check(text, &Context::default()).0, Class::Split);
+}
+
+/// A few MiB left unallocated at a capped pool is rounding, not fragmentation (issue 21's leak:
+/// 9.47 of 9.50 GiB allocated, 27 MiB unallocated, once called "fragmentation, certain").
+#[test]
+fn a_small_share_of_unallocated_cache_is_not_fragmentation() {
+    let leak = "CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.18 GiB of which 69.27 GiB is free. Including non-PyTorch memory, this process has 9.90 GiB memory in use. 9.50 GiB allowed; Of the allocated memory 9.47 GiB is allocated by PyTorch, and 27.00 MiB is reserved by PyTorch but unallocated.";
+    let (c, _, r) = check(leak, &Context::default());
+    assert_eq!(c, Class::PoolLimit);
+    assert!(!r.contains("expandable_segments"), "{r}");
+}

@@ -292,3 +292,30 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
     assert_eq!(m.alerts[0].level, Level::Notice);
     assert!(m.alerts[0].title.contains("oversized"));
 }
+
+/// A leak under its cap on a GPU with room: one `leak` warning naming the cap, and no GPU-wide
+/// "full in …" (the cap binds first: the process can never fill the GPU), as on the corpus's
+/// capped GPT-2 leak.
+#[test]
+fn a_capped_leak_warns_of_its_cap_not_of_a_full_gpu() {
+    let cap = 12 * GIB;
+    let seq = (0..40u64)
+        .map(|k| {
+            let allocated = GIB + k * 200 * MIB;
+            let device = allocated + GIB;
+            let g = gpu(0, 80 * GIB, device, GIB / 2);
+            let p = Pool {
+                limit: Some(cap),
+                ..torch(allocated, allocated + 100 * MIB, 50 * MIB, 64 * MIB)
+            };
+            (g.clone(), vec![probed(873, &g, device, p)])
+        })
+        .collect();
+    let alerts = run(seq);
+    assert_eq!(classes(&alerts), vec!["leak"], "{alerts:?}");
+    assert!(
+        alerts[0].title.contains("12.00 GiB cap"),
+        "{}",
+        alerts[0].title
+    );
+}
