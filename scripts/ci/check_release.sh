@@ -14,28 +14,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 out=${RELEASE_OUT:-target/release-packages}
 tools=${GPUMON_RELEASE_TOOLS:-target/release-tools}
-passed=0
-failed=0
 log=$(mktemp)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch" "$log"' EXIT
 
-step() {
-  local name=$1 start=$SECONDS
-  shift
-  if "$@" >"$log" 2>&1; then
-    passed=$((passed + 1))
-    echo "release: ok   $name ($((SECONDS - start))s)"
-  else
-    failed=$((failed + 1))
-    echo "release: FAIL $name"
-    tail -n 20 "$log" | sed 's/^/release:      | /'
-  fi
-}
-summary() {
-  echo "release: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-}
+prefix=release
+# shellcheck source=scripts/ci/steps.sh
+source scripts/ci/steps.sh
 
 version=$(cargo metadata --no-deps --format-version 1 --offline |
   python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "gpumon"))')

@@ -6,29 +6,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 tools=${GPUMON_WHEEL_TOOLS:-target/wheel-tools}
 export GPUMON_WHEEL_TOOLS=$tools
-passed=0
-failed=0
 log=$(mktemp)
 work=$(mktemp -d)
 trap 'rm -rf "$work" "$log"' EXIT
 
-# step NAME COMMAND...: runs COMMAND with its output in $log; prints one line, the output on failure.
-step() {
-  local name=$1 start=$SECONDS
-  shift
-  if "$@" >"$log" 2>&1; then
-    passed=$((passed + 1))
-    echo "wheel: ok   $name ($((SECONDS - start))s)"
-  else
-    failed=$((failed + 1))
-    echo "wheel: FAIL $name"
-    tail -n 20 "$log" | sed 's/^/wheel:      | /'
-  fi
-}
-summary() {
-  echo "wheel: $passed passed, $failed failed"
-  [ "$failed" -eq 0 ]
-}
+prefix=wheel
+# shellcheck source=scripts/ci/steps.sh
+source scripts/ci/steps.sh
 
 # Debian's own python3 needs python3-venv for `python3 -m venv`; install it where it is missing.
 if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
