@@ -2,8 +2,13 @@
 """Side-by-side cost of GPU monitors on a GPU machine: CPU%, peak RSS and bytes/s written to the terminal.
 
 Each tool runs alone, one after another, in a pseudo-terminal of a fixed size for a fixed time while the
-same background load runs. CPU time comes from /proc/PID/stat (utime+stime, children included), peak RSS
-from VmHWM in /proc/PID/status, bytes from what the pty delivered. Plain Python, no packages.
+same background load runs. CPU time is the scheduler's own count, in nanoseconds, summed over the
+process's threads (/proc/PID/task/*/schedstat): /proc/PID/stat's utime+stime count whole 10 ms clock
+ticks, which is one or two ticks in a window for a tool using well under 1 % of a core. stat's figure
+(children included) is kept as cpu_pct_stat; where it is higher by more than two clock ticks (a thread
+that ended in the window takes its schedstat time with it) the larger figure is used and the row is
+marked. Peak RSS from VmHWM in /proc/PID/status, bytes from what the pty delivered. Plain Python, no
+packages.
 
 With --serve, each tool is an HTTP exporter instead (NAME=URL=CMD): it runs without a terminal and is
 scraped at URL every --scrape-every seconds; the table gives its CPU%, peak RSS, median and 95th
@@ -27,6 +32,43 @@ def proc_cpu_s(pid):
         fields = f.read().rsplit(")", 1)[1].split()
     # utime, stime, cutime, cstime are fields 14-17 (1-based); after the ")" split they start at index 11
     return sum(int(x) for x in fields[11:15]) / TICK
+
+
+def proc_cpu_ns(pid):
+    """Nanoseconds on a CPU, summed over the process's live threads; None without schedstat."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            if not os.path.exists(f"/proc/{pid}/task/{tid}"):
+                continue  # the thread ended between the listing and the read
+            return None
+    return total
+
+
+class Cpu:
+    """A process's CPU time at one moment, by both counts."""
+
+    def __init__(self, pid):
+        self.ns, self.s, self.t = proc_cpu_ns(pid), proc_cpu_s(pid), time.monotonic()
+
+    def pct_since(self, start):
+        """CPU % of one core since `start`: schedstat's, unless stat's is higher by more than two
+        clock ticks; with stat's figure and whether it was used."""
+        wall = self.t - start.t
+        by_stat = 100 * (self.s - start.s) / wall
+        if self.ns is None or start.ns is None:
+            return by_stat, by_stat, True
+        by_sched = 100 * (self.ns - start.ns) / 1e9 / wall
+        if by_stat - by_sched > 100 * 2 / TICK / wall:
+            return by_stat, by_stat, True
+        return by_sched, by_stat, False
 
 
 def peak_rss_kb(pid):
@@ -53,7 +95,7 @@ def run_tool(cmd, seconds, cols, rows):
     while True:
         now = time.monotonic()
         if cpu0 is None and now >= warm_until:
-            cpu0, t0, steady = proc_cpu_s(pid), now, 0
+            cpu0, steady = Cpu(pid), 0
         if now - start >= seconds + 3:
             break
         r, _, _ = select.select([fd], [], [], 0.2)
@@ -64,7 +106,7 @@ def run_tool(cmd, seconds, cols, rows):
                 break
             total += len(data)
             steady += len(data)
-    cpu1, t1 = proc_cpu_s(pid), time.monotonic()
+    cpu1 = Cpu(pid)
     rss = peak_rss_kb(pid)
     os.kill(pid, signal.SIGTERM)
     time.sleep(0.5)
@@ -74,8 +116,10 @@ def run_tool(cmd, seconds, cols, rows):
         pass
     os.waitpid(pid, 0)
     os.close(fd)
-    wall = t1 - t0
-    return {"cpu_pct": 100 * (cpu1 - cpu0) / wall, "rss_mb": rss / 1024, "bytes_s": steady / wall, "startup_bytes": total - steady}
+    wall = cpu1.t - cpu0.t
+    pct, by_stat, coarse = cpu1.pct_since(cpu0)
+    return {"cpu_pct": pct, "cpu_pct_stat": by_stat, "coarse": coarse, "rss_mb": rss / 1024,
+            "bytes_s": steady / wall, "startup_bytes": total - steady}
 
 
 def stop(pid):
@@ -110,37 +154,45 @@ def run_server(url, cmd, seconds, every):
                 raise SystemExit(f"{cmd}: {url} never answered")
             time.sleep(0.2)
         time.sleep(3)
-        cpu0, t0 = proc_cpu_s(proc.pid), time.monotonic()
+        cpu0 = Cpu(proc.pid)
         times, sizes = [], []
-        while time.monotonic() - t0 < seconds:
+        while time.monotonic() - cpu0.t < seconds:
             r = scrape(url)
             if r:
                 times.append(r[0])
                 sizes.append(r[1])
             time.sleep(max(0.0, every - (r[0] if r else 0)))
-        cpu1, t1 = proc_cpu_s(proc.pid), time.monotonic()
+        cpu1 = Cpu(proc.pid)
         rss = peak_rss_kb(proc.pid)
     finally:
         stop(proc.pid)
         proc.wait()
     times.sort()
-    return {"cpu_pct": 100 * (cpu1 - cpu0) / (t1 - t0), "rss_mb": rss / 1024,
+    pct, by_stat, coarse = cpu1.pct_since(cpu0)
+    return {"cpu_pct": pct, "cpu_pct_stat": by_stat, "coarse": coarse, "rss_mb": rss / 1024,
             "scrape_ms": 1000 * statistics.median(times) if times else float("nan"),
             "p95_ms": 1000 * times[int(0.95 * (len(times) - 1))] if times else float("nan"),
             "bytes": statistics.median(sizes) if sizes else 0, "scrapes": len(times)}
 
 
+def cpu(r):
+    """The CPU % column: schedstat's figure, or stat's marked with *."""
+    return f"{r['cpu_pct']:>7.3f}{'*' if r['coarse'] else ' '}"
+
+
 def print_table(title, rows, serve, first):
     print(f"\n{title}")
     if serve:
-        print(f"{'tool':<16} {'CPU %':>7} {'peak RSS MB':>12} {'scrape ms':>10} {'p95 ms':>8} {'bytes':>9}")
+        print(f"{'tool':<16} {'CPU %':>8} {'stat %':>7} {'peak RSS MB':>12} {'scrape ms':>10} {'p95 ms':>8} {'bytes':>9}")
         for name, r in rows:
-            print(f"{name:<16} {r['cpu_pct']:>7.2f} {r['rss_mb']:>12.1f} {r['scrape_ms']:>10.2f} "
+            print(f"{name:<16} {cpu(r)} {r['cpu_pct_stat']:>7.2f} {r['rss_mb']:>12.1f} {r['scrape_ms']:>10.2f} "
                   f"{r['p95_ms']:>8.2f} {r['bytes']:>9.0f}")
     else:
-        print(f"{'tool':<16} {'CPU %':>7} {'peak RSS MB':>12} {'bytes/s':>9}")
+        print(f"{'tool':<16} {'CPU %':>8} {'stat %':>7} {'peak RSS MB':>12} {'bytes/s':>9}")
         for name, r in rows:
-            print(f"{name:<16} {r['cpu_pct']:>7.2f} {r['rss_mb']:>12.1f} {r['bytes_s']:>9.0f}")
+            print(f"{name:<16} {cpu(r)} {r['cpu_pct_stat']:>7.2f} {r['rss_mb']:>12.1f} {r['bytes_s']:>9.0f}")
+    if any(r["coarse"] for _, r in rows):
+        print("* stat's clock-tick count, higher than schedstat's (a thread ended in the window)")
     base = dict(rows)
     if first in base:
         g = base[first]

@@ -3,6 +3,11 @@
 //! and drawing, serve's encoding) adds its wall time to one table, and every `EVERY` ticks the
 //! table is written to FILE (replaced atomically, mode 0600) with the process's own CPU time over
 //! the same span. Without the variable `time` only calls the closure.
+//!
+//! The first tick is set apart: a part's first call (a device handle looked up, NVML's first
+//! reading of a GPU, the first full frame) can cost milliseconds that no later tick pays, and
+//! averaged in it would read as a steady cost. So each part's first call is shown alone, and its
+//! mean, maximum and share of a tick, like the process's CPU time, count only what came after.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,16 +23,32 @@ const EVERY: u64 = 10;
 
 #[derive(Default, Clone, Copy)]
 struct Part {
+    /// The first call's time.
+    first: Duration,
+    /// The calls after the first: how many, their total and their longest.
     calls: u64,
     total: Duration,
     max: Duration,
 }
 
+impl Part {
+    fn add(&mut self, took: Duration, first: bool) {
+        if first {
+            self.first = took;
+        } else {
+            self.calls += 1;
+            self.total += took;
+            self.max = self.max.max(took);
+        }
+    }
+}
+
 struct Table {
     file: PathBuf,
-    started: Instant,
-    /// The process's CPU time (user + system, clock ticks) when the table started.
-    cpu_at_start: Option<u64>,
+    /// When the first tick ended, and the process's CPU time (ns, `cpu_ns`) then: the span the
+    /// report covers.
+    steady_from: Option<(Instant, Option<u64>)>,
+    /// Ticks ended after the first.
     ticks: u64,
     parts: BTreeMap<&'static str, Part>,
 }
@@ -39,8 +60,7 @@ fn table() -> Option<&'static Mutex<Table>> {
             let file = std::env::var_os(ENV).filter(|v| !v.is_empty())?;
             Some(Mutex::new(Table {
                 file: PathBuf::from(file),
-                started: Instant::now(),
-                cpu_at_start: cpu_ticks(),
+                steady_from: None,
                 ticks: 0,
                 parts: BTreeMap::new(),
             }))
@@ -57,10 +77,8 @@ pub fn time<T>(part: &'static str, f: impl FnOnce() -> T) -> T {
     let out = f();
     let took = start.elapsed();
     let mut t = table.lock().unwrap_or_else(PoisonError::into_inner);
-    let p = t.parts.entry(part).or_default();
-    p.calls += 1;
-    p.total += took;
-    p.max = p.max.max(took);
+    let new = !t.parts.contains_key(part);
+    t.parts.entry(part).or_default().add(took, new);
     out
 }
 
@@ -70,6 +88,10 @@ pub fn tick_done() {
         return;
     };
     let mut t = table.lock().unwrap_or_else(PoisonError::into_inner);
+    if t.steady_from.is_none() {
+        t.steady_from = Some((Instant::now(), cpu_ns()));
+        return;
+    }
     t.ticks += 1;
     if t.ticks % EVERY == 0 {
         let text = report(&t);
@@ -78,34 +100,47 @@ pub fn tick_done() {
     }
 }
 
-/// This process's user + system CPU time so far, in clock ticks (/proc/self/stat).
-fn cpu_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-    // After the command: state is field 3, utime 14 and stime 15.
-    let utime: u64 = fields.nth(11)?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
+/// This process's CPU time so far, in nanoseconds: the scheduler's count summed over its threads
+/// (/proc/self/task/*/schedstat), else user + system time in clock ticks (/proc/self/stat), which
+/// counts whole 10 ms ticks: one or two in a report's span at a fraction of a percent of a core.
+fn cpu_ns() -> Option<u64> {
+    let by_scheduler = || -> Option<u64> {
+        let mut total = 0u64;
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+        }
+        Some(total)
+    };
+    by_scheduler().or_else(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        // After the command: state is field 3, utime 14 and stime 15.
+        let utime: u64 = fields.nth(11)?.parse().ok()?;
+        let stime: u64 = fields.next()?.parse().ok()?;
+        let hz = rustix::param::clock_ticks_per_second().max(1);
+        Some((utime + stime).saturating_mul(1_000_000_000 / hz))
+    })
 }
 
 fn report(t: &Table) -> String {
-    let wall = t.started.elapsed();
+    let (started, cpu_at_start) = t.steady_from.unwrap_or((Instant::now(), None));
+    let wall = started.elapsed();
     let ticks = t.ticks.max(1);
-    let hz = rustix::param::clock_ticks_per_second().max(1);
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "gpumon tick times: {} ticks in {:.1} s (pid {})",
+        "gpumon tick times: {} ticks in {:.1} s after the first (pid {})",
         t.ticks,
         wall.as_secs_f64(),
         std::process::id()
     );
-    if let (Some(start), Some(now)) = (t.cpu_at_start, cpu_ticks()) {
+    if let (Some(start), Some(now)) = (cpu_at_start, cpu_ns()) {
         #[allow(clippy::cast_precision_loss)]
-        let cpu_s = now.saturating_sub(start) as f64 / hz as f64;
+        let cpu_s = now.saturating_sub(start) as f64 / 1e9;
         let _ = writeln!(
             out,
-            "process CPU: {:.3} s = {:.3} % of one core; {:.3} ms per tick",
+            "process CPU: {:.4} s = {:.3} % of one core; {:.3} ms per tick",
             cpu_s,
             100.0 * cpu_s / wall.as_secs_f64().max(1e-9),
             1000.0 * cpu_s / ticks as f64
@@ -113,16 +148,17 @@ fn report(t: &Table) -> String {
     }
     let _ = writeln!(
         out,
-        "{:<28} {:>8} {:>10} {:>10} {:>10} {:>10}",
-        "part", "calls", "calls/tick", "mean µs", "max µs", "µs/tick"
+        "{:<28} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10}",
+        "part", "first µs", "calls", "calls/tick", "mean µs", "max µs", "µs/tick"
     );
     #[allow(clippy::cast_precision_loss)]
     for (name, p) in &t.parts {
         let total_us = p.total.as_secs_f64() * 1e6;
         let _ = writeln!(
             out,
-            "{:<28} {:>8} {:>10.2} {:>10.1} {:>10.1} {:>10.1}",
+            "{:<28} {:>10.1} {:>8} {:>10.2} {:>10.1} {:>10.1} {:>10.1}",
             name,
+            p.first.as_secs_f64() * 1e6,
             p.calls,
             p.calls as f64 / ticks as f64,
             total_us / p.calls.max(1) as f64,
@@ -150,37 +186,57 @@ mod tests {
 
     #[test]
     fn the_report_has_a_line_per_part_with_its_share_of_a_tick() {
-        let part = |calls, ms: u64, max_ms| Part {
-            calls,
-            total: Duration::from_millis(ms),
-            max: Duration::from_millis(max_ms),
-        };
+        let mut memory = Part::default();
+        let mut draw = Part::default();
+        // The first calls are dear and set apart; the rest make the steady figures.
+        memory.add(Duration::from_millis(13), true);
+        draw.add(Duration::from_millis(9), true);
+        // 80 calls, 4000 µs in all, the longest 1000 µs.
+        for us in [1000, 36].into_iter().chain([38; 78]) {
+            memory.add(Duration::from_micros(us), false);
+        }
+        for _ in 0..10 {
+            draw.add(Duration::from_millis(2), false);
+        }
         let t = Table {
             file: PathBuf::from("unused"),
-            started: Instant::now(),
-            cpu_at_start: cpu_ticks(),
+            steady_from: Some((Instant::now(), cpu_ns())),
             ticks: 10,
-            parts: BTreeMap::from([
-                ("nvml.memory_info", part(80, 4, 1)),
-                ("screen.draw", part(10, 20, 5)),
-            ]),
+            parts: BTreeMap::from([("nvml.memory_info", memory), ("screen.draw", draw)]),
         };
         let text = report(&t);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("gpumon tick times: 10 ticks in "));
+        assert!(lines[0].contains(" after the first "), "{text}");
         assert!(lines[1].starts_with("process CPU: "), "{text}");
         let cells = |name: &str| -> Vec<String> {
             let line = lines.iter().find(|l| l.starts_with(name)).unwrap();
             line[28..].split_whitespace().map(str::to_string).collect()
         };
-        // calls, calls per tick, mean, max and total per tick, in µs.
+        // first, then after it: calls, calls per tick, mean, max and total per tick, in µs.
         assert_eq!(
             cells("nvml.memory_info"),
-            ["80", "8.00", "50.0", "1000.0", "400.0"]
+            ["13000.0", "80", "8.00", "50.0", "1000.0", "400.0"]
         );
         assert_eq!(
             cells("screen.draw"),
-            ["10", "1.00", "2000.0", "5000.0", "2000.0"]
+            ["9000.0", "10", "1.00", "2000.0", "2000.0", "2000.0"]
         );
+    }
+
+    #[test]
+    fn the_first_tick_is_not_counted_in_the_span() {
+        let mut t = Table {
+            file: PathBuf::from("unused"),
+            steady_from: None,
+            ticks: 0,
+            parts: BTreeMap::new(),
+        };
+        assert!(report(&t).contains(": 0 ticks in 0.0 s after the first"));
+        t.steady_from = Some((Instant::now(), None));
+        t.ticks = 3;
+        let text = report(&t);
+        assert!(text.starts_with("gpumon tick times: 3 ticks in "), "{text}");
+        assert!(!text.contains("process CPU"), "{text}");
     }
 }
