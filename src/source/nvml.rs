@@ -1,9 +1,11 @@
 //! The GPU side of the live source, from NVML (nvml-wrapper): GPUs, their memory and processes.
 //!
-//! NVML is initialised once and kept; devices are looked up by index each tick. A GPU that stops
-//! answering is listed as `Lost` with what was known of it, and the others keep updating.
+//! NVML is initialised once and kept; each device's handle is looked up once and kept
+//! (`handles.rs`), and looked up again after a reading of it fails. A GPU that stops answering is
+//! listed as `Lost` with what was known of it, and the others keep updating.
 
 pub(crate) mod convert;
+mod handles;
 pub mod mig;
 mod utilization;
 
@@ -15,6 +17,7 @@ use self::convert::{
     Identity, NO_GPU, cuda_version, field, lost_gpu, memory_reading, memory_v1, memory_v2,
     merge_processes, process_list, reason, startup_message,
 };
+use self::handles::Handles;
 use self::utilization::Slow;
 use super::period::{self, Period};
 use crate::clock::tick_times::time;
@@ -27,6 +30,8 @@ pub const LIB_ENV: &str = "GPUMON_NVML_LIB";
 /// Reads GPUs through one NVML session.
 pub struct NvmlReader {
     nvml: Nvml,
+    /// Each GPU's (by index) device handle, once looked up.
+    handles: Handles,
     /// What each GPU (by index) answered last, to keep listing it if it is lost.
     known: Vec<Option<Identity>>,
     /// Early R535 driver: process lists are read only while short (see `process_list`).
@@ -55,6 +60,7 @@ impl NvmlReader {
             n => Ok(NvmlReader {
                 stride_bug: has_stride_bug(&nvml),
                 nvml,
+                handles: Handles::default(),
                 known: vec![None; n as usize],
                 last_processes: 0,
                 util: Vec::new(),
@@ -105,8 +111,19 @@ impl GpuReader for NvmlReader {
         };
         let gpus = self.known.iter_mut().zip(&mut self.util).zip(&mut self.mig);
         for (index, ((known, util), mig)) in (0..count).zip(gpus) {
+            let dev = match time("nvml.device_by_index", || {
+                self.handles.device(&self.nvml, index)
+            }) {
+                Ok(dev) => dev,
+                Err(e) => {
+                    out.gpus.push(lost_gpu(index, known.as_ref(), reason(&e)));
+                    continue;
+                }
+            };
             let slow = SlowParts { util, mig, now_ms };
-            read_gpu(&self.nvml, index, known, slow, self.stride_bug, &mut out);
+            if !read_gpu(&dev, index, known, slow, self.stride_bug, &mut out) {
+                self.handles.forget(index);
+            }
         }
         self.last_processes = out.processes.len();
         Ok(out)
@@ -120,35 +137,38 @@ struct SlowParts<'a> {
     now_ms: u64,
 }
 
-/// Appends GPU `index` and its processes to `out`; a failing GPU is appended as `Lost`. `known`
-/// is what it answered before.
+/// Appends GPU `index` (its device `dev`) and its processes to `out`; a failing GPU is appended
+/// as `Lost`, and false returned (its handle is then looked up again). `known` is what it
+/// answered before.
 fn read_gpu(
-    nvml: &Nvml,
+    dev: &Device<'_>,
     index: u32,
     known: &mut Option<Identity>,
     slow: SlowParts<'_>,
     stride_bug: bool,
     out: &mut GpuReadout,
-) {
-    let dev = match time("nvml.device_by_index", || nvml.device_by_index(index)) {
-        Ok(dev) => dev,
-        Err(e) => return out.gpus.push(lost_gpu(index, known.as_ref(), reason(&e))),
-    };
+) -> bool {
     let id: &Identity = match known {
         Some(id) => id,
-        None => match identity(&dev) {
+        None => match identity(dev) {
             Ok(id) => known.insert(id),
-            Err(e) => return out.gpus.push(lost_gpu(index, None, reason(&e))),
+            Err(e) => {
+                out.gpus.push(lost_gpu(index, None, reason(&e)));
+                return false;
+            }
         },
     };
     let memory = match time("nvml.memory_info", || dev.memory_info()) {
         Ok(m) => Ok(memory_v2(&m)),
-        Err(NvmlError::FailedToLoadSymbol(_)) => memory_info_v1(&dev),
+        Err(NvmlError::FailedToLoadSymbol(_)) => memory_info_v1(dev),
         Err(e) => Err(e),
     };
     let memory = match memory_reading(memory) {
         Ok(m) => m,
-        Err(why) => return out.gpus.push(lost_gpu(index, Some(id), why)),
+        Err(why) => {
+            out.gpus.push(lost_gpu(index, Some(id), why));
+            return false;
+        }
     };
     let compute = time("nvml.compute_processes", || {
         process_list(
@@ -177,7 +197,7 @@ fn read_gpu(
         });
     let (mig_period, mig_on) = slow.mig;
     let mig = if *mig_on || mig_period.due(slow.now_ms) {
-        let instances = time("nvml.mig", || mig::read(&dev));
+        let instances = time("nvml.mig", || mig::read(dev));
         *mig_on = !instances.is_empty();
         instances
     } else {
@@ -199,6 +219,7 @@ fn read_gpu(
         power_mw: field(time("nvml.power_usage", || dev.power_usage())),
         mig,
     });
+    true
 }
 
 /// Whether this driver has the early-R535 process-list stride bug, detected as nvitop does:
