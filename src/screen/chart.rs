@@ -137,7 +137,7 @@ fn runs(ring: &Ring, end_ms: u64, span_ms: u64) -> Vec<Run> {
         match p.value {
             Some(v) if age <= span_ms && p.at_ms <= end_ms => {
                 #[allow(clippy::cast_precision_loss)]
-                current.push((-(age as f64) / 1000.0, gib(v)));
+                push_point(&mut current, (-(age as f64) / 1000.0, gib(v)));
             }
             _ => {
                 if !current.is_empty() {
@@ -150,6 +150,21 @@ fn runs(ring: &Ring, end_ms: u64, span_ms: u64) -> Vec<Run> {
         out.push(current);
     }
     out
+}
+
+/// Appends a point to a run, keeping only the ends of a flat stretch: a point between two of
+/// the same value adds no pixel to a line or an area (both are drawn point to point), so a
+/// steady reading costs the chart two points, not one a tick.
+fn push_point(run: &mut Run, point: (f64, f64)) {
+    #[allow(clippy::float_cmp)] // the same reading converted the same way, not a computed value
+    if let [.., a, b] = run.as_mut_slice()
+        && a.1 == point.1
+        && b.1 == point.1
+    {
+        b.0 = point.0;
+        return;
+    }
+    run.push(point);
 }
 
 #[cfg(test)]
@@ -170,5 +185,31 @@ mod tests {
         let r = runs(&ring, 7000, 5000);
         assert_eq!(r, vec![vec![(-2.0, 2.0)], vec![(0.0, 1.0)]]);
         assert_eq!(highest(&r), 2 << 30);
+    }
+
+    #[test]
+    fn a_flat_stretch_keeps_its_ends_and_every_change() {
+        let mut ring = Ring::new(10);
+        for (t, g) in [
+            (0, 1),
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (4, 2),
+            (5, 2),
+            (6, 2),
+            (7, 1),
+        ] {
+            ring.push(t * 1000, Some(g << 30));
+        }
+        let r = runs(&ring, 7000, 10_000);
+        let expected = vec![
+            (-7.0, 1.0),
+            (-4.0, 1.0),
+            (-3.0, 2.0),
+            (-1.0, 2.0),
+            (0.0, 1.0),
+        ];
+        assert_eq!(r, vec![expected]);
     }
 }
