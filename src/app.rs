@@ -137,7 +137,11 @@ where
                     }
                     dirty = true;
                 }
-                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(Event::Resize(width, height))) => {
+                    let area = ratatui::layout::Rect::new(0, 0, width, height);
+                    terminal.resize(area).map_err(|e| TerminalError(e.to_string()))?;
+                    dirty = true;
+                }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(TerminalError(e.to_string())),
                 None => return Ok(Exit::Quit),
@@ -181,6 +185,12 @@ fn act<B: Backend>(
         }
         Some(Command::Suspend) => {
             crate::terminal::suspend(options.mouse).map_err(|e| TerminalError(e.to_string()))?;
+            // It may have been resized while stopped (no resize event reaches a stopped process).
+            let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
+            let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+            terminal
+                .resize(area)
+                .map_err(|e| TerminalError(e.to_string()))?;
             terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
         }
         Some(Command::Signal(req)) => {

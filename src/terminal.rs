@@ -10,8 +10,9 @@ use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
-use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use ratatui::{Terminal, TerminalOptions, Viewport};
 
 pub type Tui = Terminal<CrosstermBackend<Stdout>>;
 
@@ -30,7 +31,14 @@ pub fn enter(mouse: bool) -> io::Result<Guard> {
     if mouse {
         execute!(stdout(), EnableMouseCapture)?;
     }
-    let terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
+    // A fixed viewport, resized on the terminal's resize events (`app`): a full-screen one asks
+    // the terminal its size before every frame (crossterm opens /dev/tty for it each time).
+    let (width, height) = crossterm::terminal::size()?;
+    let viewport = Viewport::Fixed(Rect::new(0, 0, width, height));
+    let terminal = Terminal::with_options(
+        CrosstermBackend::new(stdout()),
+        TerminalOptions { viewport },
+    )?;
     std::mem::forget(guard_on_error);
     Ok(Guard { terminal })
 }
