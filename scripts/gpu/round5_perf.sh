@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Round 5 (issue 18) on one GPU machine, about 7 minutes at 25 s each: one busy PyTorch job with the allocator
+# probe runs throughout; (1) what each NVML call of a tick costs here (nvml_call_costs.py);
+# (2) where gpumon's tick goes (GPUMON_TICK_TIMES), 120x40, 30 s; (3) each screen's resident
+# memory by mapping (gpumon builds and nvtop); (4) the screens (and nvitop) side by side, each alone in a
+# 120x40 pty at a 1 s refresh, both orders, CPU from the scheduler's nanosecond count; (5) `serve`
+# against nvitop-exporter, scraped every second, both orders. Expects, carried:
+# target/release/gpumon, optionally more builds as target/gpumon-* (compared too), and
+# target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
+# Usage: bash scripts/gpu/round5_perf.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
+set -u
+export PYTHONUNBUFFERED=1 LANG=C.UTF-8
+o=$1; mkdir -p "$o"; o=$(cd "$o" && pwd); here=$PWD/scripts/gpu; bin=$PWD/target/release/gpumon
+each=${SECONDS_EACH:-30}; serve_each=${SERVE_SECONDS:-20}
+mkdir -p /tmp/nvtop && dpkg -x target/gpu-assets/deb/nvtop_*.deb /tmp/nvtop; nvtop=/tmp/nvtop/usr/bin/nvtop
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site target/gpu-assets/whl/*.whl
+{ nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
+  nproc; uname -r; lscpu | grep -E 'Model name|MHz'; ls -l "$bin" target/gpumon-* 2>/dev/null; } | tee "$o/machine.txt"
+
+( eval "$("$bin" probe env --probe-dir /tmp/r5probe/probes)"; BUSY_S=900 exec python3 "$here/torch_frag.py" busy ) \
+  > "$o/busy.log" 2>&1 &
+busy=$!
+trap 'kill $busy 2>/dev/null; tmux kill-server 2>/dev/null' EXIT
+sleep 12
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tee "$o/apps.txt"
+GPUMON_PROBE_DIR=/tmp/r5probe/probes "$bin" snapshot --format text > "$o/snapshot.txt" 2>&1
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$o/apps.txt"
+
+echo "== (1) NVML call costs"
+python3 "$here/nvml_call_costs.py" 20 0.25 | tee "$o/nvml-calls.txt"
+
+echo "== (2) tick breakdown: the screen, 30 s"
+tmux new-session -d -s r5 -x 120 -y 40 -e LANG=C.UTF-8 \
+  "GPUMON_TICK_TIMES=$o/ticks-screen.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes exec $bin --interval 1s"
+sleep 30
+tmux capture-pane -p -t r5 > "$o/screen.txt"
+tmux kill-session -t r5; sleep 1
+cat "$o/ticks-screen.txt"; head -12 "$o/screen.txt"
+
+echo "== (3) resident memory by mapping, after 10 s"
+tools=("gpumon=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $bin --interval 1s")
+for b in target/gpumon-*; do [ -x "$b" ] && tools+=("$(basename "$b")=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $PWD/$b --interval 1s"); done
+for t in "${tools[@]}" "nvtop=$nvtop -d 10"; do
+  name=${t%%=*}; cmd=${t#*=}
+  tmux new-session -d -s rss -x 120 -y 40 -e LANG=C.UTF-8 "exec $cmd"; sleep 10
+  pid=$(tmux display -p -t rss '#{pane_pid}')
+  { echo "== $name: $(grep -E 'VmHWM|RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ') threads $(ls /proc/$pid/task | wc -l)"
+    awk '/^[0-9a-f]+-[0-9a-f]+ /{n=$6; if(n=="")n="[anon]"} /^Rss:/{r[n]+=$2} END{for(k in r) if(r[k]>=100) printf "%8d kB %s\n", r[k], k}' /proc/$pid/smaps | sort -rn | head -8
+  } >> "$o/rss.txt"
+  tmux kill-session -t rss; sleep 1
+done
+cat "$o/rss.txt"
+
+echo "== (4) the screens side by side, both orders, ${each} s each"
+PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --load 0 --both-orders --seconds "$each" \
+  "${tools[@]}" "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
+
+echo "== (5) serve against nvitop-exporter, scraped every second, both orders, ${serve_each} s each"
+PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --serve --load 0 --both-orders --seconds "$serve_each" \
+  "gpumon-serve=http://127.0.0.1:9477/metrics=env GPUMON_TICK_TIMES=$o/ticks-serve.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes $bin serve --listen 127.0.0.1:9477" \
+  "nvitop-exporter=http://127.0.0.1:8000/metrics=python3 -m nvitop_exporter --bind-address 127.0.0.1 --port 8000 --interval 1" \
+  | tee "$o/serve.txt"
+cat "$o/ticks-serve.txt"
+kill $busy 2>/dev/null; wait $busy 2>/dev/null
+tail -3 "$o/busy.log"
