@@ -7,6 +7,7 @@
 # against nvitop-exporter, scraped every second, both orders. Expects, carried:
 # target/release/gpumon, optionally more builds as target/gpumon-* (compared too), and
 # target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
+# It replaces round 4's script, whose steps (2), (4) and (5) were, with stat's clock-tick CPU.
 # Usage: bash scripts/gpu/round5_perf.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
 set -u
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
