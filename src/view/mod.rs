@@ -22,7 +22,9 @@
 //!                        (help.rs: the keymap in a centred popup, over all of it)
 //! ```
 //!
-//! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
+//! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`). The app
+//! loop draws with `render_reusing`, which copies the panels that did not change from the last
+//! frame (`reuse.rs`) and gives the same frame.
 //!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
 
@@ -39,6 +41,7 @@ mod life;
 pub mod mouse;
 mod pool;
 mod processes;
+mod reuse;
 mod signal;
 mod spark;
 mod text;
@@ -51,6 +54,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
 pub use layout::Regions;
+pub use reuse::Reuse;
+use reuse::{Panel, Piece, draw_pieces};
 use theme::Theme;
 
 use crate::model::SourceState;
@@ -60,7 +65,14 @@ use crate::screen::State;
 pub const MIN_WIDTH: u16 = 72;
 pub const MIN_HEIGHT: u16 = 20;
 
+/// Draws `state` into the frame.
 pub fn render(frame: &mut Frame, state: &State) {
+    render_reusing(frame, state, &mut Reuse::off());
+}
+
+/// Draws `state` into the frame, copying the panels whose content and surroundings are as last
+/// frame's (`reuse.rs`); the frame is the one `render` draws, cell for cell.
+pub fn render_reusing(frame: &mut Frame, state: &State, reuse: &mut Reuse) {
     let area = frame.area();
     let theme = Theme::new(&state.config);
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -110,7 +122,7 @@ pub fn render(frame: &mut Frame, state: &State) {
             middle,
         );
     } else {
-        body(frame, main, top_block, block, state, &theme);
+        body(frame, main, top_block, block, state, &theme, reuse);
     }
     footer::render(frame, footer_area, state, &theme);
     if state.screen.help {
@@ -165,16 +177,22 @@ fn body(
     block: impl Fn() -> Block<'static>,
     state: &State,
     theme: &Theme,
+    reuse: &mut Reuse,
 ) {
     let plan = layout::plan(main, state, theme);
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
-    frame.render_widget(top_block, r.top);
-    frame.render_widget(Paragraph::new(plan.top_lines), inner);
+    let top = vec![
+        Piece::Block(top_block, r.top),
+        Piece::Text(Paragraph::new(plan.top_lines), inner),
+    ];
+    reuse.draw(frame.buffer_mut(), Panel::Gpus, r.top, top, |p, buf| {
+        draw_pieces(p, buf);
+    });
     if let Some(area) = r.chart {
-        chart::render(frame, area, block(), state, theme);
+        chart::render(frame, area, block(), state, theme, reuse);
     }
-    processes::render(frame, r.table, block(), state, theme);
+    processes::render(frame, r.table, block(), state, theme, reuse);
     let Some(bottom) = r.bottom else { return };
     let left_w = bottom.width / 2 + 1;
     let left = Rect {
@@ -186,6 +204,6 @@ fn body(
         width: bottom.width - left_w + 1,
         ..bottom
     };
-    detail::render(frame, left, block(), state, theme);
-    alerts::render(frame, right, block(), state, theme);
+    detail::render(frame, left, block(), state, theme, reuse);
+    alerts::render(frame, right, block(), state, theme, reuse);
 }

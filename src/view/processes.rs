@@ -7,6 +7,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
 
+use super::reuse::{Panel, Piece, Reuse, draw_pieces};
 use super::text::fit;
 use super::theme::Theme;
 use crate::model::ProcessTrack;
@@ -53,10 +54,32 @@ fn empty_reason(state: &State, theme: &Theme) -> String {
     }
 }
 
-pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    block: Block<'static>,
+    state: &State,
+    theme: &Theme,
+    reuse: &mut Reuse,
+) {
+    let pieces = pieces(area, block, state, theme);
+    reuse.draw(
+        frame.buffer_mut(),
+        Panel::Processes,
+        area,
+        pieces,
+        |p, buf| {
+            draw_pieces(p, buf);
+        },
+    );
+}
+
+/// The panel's widgets: its block, the table (or its header and why it is empty), and the
+/// exited rows' labels.
+fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Vec<Piece> {
     let block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
-    frame.render_widget(block, area);
+    let mut pieces = vec![Piece::Block(block, area)];
     let shown = || {
         state
             .screen
@@ -83,28 +106,19 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
             Constraint::Fill(1),
         ]));
         let widths = cols.iter().map(|c| width_of(*c, mig));
-        frame.render_widget(
-            Table::new(Vec::<Row>::new(), widths)
-                .header(header)
-                .highlight_spacing(HighlightSpacing::Always)
-                .highlight_symbol("> "),
-            head,
-        );
-        frame.render_widget(
-            Paragraph::new(Line::from(vec![
-                Span::raw("  "),
-                Span::styled(empty_reason(state, theme), theme.na),
-            ])),
-            body,
-        );
-        return;
+        let table = Table::new(Vec::<Row>::new(), widths)
+            .header(header)
+            .highlight_spacing(HighlightSpacing::Always)
+            .highlight_symbol("> ");
+        pieces.push(Piece::Table(table, TableState::new(), head));
+        let why = Paragraph::new(Line::from(vec![
+            Span::raw("  "),
+            Span::styled(empty_reason(state, theme), theme.na),
+        ]));
+        pieces.push(Piece::Text(why, body));
+        return pieces;
     }
-    let tracks: Vec<&ProcessTrack> = state
-        .screen
-        .rows
-        .iter()
-        .filter_map(|k| state.machine().processes.get(k))
-        .collect();
+    let tracks: Vec<&ProcessTrack> = shown().collect();
     let selected = state
         .screen
         .selected
@@ -128,8 +142,8 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         .row_highlight_style(theme.selected)
         .highlight_symbol("> ")
         .highlight_spacing(HighlightSpacing::Always);
-    let mut table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
-    frame.render_stateful_widget(table, inner, &mut table_state);
+    let table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
+    pieces.push(Piece::Table(table, table_state, inner));
     // Exited rows: "[exited 17s ago, OOM: fragmentation] python3 train.py" across the columns
     // they have nothing current for, so the cause is not cut to COMMAND's width.
     let span_x = cols
@@ -151,11 +165,10 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
             usize::from(area.width),
             theme.g.ellipsis,
         );
-        frame.render_widget(
-            Paragraph::new(Line::styled(text, Style::new().add_modifier(Modifier::DIM))),
-            area,
-        );
+        let label = Paragraph::new(Line::styled(text, Style::new().add_modifier(Modifier::DIM)));
+        pieces.push(Piece::Text(label, area));
     }
+    pieces
 }
 
 /// Columns the selection marker ("> ") takes at the start of each row.
