@@ -110,7 +110,7 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
             .header(header)
             .highlight_spacing(HighlightSpacing::Always)
             .highlight_symbol("> ");
-        pieces.push(Piece::Table(table, TableState::new(), head));
+        pieces.push(Piece::Table(Box::new(table), TableState::new(), head));
         let why = Paragraph::new(Line::from(vec![
             Span::raw("  "),
             Span::styled(empty_reason(state, theme), theme.na),
@@ -143,7 +143,7 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
         .highlight_symbol("> ")
         .highlight_spacing(HighlightSpacing::Always);
     let table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
-    pieces.push(Piece::Table(table, table_state, inner));
+    pieces.push(Piece::Table(Box::new(table), table_state, inner));
     // Exited rows: "[exited 17s ago, OOM: fragmentation] python3 train.py" across the columns
     // they have nothing current for, so the cause is not cut to COMMAND's width.
     let span_x = cols

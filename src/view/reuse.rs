@@ -24,7 +24,7 @@ use crate::clock::tick_times::time;
 pub enum Piece {
     Block(Block<'static>, Rect),
     Text(Paragraph<'static>, Rect),
-    Table(Table<'static>, TableState, Rect),
+    Table(Box<Table<'static>>, TableState, Rect),
 }
 
 /// Draws the pieces in order.
@@ -35,7 +35,7 @@ pub fn draw_pieces(pieces: &[Piece], buf: &mut Buffer) {
             Piece::Text(text, area) => text.render(*area, buf),
             Piece::Table(table, state, area) => {
                 let mut state = *state;
-                StatefulWidget::render(table, *area, buf, &mut state);
+                StatefulWidget::render(&**table, *area, buf, &mut state);
             }
         }
     }
