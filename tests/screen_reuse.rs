@@ -46,7 +46,7 @@ fn replay_and_compare(path: &str, ascii: bool) -> (u64, u64) {
     for (tick, sample) in samples.into_iter().enumerate() {
         state.update(Msg::from(Event::Sample(sample)));
         for (_, key) in KEYS.iter().filter(|(at, _)| *at == tick) {
-            state.update(Msg::Action(key.clone()));
+            state.update(Msg::Action(*key));
         }
         let size = if (40..50).contains(&tick) {
             (100, 30)
