@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Round 5 (issue 18) on one GPU machine, about 7 minutes at 25 s each: one busy PyTorch job with the allocator
-# probe runs throughout; (1) what each NVML call of a tick costs here (nvml_call_costs.py);
-# (2) where gpumon's tick goes (GPUMON_TICK_TIMES), 120x40, 30 s; (3) each screen's resident
-# memory by mapping (gpumon builds and nvtop); (4) the screens (and nvitop) side by side, each alone in a
-# 120x40 pty at a 1 s refresh, both orders, CPU from the scheduler's nanosecond count; (5) `serve`
-# against nvitop-exporter, scraped every second, both orders. Expects, carried:
+# Rounds 5 and 6 (issue 18) on one GPU machine, about 9 minutes at 20 s each: one busy PyTorch job
+# with the allocator probe runs throughout; (1) what each NVML call of a tick costs here
+# (nvml_call_costs.py); (2) where gpumon's tick goes (GPUMON_TICK_TIMES), 120x40, 30 s, from a
+# fresh start and again in the steady state (`--history 10s`: the sparklines' and chart's window
+# is full within the warm-up, as it is after ten minutes at the default); (3) each screen's
+# resident memory by mapping (gpumon builds and nvtop); (4) the screens (and nvitop) side by
+# side, each alone in a 120x40 pty at a 1 s refresh, both orders, CPU from the scheduler's
+# nanosecond count, each gpumon build from a fresh start and in the steady state (NAME-steady);
+# (5) `serve` against nvitop-exporter, scraped every second, both orders. Expects, carried:
 # target/release/gpumon, optionally more builds as target/gpumon-* (compared too), and
 # target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
-# It replaces round 4's script, whose steps (2), (4) and (5) were, with stat's clock-tick CPU.
 # Usage: bash scripts/gpu/round5_perf.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
 set -u
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
@@ -30,13 +32,16 @@ nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$o/app
 echo "== (1) NVML call costs"
 python3 "$here/nvml_call_costs.py" 20 0.25 | tee "$o/nvml-calls.txt"
 
-echo "== (2) tick breakdown: the screen, 30 s"
-tmux new-session -d -s r5 -x 120 -y 40 -e LANG=C.UTF-8 \
-  "GPUMON_TICK_TIMES=$o/ticks-screen.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes exec $bin --interval 1s"
-sleep 30
-tmux capture-pane -p -t r5 > "$o/screen.txt"
-tmux kill-session -t r5; sleep 1
-cat "$o/ticks-screen.txt"; head -12 "$o/screen.txt"
+for run in "screen:" "screen-steady:--history 10s"; do
+  name=${run%%:*}; args=${run#*:}
+  echo "== (2) tick breakdown: the screen, 30 s ($name)"
+  tmux new-session -d -s r5 -x 120 -y 40 -e LANG=C.UTF-8 \
+    "GPUMON_TICK_TIMES=$o/ticks-$name.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes exec $bin --interval 1s $args"
+  sleep 30
+  tmux capture-pane -p -t r5 > "$o/$name.txt"
+  tmux kill-session -t r5; sleep 1
+  cat "$o/ticks-$name.txt"; head -12 "$o/$name.txt"
+done
 
 echo "== (3) resident memory by mapping, after 10 s"
 tools=("gpumon=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $bin --interval 1s")
@@ -53,8 +58,9 @@ done
 cat "$o/rss.txt"
 
 echo "== (4) the screens side by side, both orders, ${each} s each"
+steady=(); for t in "${tools[@]}"; do steady+=("${t%%=*}-steady=${t#*=} --history 10s"); done
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --load 0 --both-orders --seconds "$each" \
-  "${tools[@]}" "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
+  "${tools[@]}" "${steady[@]}" "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
 
 echo "== (5) serve against nvitop-exporter, scraped every second, both orders, ${serve_each} s each"
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --serve --load 0 --both-orders --seconds "$serve_each" \
