@@ -1,7 +1,6 @@
 //! Cost of one tick: `State::update` with one sample, `view::render` into a 120x40 `TestBackend`,
 //! and both together, at 1x10, 8x100 and 8x500 (GPUs x processes in all), with a full ten-minute
-//! history, each render with and without reusing the last frame's panels; and update under PID
-//! churn (every process replaced every tick).
+//! history; and update under PID churn (every process replaced every tick).
 //!
 //! `cargo bench --bench tick -- --warm-up-time 1 --measurement-time 3`
 
@@ -12,7 +11,7 @@ use std::hint::black_box;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use gpumon::model::Event;
 use gpumon::screen::Msg;
-use gpumon::view::{self, Reuse};
+use gpumon::view;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -54,72 +53,50 @@ fn churn(c: &mut Criterion) {
     updates(c, "update_churn", 120, true);
 }
 
-/// The same state drawn again: every panel drawn (`render`), or every panel copied from the
-/// frame before (`render_reusing`, the app loop's way, on a tick where nothing changed).
 fn render(c: &mut Criterion) {
-    for reusing in [false, true] {
-        let name = if reusing { "render_reusing" } else { "render" };
-        let mut group = c.benchmark_group(name);
-        for (gpus, procs) in SIZES {
-            let state = warm_state(gpus, procs, WARM, false);
-            let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-            let mut reuse = if reusing {
-                Reuse::default()
-            } else {
-                Reuse::off()
-            };
-            group.bench_function(
-                BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
-                |b| {
-                    b.iter(|| {
-                        terminal
-                            .draw(|f| view::render_reusing(f, black_box(&state), &mut reuse))
-                            .unwrap();
-                    });
-                },
-            );
-        }
-        group.finish();
+    let mut group = c.benchmark_group("render");
+    for (gpus, procs) in SIZES {
+        let state = warm_state(gpus, procs, WARM, false);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter(|| {
+                    terminal
+                        .draw(|f| view::render(f, black_box(&state)))
+                        .unwrap();
+                });
+            },
+        );
     }
+    group.finish();
 }
 
 /// Update then render, as the app loop does for each sample (building the sample is excluded).
-/// Every process's memory moves each tick here, so `tick_reusing` shows what keeping panels
-/// costs when the chart and the table change every tick.
 fn tick(c: &mut Criterion) {
-    for reusing in [false, true] {
-        let name = if reusing { "tick_reusing" } else { "tick" };
-        let mut group = c.benchmark_group(name);
-        for (gpus, procs) in SIZES {
-            let mut state = warm_state(gpus, procs, WARM, false);
-            let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
-            let mut reuse = if reusing {
-                Reuse::default()
-            } else {
-                Reuse::off()
-            };
-            let mut k = WARM;
-            group.bench_function(
-                BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
-                |b| {
-                    b.iter_batched(
-                        || {
-                            k += 1;
-                            sample(gpus, procs, k, false)
-                        },
-                        |s| {
-                            state.update(Msg::from(Event::Sample(s)));
-                            terminal
-                                .draw(|f| view::render_reusing(f, &state, &mut reuse))
-                                .unwrap();
-                        },
-                        BatchSize::SmallInput,
-                    );
-                },
-            );
-        }
-        group.finish();
+    let mut group = c.benchmark_group("tick");
+    for (gpus, procs) in SIZES {
+        let mut state = warm_state(gpus, procs, WARM, false);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let mut k = WARM;
+        group.bench_function(
+            BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+            |b| {
+                b.iter_batched(
+                    || {
+                        k += 1;
+                        sample(gpus, procs, k, false)
+                    },
+                    |s| {
+                        state.update(Msg::from(Event::Sample(s)));
+                        terminal.draw(|f| view::render(f, &state)).unwrap();
+                    },
+                    BatchSize::SmallInput,
+                );
+            },
+        );
     }
+    group.finish();
 }
 
 criterion_group!(benches, update, churn, render, tick);

@@ -75,16 +75,11 @@ where
     // A remote host's report is drawn with the others that arrive within `FLEET_FRAME`.
     let mut frame_due: Option<tokio::time::Instant> = None;
     let mut samples_open = true;
-    // The panels of the last frame, copied into the next where nothing they show changed.
-    let mut reuse = view::Reuse::default();
     loop {
         if dirty {
             tick_times::time("screen.draw", || {
-                terminal.draw(|frame| {
-                    tick_times::time("screen.render", || {
-                        view::render_reusing(frame, state, &mut reuse);
-                    });
-                })
+                terminal
+                    .draw(|frame| tick_times::time("screen.render", || view::render(frame, state)))
             })
             .map_err(|e| TerminalError(e.to_string()))?;
             dirty = false;

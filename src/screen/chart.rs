@@ -128,33 +128,17 @@ fn highest(runs: &[Run]) -> u64 {
     bytes(runs.iter().flatten().map(|p| p.1).fold(0.0_f64, f64::max))
 }
 
-/// Ages on the time axis are rounded to this. Samples come a few milliseconds early or late,
-/// so unrounded, the oldest reading of a full window would slip in and out of it and the same
-/// picture would be new data every tick (drawn again, not reused: `view/reuse.rs`); 50 ms at
-/// most is under one braille dot of a 10 s chart.
-const AGE_GRAIN_MS: u64 = 100;
-
-/// The age of a reading at `at_ms` on a chart ending at `end_ms`, rounded to `AGE_GRAIN_MS`
-/// (`None` for a reading after the end).
-fn age_ms(end_ms: u64, at_ms: u64) -> Option<u64> {
-    let age = end_ms.checked_sub(at_ms)?;
-    Some(age.saturating_add(AGE_GRAIN_MS / 2) / AGE_GRAIN_MS * AGE_GRAIN_MS)
-}
-
-/// An age as the time axis's x, seconds before the end.
-#[allow(clippy::cast_precision_loss)]
-fn x_of(age_ms: u64) -> f64 {
-    -(age_ms as f64) / 1000.0
-}
-
 /// The ring's readings inside the window ending at `end_ms`, split at gaps.
 fn runs(ring: &Ring, end_ms: u64, span_ms: u64) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
     let mut current: Run = Vec::new();
     for p in ring.iter() {
-        let age = age_ms(end_ms, p.at_ms).filter(|age| *age <= span_ms);
-        match (p.value, age) {
-            (Some(v), Some(age)) => push_point(&mut current, (x_of(age), gib(v))),
+        let age = end_ms.saturating_sub(p.at_ms);
+        match p.value {
+            Some(v) if age <= span_ms && p.at_ms <= end_ms => {
+                #[allow(clippy::cast_precision_loss)]
+                push_point(&mut current, (-(age as f64) / 1000.0, gib(v)));
+            }
             _ => {
                 if !current.is_empty() {
                     out.push(std::mem::take(&mut current));
@@ -227,25 +211,5 @@ mod tests {
             (0.0, 1.0),
         ];
         assert_eq!(r, vec![expected]);
-    }
-
-    #[test]
-    fn a_full_window_of_a_steady_reading_is_the_same_data_whatever_the_jitter() {
-        // Samples a second apart, each a few ms early or late; the chart ends at the newest.
-        let jitter = [0, 3, 997, 2001, 2996, 4004, 5002, 5999, 7003, 8001, 8998, 10_004, 11_002];
-        let mut ring = Ring::new(20);
-        let mut seen = Vec::new();
-        for &at in &jitter {
-            ring.push(at, Some(3 << 30));
-            seen.push(runs(&ring, at, 5000));
-        }
-        // Once the window is full (from the seventh sample on), every tick plots the same two
-        // points: the window's ends.
-        for r in &seen[6..] {
-            assert_eq!(*r, vec![vec![(-5.0, 3.0), (0.0, 3.0)]]);
-        }
-        assert_eq!(age_ms(10_004, 5002), Some(5000));
-        assert_eq!(age_ms(10_004, 5060), Some(4900));
-        assert_eq!(age_ms(1000, 1001), None);
     }
 }

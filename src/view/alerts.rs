@@ -7,30 +7,13 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
-use super::reuse::{Panel, Piece, Reuse, draw_pieces};
 use super::text::{fit, rows, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
 use crate::screen::alerts::shown;
 use crate::screen::{Pane, State};
 
-pub fn render(
-    frame: &mut Frame,
-    area: Rect,
-    block: Block<'static>,
-    state: &State,
-    theme: &Theme,
-    reuse: &mut Reuse,
-) {
-    let pieces = pieces(area, block, state, theme);
-    reuse.draw(frame.buffer_mut(), Panel::Alerts, area, pieces, |p, buf| {
-        draw_pieces(p, buf);
-    });
-}
-
-/// The panel's widgets: its block, the list, and with the pane active the selected alert's
-/// evidence.
-fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Vec<Piece> {
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
     let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
     let mut title = format!(" alerts ({})", alerts.len());
     if let Some(hidden) = &state.screen.alerts_hidden {
@@ -48,19 +31,17 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
         .title(Line::styled(format!("{title} "), theme.title))
         .padding(Padding::horizontal(1));
     let inner = block.inner(area);
-    let mut pieces = vec![Piece::Block(block, area)];
+    frame.render_widget(block, area);
     if alerts.is_empty() {
-        let none = Paragraph::new(Line::styled("no alerts", theme.na));
-        pieces.push(Piece::Text(none, inner));
-        return pieces;
+        frame.render_widget(Paragraph::new(Line::styled("no alerts", theme.na)), inner);
+        return;
     }
     let width = usize::from(inner.width);
     let active = state.screen.pane == Pane::Alerts;
     let height = usize::from(inner.height);
     if !active {
-        let list = Paragraph::new(list(&alerts, theme, width, height));
-        pieces.push(Piece::Text(list, inner));
-        return pieces;
+        frame.render_widget(Paragraph::new(list(&alerts, theme, width, height)), inner);
+        return;
     }
     // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.
     let list_rows = (height / 3).max(1).min(alerts.len());
@@ -94,16 +75,14 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
         height: inner.height.saturating_sub(rows),
         ..inner
     };
-    pieces.push(Piece::Text(Paragraph::new(lines), top));
+    frame.render_widget(Paragraph::new(lines), top);
     if let Some(a) = alerts.get(state.screen.alert_selected) {
         let mut lines = evidence(a, theme);
         if let Some(link) = super::life::alert_link(state, a) {
             lines.push(Line::styled(link, theme.key));
         }
-        let evidence = Paragraph::new(lines).wrap(Wrap { trim: false });
-        pieces.push(Piece::Text(evidence, rest));
+        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rest);
     }
-    pieces
 }
 
 /// Rows the panel's text takes at `width` columns (its border and padding excluded): every

@@ -15,54 +15,23 @@
 mod pool;
 
 use ratatui::Frame;
-use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, LegendPosition, Widget};
+use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, LegendPosition};
 
-use super::reuse::{Panel, Reuse};
 use super::theme::Theme;
 use crate::model::units;
 use crate::screen::State;
 use crate::screen::chart::{ChartData, Run, Scale, bytes, gib};
 
-/// All that the chart panel is drawn from (its block comes from the theme, that is from
-/// `color` and `ascii`).
-#[derive(PartialEq)]
-struct Key {
-    chart: Option<ChartData>,
-    focused: bool,
-    ascii: bool,
-    color: bool,
-}
-
-pub fn render(
-    frame: &mut Frame,
-    area: Rect,
-    block: Block<'static>,
-    state: &State,
-    theme: &Theme,
-    reuse: &mut Reuse,
-) {
-    let key = Key {
-        chart: state.screen.chart.clone(),
-        focused: state.screen.focus.is_some(),
-        ascii: state.config.ascii,
-        color: state.config.color,
-    };
-    reuse.draw(frame.buffer_mut(), Panel::Chart, area, key, |key, buf| {
-        draw(buf, area, block, key, theme);
-    });
-}
-
-fn draw(buf: &mut Buffer, area: Rect, block: Block<'static>, key: &Key, theme: &Theme) {
-    let Some(c) = &key.chart else {
-        block.render(area, buf);
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+    let Some(c) = &state.screen.chart else {
+        frame.render_widget(block, area);
         return;
     };
-    let focus = if key.focused {
+    let focus = if state.screen.focus.is_some() {
         ""
     } else {
         " (Tab focuses a GPU)"
@@ -81,9 +50,9 @@ fn draw(buf: &mut Buffer, area: Rect, block: Block<'static>, key: &Key, theme: &
     };
     let block = block.title(Line::styled(title, theme.title));
     let inner = block.inner(area);
-    block.render(area, buf);
+    frame.render_widget(block, area);
 
-    let ascii = key.ascii;
+    let ascii = state.config.ascii;
     let top = gib(c.top);
     let flat = |y: f64| vec![(-c.span_s, y), (0.0, y)];
     let in_range = |b: &u64| *b > 0 && gib(*b) <= top;
@@ -135,9 +104,9 @@ fn draw(buf: &mut Buffer, area: Rect, block: Block<'static>, key: &Key, theme: &
             ratatui::layout::Constraint::Percentage(60),
             ratatui::layout::Constraint::Percentage(80),
         ));
-    chart.render(inner, buf);
-    if ascii {
-        to_ascii(buf, inner);
+    frame.render_widget(chart, inner);
+    if state.config.ascii {
+        to_ascii(frame, inner);
     }
 }
 
@@ -244,7 +213,8 @@ fn datasets(series: Vec<Series<'_>>) -> Vec<Dataset<'_>> {
 
 /// Redraws the chart's Unicode (axes, legend box, dots, the stranded band's bars) with ASCII,
 /// cell by cell.
-fn to_ascii(buf: &mut Buffer, area: Rect) {
+fn to_ascii(frame: &mut Frame, area: Rect) {
+    let buf = frame.buffer_mut();
     for y in area.top()..area.bottom() {
         for x in area.left()..area.right() {
             let cell = &mut buf[(x, y)];

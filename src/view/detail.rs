@@ -5,11 +5,10 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Padding, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
 use super::spark::{self, Window};
 
-use super::reuse::{Panel, Reuse};
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
@@ -21,37 +20,15 @@ use crate::screen::chart::span_ms;
 const VMS_CAPTION: &str =
     "VMS counts address space the CUDA driver reserved (UVA), not memory in use.";
 
-pub fn render(
-    frame: &mut Frame,
-    area: Rect,
-    block: Block<'static>,
-    state: &State,
-    theme: &Theme,
-    reuse: &mut Reuse,
-) {
-    let text = paragraph(area, block, state, theme);
-    reuse.draw(
-        frame.buffer_mut(),
-        Panel::Detail,
-        area,
-        text,
-        |text, buf| {
-            text.render(area, buf);
-        },
-    );
-}
-
-/// The panel as one paragraph, its block included.
-fn paragraph(
-    area: Rect,
-    block: Block<'static>,
-    state: &State,
-    theme: &Theme,
-) -> Paragraph<'static> {
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
     let block = block.padding(Padding::horizontal(1));
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" selected ", theme.title));
-        return Paragraph::new(Line::styled("no process selected", theme.na)).block(block);
+        frame.render_widget(
+            Paragraph::new(Line::styled("no process selected", theme.na)).block(block),
+            area,
+        );
+        return;
     };
     let s = &t.sample;
     let command = s.command.value().map_or("", String::as_str);
@@ -62,9 +39,12 @@ fn paragraph(
     );
     let block = block.title(Line::styled(format!("{title} "), theme.title));
     let inner = block.inner(area);
-    Paragraph::new(lines(t, state, theme, inner.width))
-        .block(block)
-        .wrap(Wrap { trim: false })
+    frame.render_widget(
+        Paragraph::new(lines(t, state, theme, inner.width))
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
 }
 
 /// Rows the pane's text takes at `width` columns (its border and padding excluded).

@@ -22,9 +22,7 @@
 //!                        (help.rs: the keymap in a centred popup, over all of it)
 //! ```
 //!
-//! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`). The app
-//! loop draws with `render_reusing`, which copies the panels that did not change from the last
-//! frame (`reuse.rs`) and gives the same frame.
+//! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
 //!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
 
@@ -41,7 +39,6 @@ mod life;
 pub mod mouse;
 mod pool;
 mod processes;
-mod reuse;
 mod signal;
 mod spark;
 mod text;
@@ -54,8 +51,6 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
 pub use layout::Regions;
-pub use reuse::Reuse;
-use reuse::{Panel, Piece, draw_pieces};
 use theme::Theme;
 
 use crate::model::SourceState;
@@ -65,14 +60,7 @@ use crate::screen::State;
 pub const MIN_WIDTH: u16 = 72;
 pub const MIN_HEIGHT: u16 = 20;
 
-/// Draws `state` into the frame.
 pub fn render(frame: &mut Frame, state: &State) {
-    render_reusing(frame, state, &mut Reuse::off());
-}
-
-/// Draws `state` into the frame, copying the panels whose content and surroundings are as last
-/// frame's (`reuse.rs`); the frame is the one `render` draws, cell for cell.
-pub fn render_reusing(frame: &mut Frame, state: &State, reuse: &mut Reuse) {
     let area = frame.area();
     let theme = Theme::new(&state.config);
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -122,7 +110,7 @@ pub fn render_reusing(frame: &mut Frame, state: &State, reuse: &mut Reuse) {
             middle,
         );
     } else {
-        body(frame, main, top_block, block, state, &theme, reuse);
+        body(frame, main, top_block, block, state, &theme);
     }
     footer::render(frame, footer_area, state, &theme);
     if state.screen.help {
@@ -177,22 +165,16 @@ fn body(
     block: impl Fn() -> Block<'static>,
     state: &State,
     theme: &Theme,
-    reuse: &mut Reuse,
 ) {
     let plan = layout::plan(main, state, theme);
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
-    let top = vec![
-        Piece::Block(top_block, r.top),
-        Piece::Text(Paragraph::new(plan.top_lines), inner),
-    ];
-    reuse.draw(frame.buffer_mut(), Panel::Gpus, r.top, top, |p, buf| {
-        draw_pieces(p, buf);
-    });
+    frame.render_widget(top_block, r.top);
+    frame.render_widget(Paragraph::new(plan.top_lines), inner);
     if let Some(area) = r.chart {
-        chart::render(frame, area, block(), state, theme, reuse);
+        chart::render(frame, area, block(), state, theme);
     }
-    processes::render(frame, r.table, block(), state, theme, reuse);
+    processes::render(frame, r.table, block(), state, theme);
     let Some(bottom) = r.bottom else { return };
     let left_w = bottom.width / 2 + 1;
     let left = Rect {
@@ -204,6 +186,6 @@ fn body(
         width: bottom.width - left_w + 1,
         ..bottom
     };
-    detail::render(frame, left, block(), state, theme, reuse);
-    alerts::render(frame, right, block(), state, theme, reuse);
+    detail::render(frame, left, block(), state, theme);
+    alerts::render(frame, right, block(), state, theme);
 }

@@ -7,7 +7,6 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
 
-use super::reuse::{Panel, Piece, Reuse, draw_pieces};
 use super::text::fit;
 use super::theme::Theme;
 use crate::model::ProcessTrack;
@@ -54,32 +53,10 @@ fn empty_reason(state: &State, theme: &Theme) -> String {
     }
 }
 
-pub fn render(
-    frame: &mut Frame,
-    area: Rect,
-    block: Block<'static>,
-    state: &State,
-    theme: &Theme,
-    reuse: &mut Reuse,
-) {
-    let pieces = pieces(area, block, state, theme);
-    reuse.draw(
-        frame.buffer_mut(),
-        Panel::Processes,
-        area,
-        pieces,
-        |p, buf| {
-            draw_pieces(p, buf);
-        },
-    );
-}
-
-/// The panel's widgets: its block, the table (or its header and why it is empty), and the
-/// exited rows' labels.
-fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Vec<Piece> {
+pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
     let block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
-    let mut pieces = vec![Piece::Block(block, area)];
+    frame.render_widget(block, area);
     let shown = || {
         state
             .screen
@@ -106,19 +83,28 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
             Constraint::Fill(1),
         ]));
         let widths = cols.iter().map(|c| width_of(*c, mig));
-        let table = Table::new(Vec::<Row>::new(), widths)
-            .header(header)
-            .highlight_spacing(HighlightSpacing::Always)
-            .highlight_symbol("> ");
-        pieces.push(Piece::Table(Box::new(table), TableState::new(), head));
-        let why = Paragraph::new(Line::from(vec![
-            Span::raw("  "),
-            Span::styled(empty_reason(state, theme), theme.na),
-        ]));
-        pieces.push(Piece::Text(why, body));
-        return pieces;
+        frame.render_widget(
+            Table::new(Vec::<Row>::new(), widths)
+                .header(header)
+                .highlight_spacing(HighlightSpacing::Always)
+                .highlight_symbol("> "),
+            head,
+        );
+        frame.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::raw("  "),
+                Span::styled(empty_reason(state, theme), theme.na),
+            ])),
+            body,
+        );
+        return;
     }
-    let tracks: Vec<&ProcessTrack> = shown().collect();
+    let tracks: Vec<&ProcessTrack> = state
+        .screen
+        .rows
+        .iter()
+        .filter_map(|k| state.machine().processes.get(k))
+        .collect();
     let selected = state
         .screen
         .selected
@@ -142,8 +128,8 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
         .row_highlight_style(theme.selected)
         .highlight_symbol("> ")
         .highlight_spacing(HighlightSpacing::Always);
-    let table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
-    pieces.push(Piece::Table(Box::new(table), table_state, inner));
+    let mut table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
+    frame.render_stateful_widget(table, inner, &mut table_state);
     // Exited rows: "[exited 17s ago, OOM: fragmentation] python3 train.py" across the columns
     // they have nothing current for, so the cause is not cut to COMMAND's width.
     let span_x = cols
@@ -165,10 +151,11 @@ fn pieces(area: Rect, block: Block<'static>, state: &State, theme: &Theme) -> Ve
             usize::from(area.width),
             theme.g.ellipsis,
         );
-        let label = Paragraph::new(Line::styled(text, Style::new().add_modifier(Modifier::DIM)));
-        pieces.push(Piece::Text(label, area));
+        frame.render_widget(
+            Paragraph::new(Line::styled(text, Style::new().add_modifier(Modifier::DIM))),
+            area,
+        );
     }
-    pieces
 }
 
 /// Columns the selection marker ("> ") takes at the start of each row.

@@ -54,8 +54,9 @@ impl PoolChart {
                 .filter(|a| a.gpu_uuid.as_ref().is_none_or(|g| *g == t.sample.gpu_uuid))
                 .filter(|a| (a.level == Level::Failure) == failures)
                 .filter_map(|a| {
-                    let age = super::age_ms(end_ms, a.at_ms).filter(|age| *age <= span_ms)?;
-                    Some(super::x_of(age))
+                    let age = end_ms.checked_sub(a.at_ms).filter(|age| *age <= span_ms)?;
+                    #[allow(clippy::cast_precision_loss)]
+                    Some(-(age as f64) / 1000.0)
                 })
                 .collect()
         };
