@@ -138,8 +138,7 @@ where
                     dirty = true;
                 }
                 Some(Ok(Event::Resize(width, height))) => {
-                    let area = ratatui::layout::Rect::new(0, 0, width, height);
-                    terminal.resize(area).map_err(|e| TerminalError(e.to_string()))?;
+                    fit(terminal, width, height)?;
                     dirty = true;
                 }
                 Some(Ok(_)) => {}
@@ -187,10 +186,7 @@ fn act<B: Backend>(
             crate::terminal::suspend(options.mouse).map_err(|e| TerminalError(e.to_string()))?;
             // It may have been resized while stopped (no resize event reaches a stopped process).
             let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
-            let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
-            terminal
-                .resize(area)
-                .map_err(|e| TerminalError(e.to_string()))?;
+            fit(terminal, size.width, size.height)?;
             terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
         }
         Some(Command::Signal(req)) => {
@@ -203,6 +199,18 @@ fn act<B: Backend>(
         None => {}
     }
     Ok(false)
+}
+
+/// Sizes the fixed viewport (`terminal::enter`) to the terminal's `width` x `height`.
+fn fit<B: Backend>(
+    terminal: &mut Terminal<B>,
+    width: u16,
+    height: u16,
+) -> Result<(), TerminalError> {
+    let area = ratatui::layout::Rect::new(0, 0, width, height);
+    terminal
+        .resize(area)
+        .map_err(|e| TerminalError(e.to_string()))
 }
 
 /// Writes the snapshot off the reactor; the result comes back as a status line.
