@@ -126,7 +126,19 @@ fn json(c: &mut Criterion) {
 
 /// `ProcReader::lookup` of ten real processes (this one and nine children) as a tick does it:
 /// with the facts that rarely change cached for `period::LIFETIME`, and read afresh every tick.
+/// This process holds 64 parked threads meanwhile, as a training job holds dozens: a reader that
+/// lists each process's threads pays for them.
 fn proc_lookup(c: &mut Criterion) {
+    let (stop, parked) = std::sync::mpsc::channel::<()>();
+    let parked = std::sync::Arc::new(std::sync::Mutex::new(parked));
+    let threads: Vec<_> = (0..64)
+        .map(|_| {
+            let parked = std::sync::Arc::clone(&parked);
+            std::thread::spawn(move || {
+                let _ = parked.lock().map(|rx| rx.recv());
+            })
+        })
+        .collect();
     let mut children: Vec<std::process::Child> = (0..9)
         .map(|_| {
             std::process::Command::new("sleep")
@@ -152,6 +164,10 @@ fn proc_lookup(c: &mut Criterion) {
     for child in &mut children {
         let _ = child.kill();
         let _ = child.wait();
+    }
+    drop(stop);
+    for t in threads {
+        let _ = t.join();
     }
 }
 

@@ -147,9 +147,10 @@ impl HostReader for ProcReader {
         wanted.sort_unstable();
         wanted.dedup();
         // Memory every tick (statm; the start time comes with /proc/PID/stat); a process gone
-        // from /proc is dropped.
+        // from /proc is dropped. Without tasks: sysinfo would otherwise list /proc/PID/task, one
+        // entry per thread of a training job, each tick, for nothing gpumon shows.
         time("sysinfo.refresh (memory)", || {
-            let memory = ProcessRefreshKind::nothing().with_memory();
+            let memory = ProcessRefreshKind::nothing().with_memory().without_tasks();
             system.refresh_processes_specifics(ProcessesToUpdate::Some(&wanted), true, memory)
         });
         let start_of = |p: &sysinfo::Process| Some(p.start_time()).filter(|t| *t > 0);
@@ -171,6 +172,7 @@ impl HostReader for ProcReader {
             }
             time("sysinfo.refresh (command, user)", || {
                 let facts = ProcessRefreshKind::nothing()
+                    .without_tasks()
                     .with_cmd(UpdateKind::Always)
                     .with_user(UpdateKind::Always);
                 system.refresh_processes_specifics(ProcessesToUpdate::Some(&due), false, facts)
