@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Rounds 5 and 6 (issue 18) on one GPU machine, about 9 minutes at 20 s each: one busy PyTorch job
+# Rounds 5 to 7 (issue 18) on one GPU machine, about 9 minutes at 20 s each: one busy PyTorch job
 # with the allocator probe runs throughout; (1) what each NVML call of a tick costs here
 # (nvml_call_costs.py); (2) where gpumon's tick goes (GPUMON_TICK_TIMES), 120x40, 30 s, from a
 # fresh start and again in the steady state (`--history 10s`: the sparklines' and chart's window
-# is full within the warm-up, as it is after ten minutes at the default); (3) each screen's
-# resident memory by mapping (gpumon builds and nvtop); (4) the screens (and nvitop) side by
-# side, each alone in a 120x40 pty at a 1 s refresh, both orders, CPU from the scheduler's
-# nanosecond count, each gpumon build from a fresh start and in the steady state (NAME-steady);
-# (5) `serve` against nvitop-exporter, scraped every second, both orders. Expects, carried:
+# is full within the warm-up, as it is after ten minutes at the default), and with nothing drawn
+# (`reads`: `serve` that nobody scrapes reads the same sources each second and updates its model,
+# but draws and encodes nothing); (3) each screen's resident memory by mapping (gpumon builds and
+# nvtop); (4) the screens (and nvitop) side by side, each alone in a 120x40 pty at a 1 s refresh,
+# both orders, CPU from the scheduler's nanosecond count, each gpumon build from a fresh start and
+# in the steady state (NAME-steady), and the unscraped `serve` as gpumon-reads-only, the floor
+# under any screen; (5) `serve` against nvitop-exporter, scraped every second, both orders. Expects, carried:
 # target/release/gpumon, optionally more builds as target/gpumon-* (compared too), and
 # target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
 # Usage: bash scripts/gpu/round5_perf.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
@@ -32,11 +34,12 @@ nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$o/app
 echo "== (1) NVML call costs"
 python3 "$here/nvml_call_costs.py" 20 0.25 | tee "$o/nvml-calls.txt"
 
-for run in "screen:" "screen-steady:--history 10s"; do
-  name=${run%%:*}; args=${run#*:}
-  echo "== (2) tick breakdown: the screen, 30 s ($name)"
+reads="$bin serve --listen 127.0.0.1:9478"
+for run in "screen:$bin --interval 1s" "screen-steady:$bin --interval 1s --history 10s" "reads:$reads"; do
+  name=${run%%:*}; cmd=${run#*:}
+  echo "== (2) tick breakdown: $name, 30 s"
   tmux new-session -d -s r5 -x 120 -y 40 -e LANG=C.UTF-8 \
-    "GPUMON_TICK_TIMES=$o/ticks-$name.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes exec $bin --interval 1s $args"
+    "GPUMON_TICK_TIMES=$o/ticks-$name.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes exec $cmd"
   sleep 30
   tmux capture-pane -p -t r5 > "$o/$name.txt"
   tmux kill-session -t r5; sleep 1
@@ -60,7 +63,8 @@ cat "$o/rss.txt"
 echo "== (4) the screens side by side, both orders, ${each} s each"
 steady=(); for t in "${tools[@]}"; do steady+=("${t%%=*}-steady=${t#*=} --history 10s"); done
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --load 0 --both-orders --seconds "$each" \
-  "${tools[@]}" "${steady[@]}" "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
+  "${tools[@]}" "${steady[@]}" "gpumon-reads-only=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $reads" \
+  "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
 
 echo "== (5) serve against nvitop-exporter, scraped every second, both orders, ${serve_each} s each"
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --serve --load 0 --both-orders --seconds "$serve_each" \
