@@ -9,9 +9,9 @@
 # nvtop); (4) the screens (and nvitop) side by side, each alone in a 120x40 pty at a 1 s refresh,
 # both orders, CPU from the scheduler's nanosecond count, each gpumon build from a fresh start and
 # in the steady state (NAME-steady), and the unscraped `serve` as gpumon-reads-only, the floor
-# under any screen; (5) `serve` against nvitop-exporter, scraped every second, both orders. Expects, carried:
-# target/release/gpumon, optionally more builds as target/gpumon-* (compared too), and
-# target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
+# under any screen; (5) `serve` against nvitop-exporter, scraped every second, both orders.
+# Expects, carried: target/release/gpumon, optionally more builds as target/gpumon-* (compared
+# too), and target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
 # Usage: bash scripts/gpu/round5_perf.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
 set -u
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
