@@ -113,10 +113,13 @@ fn cpu_ns() -> Option<u64> {
         Some(total)
     };
     by_scheduler().or_else(|| {
-        let stat = std::fs::read("/proc/self/stat").ok()?;
-        let ticks = crate::source::procfs::parse::stat_cpu_ticks(&stat)?;
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+        // After the command: state is field 3, utime 14 and stime 15.
+        let utime: u64 = fields.nth(11)?.parse().ok()?;
+        let stime: u64 = fields.next()?.parse().ok()?;
         let hz = rustix::param::clock_ticks_per_second().max(1);
-        Some(ticks.saturating_mul(1_000_000_000 / hz))
+        Some((utime + stime).saturating_mul(1_000_000_000 / hz))
     })
 }
 

@@ -24,7 +24,7 @@ use super::{
 use crate::clock::tick_times::time;
 use crate::sample::Placement;
 
-pub(crate) mod parse;
+mod parse;
 
 /// What is read when a process is first seen, and again once per `refresh`.
 struct Lifetime {

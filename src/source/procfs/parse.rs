@@ -1,6 +1,5 @@
 //! The text of /proc/PID/stat and /proc/stat, read into a process's start time (`kill`'s
-//! re-check) and its CPU time (the tick report's fallback); pure, and `None` (never a panic) on
-//! bad input.
+//! re-check); pure, and `None` (never a panic) on bad input.
 
 /// The fields of /proc/PID/stat after the command name; field 3 (state) is index 0.
 fn stat_fields(stat: &[u8]) -> Option<impl Iterator<Item = &[u8]>> {
@@ -23,15 +22,6 @@ pub fn stat_start_ticks(stat: &[u8]) -> Option<u64> {
     number(stat_fields(stat)?.nth(22 - 3)?)
 }
 
-/// Fields 14 and 15 of /proc/PID/stat, user plus system time: the CPU the process has used, in
-/// clock ticks.
-pub fn stat_cpu_ticks(stat: &[u8]) -> Option<u64> {
-    let mut fields = stat_fields(stat)?.skip(14 - 3);
-    let utime: u64 = number(fields.next()?)?;
-    let stime: u64 = number(fields.next()?)?;
-    utime.checked_add(stime)
-}
-
 /// The boot time in Unix seconds: the "btime N" line of /proc/stat.
 pub fn btime(proc_stat: &[u8]) -> Option<u64> {
     let line = proc_stat
@@ -51,21 +41,6 @@ mod tests {
     #[test]
     fn stat_gives_start_ticks() {
         assert_eq!(stat_start_ticks(STAT), Some(987_654));
-    }
-
-    #[test]
-    fn stat_gives_cpu_ticks() {
-        assert_eq!(stat_cpu_ticks(STAT), Some(180));
-        let stat = b"77 (a) b (c)) R 1 77 77 0 -1 4194304 1 0 0 0 7 5 0 0 20 0 1 0 555 1 1 0\n";
-        assert_eq!(stat_cpu_ticks(stat), Some(12));
-        assert_eq!(
-            stat_cpu_ticks(b"4242 (x) S 1 4242 4242 0 -1 0 0 0 0 0 soon 5"),
-            None
-        );
-        assert_eq!(
-            stat_cpu_ticks(b"4242 (x) S 1 4242 4242 0 -1 0 0 0 0 0 5"),
-            None
-        );
     }
 
     #[test]
