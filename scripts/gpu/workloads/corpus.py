@@ -2,6 +2,7 @@
 with the allocator probe on (the caller has done `eval "$(gpumon probe env)"`).
 
 Usage: python3 corpus.py GPUMON OUT [GROUP|RUN ...]   (groups: healthy, failing, holdout)
+A group name runs every run of that group; the long runs are chosen by name.
 Each run leaves OUT/RUN/: recording.ndjson (gpumon's), pN.log (each job's own output: one JSON
 line of allocator figures a step, and any OOM's figures and text), meta.json (what ran, pids, exit
 statuses, times). scripts/alert_bench.py scores the recordings against those logs."""
@@ -53,12 +54,27 @@ RUNS = {
     "ho-long-context": ("holdout", [job("holdout.py", "long-context", CAP_GIB=6)]),
     "ho-jax-ondemand": ("holdout", [job("holdout.py", "jax-ondemand", RUN_S=20,
                                         XLA_PYTHON_CLIENT_PREALLOCATE="false")]),
+    # Long builds and near-cap healthy runs (issue 27); the third field is the run's time limit.
+    "slow-leak": ("failing", [job("long_runs.py", "slow-leak", LEAK_MIB_MIN=150, LEAK_MIN=11)],
+                  900),
+    "warmup-peaks": ("failing", [job("long_runs.py", "warmup-peaks", CAP_GIB=12, BUILD_S=60)]),
+    "expandable-churn": ("failing", [job("long_runs.py", "expandable-churn", CAP_GIB=7, BUILD_S=30,
+                                         PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")]),
+    "unprobed-leak": ("failing", [job("long_runs.py", "unprobed-leak", GPUMON_PROBE_DISABLE=1)]),
+    "jax-prealloc-oom": ("failing", [job("long_runs.py", "jax-idle", RUN_S=100),
+                                     job("long_runs.py", "weights-fill", 8.0, CHUNK_MIB=512)]),
+    "healthy-near-cap-torch": ("healthy", [job("long_runs.py", "near-cap-torch", RUN_S=60)]),
+    "healthy-near-cap-jax": ("healthy", [job("long_runs.py", "near-cap-jax", RUN_S=60)]),
 }
 RUN_LIMIT_S = 150
+# Chosen by name only, not by their group: each takes minutes or holds most of the GPU.
+BY_NAME_ONLY = {"slow-leak", "warmup-peaks", "expandable-churn", "unprobed-leak",
+                "jax-prealloc-oom", "healthy-near-cap-torch", "healthy-near-cap-jax"}
 
 
 def run(gpumon, out, name):
     group, jobs = RUNS[name][0], RUNS[name][1]
+    limit_s = RUNS[name][2] if len(RUNS[name]) > 2 else RUN_LIMIT_S
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     logs = [os.path.join(d, f"p{i}.log") for i in range(len(jobs))]
@@ -81,7 +97,7 @@ def run(gpumon, out, name):
     statuses = []
     for p, started in procs:
         try:
-            p.wait(timeout=max(1, RUN_LIMIT_S - (time.time() - began)))
+            p.wait(timeout=max(1, limit_s - (time.time() - began)))
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
@@ -105,7 +121,8 @@ def run(gpumon, out, name):
 
 def main():
     gpumon, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
-    chosen = [n for n in RUNS if n in names or RUNS[n][0] in names] or list(RUNS)
+    chosen = [n for n in RUNS if n in names or (RUNS[n][0] in names and n not in BY_NAME_ONLY)]
+    chosen = chosen or [n for n in RUNS if n not in BY_NAME_ONLY]
     for name in chosen:
         run(gpumon, out, name)
 
