@@ -182,7 +182,7 @@ elif mode == "near-cap-torch":
         torch.cuda.synchronize()
         t.step(i)
 elif mode == "near-cap-jax":
-    if os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") is None:
+    if os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION") is None and "NEAR_MEASURE" not in os.environ:
         # Measure the training's peak in a child first, then run under a limit just above it.
         env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", NEAR_MEASURE="1")
         out = subprocess.run([sys.executable, __file__, mode], env=env, capture_output=True,
