@@ -1,6 +1,7 @@
 //! The documentation stays true to the binary: every subcommand and flag the command line defines
 //! is in the guide, every key of the keymap is on the keys page, every relative link and anchor
-//! resolves, and every format version the docs name is one the code writes or reads.
+//! resolves, every format version the docs name is one the code writes or reads, and scripts and
+//! fixtures are named by what they hold.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -404,5 +405,30 @@ fn anchors_follow_githubs_rules() {
             "title",
             "title-1"
         ]
+    );
+}
+
+#[test]
+fn scripts_and_fixtures_are_named_by_what_they_hold() {
+    let round = Regex::new(r"(?i)^round[-_ ]?[0-9]").unwrap();
+    let mut found = Vec::new();
+    fn walk(dir: &Path, round: &Regex, found: &mut Vec<String>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if round.is_match(&name) {
+                found.push(path.strip_prefix(root()).unwrap().display().to_string());
+            }
+            if path.is_dir() {
+                walk(&path, round, found);
+            }
+        }
+    }
+    for dir in ["scripts", "tests/fixtures"] {
+        walk(&root().join(dir), &round, &mut found);
+    }
+    assert!(
+        found.is_empty(),
+        "named after the order they were written in, not what they do or hold: {found:?}"
     );
 }
