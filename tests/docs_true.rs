@@ -428,3 +428,13 @@ fn scripts_and_fixtures_are_named_by_what_they_hold() {
         "named after the order they were written in, not what they do or hold: {found:?}"
     );
 }
+
+#[test]
+fn the_readme_stays_a_five_minute_read() {
+    let readme = fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 250,
+        "README.md has {lines} lines (at most 250): move the detail into docs/guide/"
+    );
+}
