@@ -13,7 +13,7 @@
 
 // The compiler lays this crate's functions out in declaration order: the modules a live screen
 // runs come first and the rest after, so the screen's code shares pages and the rest is not
-// loaded (peak RSS; README, Performance).
+// loaded (peak RSS; docs/benchmarks.md).
 pub mod analysis;
 pub mod app;
 pub mod cli;

@@ -2,8 +2,8 @@
 //! of `gpumon snapshot` for the same recording (the demo up to its last sample with processes,
 //! served fast so it has ended and stays still). `GPUMON_TEST_PROMETHEUS` names the prometheus
 //! binary (`.ci/run` unpacks Debian's package); without it the test is skipped, unless `CI=true`.
-//! And Prometheus scrapes `serve` over mutual TLS with basic auth, as README's scrape_config
-//! says, with certificates made in the test.
+//! And Prometheus scrapes `serve` over mutual TLS with basic auth, as the scrape_config of
+//! docs/guide/serve.md says, with certificates made in the test.
 
 #[path = "common/prometheus.rs"]
 mod prometheus;

@@ -13,7 +13,8 @@ import sysconfig
 from importlib import metadata
 
 try:
-    __version__: str | None = metadata.version("gpumon")
+    # The distribution's name on PyPI, not the import name (PyPI's `gpumon` is another project).
+    __version__: str | None = metadata.version("gpumon-tui")
 except metadata.PackageNotFoundError:  # imported from a source tree, not installed
     __version__ = None
 

@@ -1,5 +1,5 @@
 """The benchmark's output: per run a line, a table per alert kind, a table per OOM class, the
-goals that failed; as plain text, markdown (the README's table) or JSON."""
+goals that failed; as plain text, markdown (docs/benchmarks.md's table) or JSON."""
 import json
 
 

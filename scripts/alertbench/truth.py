@@ -1,5 +1,5 @@
 """A run's truth from the job's own figures (the rule is written out in scripts/alert_bench.py's
-docstring and the README's "Alert benchmark" section; keep the three the same)."""
+docstring and docs/benchmarks.md's "Alerts on real jobs" section; keep the three the same)."""
 import json
 import os
 

@@ -69,6 +69,8 @@ py_help() { "$venv/bin/python" -m gpumon --help | grep '^Usage: gpumon' >/dev/nu
 step "python -m gpumon --help" py_help
 py_version() { [ "$("$venv/bin/python" -m gpumon --version)" = "gpumon $cargo_version" ]; }
 step "python -m gpumon --version" py_version
+py_package_version() { [ "$("$venv/bin/python" -c 'import gpumon; print(gpumon.__version__)')" = "$cargo_version" ]; }
+step "gpumon.__version__ is $cargo_version" py_package_version
 no_nvml() {
   local rc=0 out
   # `script` gives gpumon a terminal, as a user's shell would; the NVML library cannot be found.

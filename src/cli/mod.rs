@@ -82,7 +82,7 @@ pub struct LiveArgs {
     pub fleet: FleetArgs,
 }
 
-/// Other hosts on the same screen (README "Many hosts").
+/// Other hosts on the same screen (docs/guide/hosts.md).
 #[derive(Debug, Args)]
 pub struct FleetArgs {
     /// Also show the host that `gpumon serve` serves at this URL, e.g. http://gpu-07:9477 or

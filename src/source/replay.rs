@@ -6,7 +6,7 @@ use std::io::BufRead;
 use super::{MachineInfo, Sample, Source, SourceError};
 use crate::recording::{Header, Reader, RecordingError};
 
-/// The demo: a real recording made on an NVIDIA H100 (see README).
+/// The demo: a real recording made on an NVIDIA H100 (see docs/guide/files.md).
 pub const DEMO: &[u8] = include_bytes!("../../assets/demo.ndjson");
 
 /// A recording read lazily: the header when opened, each sample when asked for. A bad line is

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Third round of GPU checks for the screen issue: where peak RSS goes (gpumon builds against nvtop,
+# GPU checks of the screen: where peak RSS goes (gpumon builds against nvtop,
 # per mapping), per-process utilisation against `nvidia-smi pmon` on a busy PyTorch job, a PyTorch
 # job that dies of an OOM under `gpumon run` kept selectable on screen, and the rivals benchmark.
 # Expects, carried: target/release/gpumon (and optionally more builds as target/gpumon-*),
-# .deb/nvtop_*.deb and .whl/ (nvitop, nvidia-ml-py). Usage: bash scripts/gpu/round3.sh OUT [PARTS]
+# .deb/nvtop_*.deb and .whl/ (nvitop, nvidia-ml-py). Usage: bash scripts/gpu/rss_util_oom_rivals.sh OUT [PARTS]
 # PARTS: any of rss util oom rivals (default all).
 set -u
 export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The second round's checks on a real GPU, one run: the allocator probe against the frameworks'
+# Checks on a real GPU, one run: the allocator probe against the frameworks'
 # own figures (probe_check.sh), `gpumon serve` against nvidia-smi, per-process utilisation
 # against `nvidia-smi pmon`, an OOM'd process kept on screen (tmux), the probe's overhead, and the
-# demo recorded anew with the probe. Usage (repo root, target/release/gpumon): bash round2.sh OUT
+# demo recorded anew with the probe. Usage (repo root, target/release/gpumon):
+# bash scripts/gpu/probe_serve_util_checks.sh OUT (results kept in tests/fixtures/gpu/probe-serve-wheel-checks/)
 set -u
 export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1

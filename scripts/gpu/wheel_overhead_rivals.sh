@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Second part of the round's GPU checks: the wheel installed into a fresh venv (gpumon --version,
+# GPU checks of the packaging and cost: the wheel installed into a fresh venv (gpumon --version,
 # snapshot, `gpumon run` with the probe on a PyTorch job under tmux, python -m gpumon), the probe's
 # overhead over more runs, and gpumon against nvtop and nvitop (perf_run.sh). Expects, carried:
 # target/release/gpumon, wheels/gpumon-*.whl, .deb/nvtop_*.deb and .whl/ (nvitop, nvidia-ml-py).
-# Usage: bash scripts/gpu/round2b.sh OUT
+# Usage: bash scripts/gpu/wheel_overhead_rivals.sh OUT
 set -u
 export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1

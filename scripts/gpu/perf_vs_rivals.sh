@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rounds 5 to 7 (issue 18) on one GPU machine, about 9 minutes at 20 s each: one busy PyTorch job
+# gpumon's cost against nvtop and nvitop (issue 18) on one GPU machine, about 9 minutes at 20 s each: one busy PyTorch job
 # with the allocator probe runs throughout; (1) what each NVML call of a tick costs here
 # (nvml_call_costs.py); (2) where gpumon's tick goes (GPUMON_TICK_TIMES), 120x40, 30 s, from a
 # fresh start and again in the steady state (`--history 10s`: the sparklines' and chart's window
@@ -12,7 +12,7 @@
 # under any screen; (5) `serve` against nvitop-exporter, scraped every second, both orders.
 # Expects, carried: target/release/gpumon, optionally more builds as target/gpumon-* (compared
 # too), and target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
-# Usage: bash scripts/gpu/round5_perf.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
+# Usage: bash scripts/gpu/perf_vs_rivals.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
 set -u
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
 o=$1; mkdir -p "$o"; o=$(cd "$o" && pwd); here=$PWD/scripts/gpu; bin=$PWD/target/release/gpumon
@@ -22,13 +22,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site t
 { nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
   nproc; uname -r; lscpu | grep -E 'Model name|MHz'; ls -l "$bin" target/gpumon-* 2>/dev/null; } | tee "$o/machine.txt"
 
-( eval "$("$bin" probe env --probe-dir /tmp/r5probe/probes)"; BUSY_S=900 exec python3 "$here/torch_frag.py" busy ) \
+( eval "$("$bin" probe env --probe-dir /tmp/perfprobe/probes)"; BUSY_S=900 exec python3 "$here/torch_frag.py" busy ) \
   > "$o/busy.log" 2>&1 &
 busy=$!
 trap 'kill $busy 2>/dev/null; tmux kill-server 2>/dev/null' EXIT
 sleep 12
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tee "$o/apps.txt"
-GPUMON_PROBE_DIR=/tmp/r5probe/probes "$bin" snapshot --format text > "$o/snapshot.txt" 2>&1
+GPUMON_PROBE_DIR=/tmp/perfprobe/probes "$bin" snapshot --format text > "$o/snapshot.txt" 2>&1
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$o/apps.txt"
 
 echo "== (1) NVML call costs"
@@ -38,17 +38,17 @@ reads="$bin serve --listen 127.0.0.1:9478"
 for run in "screen:$bin --interval 1s" "screen-steady:$bin --interval 1s --history 10s" "reads:$reads"; do
   name=${run%%:*}; cmd=${run#*:}
   echo "== (2) tick breakdown: $name, 30 s"
-  tmux new-session -d -s r5 -x 120 -y 40 -e LANG=C.UTF-8 \
-    "GPUMON_TICK_TIMES=$o/ticks-$name.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes exec $cmd"
+  tmux new-session -d -s perf -x 120 -y 40 -e LANG=C.UTF-8 \
+    "GPUMON_TICK_TIMES=$o/ticks-$name.txt GPUMON_PROBE_DIR=/tmp/perfprobe/probes exec $cmd"
   sleep 30
-  tmux capture-pane -p -t r5 > "$o/$name.txt"
-  tmux kill-session -t r5; sleep 1
+  tmux capture-pane -p -t perf > "$o/$name.txt"
+  tmux kill-session -t perf; sleep 1
   cat "$o/ticks-$name.txt"; head -12 "$o/$name.txt"
 done
 
 echo "== (3) resident memory by mapping, after 10 s"
-tools=("gpumon=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $bin --interval 1s")
-for b in target/gpumon-*; do [ -x "$b" ] && tools+=("$(basename "$b")=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $PWD/$b --interval 1s"); done
+tools=("gpumon=env GPUMON_PROBE_DIR=/tmp/perfprobe/probes $bin --interval 1s")
+for b in target/gpumon-*; do [ -x "$b" ] && tools+=("$(basename "$b")=env GPUMON_PROBE_DIR=/tmp/perfprobe/probes $PWD/$b --interval 1s"); done
 for t in "${tools[@]}" "nvtop=$nvtop -d 10"; do
   name=${t%%=*}; cmd=${t#*=}
   tmux new-session -d -s rss -x 120 -y 40 -e LANG=C.UTF-8 "exec $cmd"; sleep 10
@@ -63,12 +63,12 @@ cat "$o/rss.txt"
 echo "== (4) the screens side by side, both orders, ${each} s each"
 steady=(); for t in "${tools[@]}"; do steady+=("${t%%=*}-steady=${t#*=} --history 10s"); done
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --load 0 --both-orders --seconds "$each" \
-  "${tools[@]}" "${steady[@]}" "gpumon-reads-only=env GPUMON_PROBE_DIR=/tmp/r5probe/probes $reads" \
+  "${tools[@]}" "${steady[@]}" "gpumon-reads-only=env GPUMON_PROBE_DIR=/tmp/perfprobe/probes $reads" \
   "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
 
 echo "== (5) serve against nvitop-exporter, scraped every second, both orders, ${serve_each} s each"
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --serve --load 0 --both-orders --seconds "$serve_each" \
-  "gpumon-serve=http://127.0.0.1:9477/metrics=env GPUMON_TICK_TIMES=$o/ticks-serve.txt GPUMON_PROBE_DIR=/tmp/r5probe/probes $bin serve --listen 127.0.0.1:9477" \
+  "gpumon-serve=http://127.0.0.1:9477/metrics=env GPUMON_TICK_TIMES=$o/ticks-serve.txt GPUMON_PROBE_DIR=/tmp/perfprobe/probes $bin serve --listen 127.0.0.1:9477" \
   "nvitop-exporter=http://127.0.0.1:8000/metrics=python3 -m nvitop_exporter --bind-address 127.0.0.1 --port 8000 --interval 1" \
   | tee "$o/serve.txt"
 cat "$o/ticks-serve.txt"
