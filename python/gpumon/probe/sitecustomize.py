@@ -473,6 +473,8 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
             if last is not None and last[0] == state and size < big and last[3] < big:
                 last[1] += 1
                 last[2] += size
+                if size > last[3]:
+                    last[3] = size
             else:
                 last = [state, 1, size, size]
                 runs.append(last)
@@ -501,9 +503,9 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
            "segments_total": len(segments), "elided": elided,
            "unattributed": {"blocks": bare_blocks, "bytes": bare_bytes}}
     if framed or recording:
-        dev.update(sites=sites.top(20), stranding_sites=stranding.top(5))
+        dev.update(sites=sites.top(20), sites_reason=None, stranding_sites=stranding.top(5))
     else:
-        dev["sites_reason"] = _NO_HISTORY
+        dev.update(sites=None, sites_reason=_NO_HISTORY, stranding_sites=None)
     return dev
 
 
