@@ -27,6 +27,7 @@ def wait_tick(timeout=5.0):
 def request(line):
     """Writes ``<pid>.request`` the way gpumon does: one line, mode 0600, atomically."""
     directory = os.environ["GPUMON_PROBE_DIR"]
+    os.makedirs(directory, 0o700, exist_ok=True)
     tmp = os.path.join(directory, ".request.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.write(fd, line.encode() if isinstance(line, str) else line)
