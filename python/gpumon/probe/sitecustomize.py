@@ -744,7 +744,8 @@ def _jax_sites(jax, profiler, by_index):
     per_device = {}
     dirs = [os.path.dirname(_attr(m, "__file__") or "")
             for m in (jax, sys.modules.get("jaxlib")) if m is not None]
-    for label, blocks, size, frames in _pprof_samples(profiler.device_memory_profile()):
+    profile = profiler.device_memory_profile(_jax_gpu_backend())
+    for label, blocks, size, frames in _pprof_samples(profile):
         index = _label_index(label)
         if index not in by_index and len(by_index) == 1:
             index = next(iter(by_index))
@@ -946,14 +947,19 @@ def _export_torch():
     return "pickle", pickle.dumps(memory._snapshot())  # what _dump_snapshot writes
 
 
-def _export_jax():
+def _jax_gpu_backend():
+    """The name of JAX's initialised GPU backend, or None."""
     bridge = sys.modules.get("jax._src.xla_bridge")
     backends = _attr(bridge, "_backends") if _ready(bridge) else None
     names = [n for n in ("cuda", "rocm", "gpu") if isinstance(backends, dict) and n in backends]
-    profiler = sys.modules.get("jax.profiler")
-    if not names or not _ready(profiler):
+    return names[0] if names else None
+
+
+def _export_jax():
+    backend, profiler = _jax_gpu_backend(), sys.modules.get("jax.profiler")
+    if backend is None or not _ready(profiler):
         return None
-    return "pb.gz", bytes(profiler.device_memory_profile(names[0]))
+    return "pb.gz", bytes(profiler.device_memory_profile(backend))
 
 
 
@@ -1005,7 +1011,10 @@ class _Probe:
     def tick(self):
         """Writes the file once; False once the probe has given up."""
         try:
-            self.serve()
+            try:
+                self.serve()
+            except Exception:
+                pass  # a request that could not be read is not a failure to write
             self.write_file("%d.json" % self.pid, _json(self.document(True)))
             self.failures = 0
             return True
@@ -1139,7 +1148,7 @@ class _Probe:
 
     # -- maps --
 
-    def take_map(self, reason, request_id, oom):
+    def take_map(self, reason, request_id, oom, mappers=_MAPPERS):
         """Writes ``<pid>.map.json``; True when written. Slow maps widen the gap between maps."""
         import time
         if not self.map_lock.acquire(timeout=2.0):
@@ -1150,7 +1159,7 @@ class _Probe:
             while True:
                 doc = {"schema": "gpumon.map/1", "pid": self.pid, "start_time": self.start_time,
                        "at_ms": at_ms, "reason": reason, "request_id": request_id,
-                       "took_us": 0, "oom": oom, "frameworks": self.frameworks(_MAPPERS, budget)}
+                       "took_us": 0, "oom": oom, "frameworks": self.frameworks(mappers, budget)}
                 doc["took_us"] = int((time.perf_counter() - began) * 1e6)
                 data = _json(doc).encode("utf-8", "replace")
                 if len(data) <= _MAX_MAP_BYTES or budget < 64:
@@ -1171,7 +1180,8 @@ class _Probe:
         if now < self.oom_next:
             return
         self.oom_next = now + _OOM_GAP
-        self.take_map("oom", None, oom)
+        # PyTorch only: this runs in the job's thread, where CuPy's reader would switch devices
+        self.take_map("oom", None, oom, _MAPPERS[:1])
 
     # -- files --
 
