@@ -1011,11 +1011,15 @@ class _Probe:
     def tick(self):
         """Writes the file once; False once the probe has given up."""
         try:
+            dfd = self.open_dir()
             try:
-                self.serve()
-            except Exception:
-                pass  # a request that could not be read is not a failure to write
-            self.write_file("%d.json" % self.pid, _json(self.document(True)))
+                try:
+                    self.serve(dfd)
+                except Exception:
+                    pass  # a request that could not be read is not a failure to write
+                self.write_file("%d.json" % self.pid, _json(self.document(True)), dfd)
+            finally:
+                os.close(dfd)
             self.failures = 0
             return True
         except BaseException as exc:
@@ -1102,16 +1106,10 @@ class _Probe:
 
     # -- requests --
 
-    def serve(self):
-        """Takes ``<pid>.request`` if there is one and answers it in ``answer``."""
-        try:
-            dfd = self.open_dir(create=False)
-        except OSError:
-            return
-        try:
-            taken = _read_request(dfd, self.pid)
-        finally:
-            os.close(dfd)
+    def serve(self, dfd):
+        """Takes ``<pid>.request`` if there is one (one failed openat when there is none) and
+        answers it in ``answer``."""
+        taken = _read_request(dfd, self.pid)
         if taken is None:
             return
         verb, ident, why = taken
@@ -1185,14 +1183,12 @@ class _Probe:
 
     # -- files --
 
-    def open_dir(self, create=True):
+    def open_dir(self):
         """A descriptor of the probe directory, refused when it is a link or another user's."""
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             dfd = os.open(self.dir, flags)
         except FileNotFoundError:
-            if not create:
-                raise
             _make_dirs(self.dir)
             dfd = os.open(self.dir, flags)
         owner = os.fstat(dfd).st_uid
@@ -1201,11 +1197,13 @@ class _Probe:
             raise PermissionError("probe directory belongs to uid %d, not to this user" % owner)
         return dfd
 
-    def write_file(self, final, data):
-        """Atomically: ``.<final>.tmp`` (O_EXCL|O_NOFOLLOW, 0600), then renamed onto ``final``."""
+    def write_file(self, final, data, dfd=None):
+        """Atomically: ``.<final>.tmp`` (O_EXCL|O_NOFOLLOW, 0600), then renamed onto ``final``,
+        through ``dfd`` or a descriptor of the probe directory opened for it."""
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
-        dfd = self.open_dir()
+        own_dfd = dfd is None
+        dfd = self.open_dir() if own_dfd else dfd
         tmp = "." + final + ".tmp"
         try:
             try:
@@ -1230,7 +1228,8 @@ class _Probe:
                     pass
                 raise
         finally:
-            os.close(dfd)
+            if own_dfd:
+                os.close(dfd)
 
 
 
