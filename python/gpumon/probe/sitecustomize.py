@@ -406,7 +406,7 @@ class _Sites:
         if key is None:
             own, chosen = self.own, frames[0]
             for frame in frames:
-                name = frame.get("filename")
+                name = frame["filename"]
                 mine = own.get(name)
                 if mine is None:
                     mine = self.is_own(name)
@@ -446,7 +446,8 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
     """One device's segments (PyTorch snapshot dicts) as a map device entry's figures."""
     segments = sorted(segments, key=lambda s: _num(s.get("address")) or 0)
     states, big = _STATES, _BIG_BLOCK
-    holes = [[u, 0, 0] for u in _HOLE_UPPERS]
+    h1, h8, h64, h512 = _HOLE_UPPERS[:4]
+    counts, sizes = [0] * 5, [0] * 5
     sites, stranding = _Sites(framework_dirs), _Sites(framework_dirs)
     allocated = free = reserved = largest = 0
     framed = bare_blocks = bare_bytes = 0
@@ -456,8 +457,8 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
         last = None
         owned = []  # (frames, size) of this segment's allocated blocks
         for block in seg.get("blocks") or ():
-            size = block.get("size") or 0
-            state = states.get(block.get("state"), "p")
+            size = block["size"]
+            state = states.get(block["state"], "p")
             if state == "a":
                 seg_alloc += size
                 owned.append((block.get("frames"), size))
@@ -465,11 +466,10 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
                 seg_free += size
                 if size > largest:
                     largest = size
-                for hole in holes:
-                    if hole[0] is None or size < hole[0]:
-                        hole[1] += 1
-                        hole[2] += size
-                        break
+                i = (0 if size < h1 else 1 if size < h8 else 2 if size < h64
+                     else 3 if size < h512 else 4)
+                counts[i] += 1
+                sizes[i] += size
             if last is not None and last[0] == state and size < big and last[3] < big:
                 last[1] += 1
                 last[2] += size
@@ -499,7 +499,7 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
                           seg_alloc, seg_free))
     kept, elided = _bound_segments(summaries, budget)
     dev = {"allocated": allocated, "reserved": reserved, "free": free, "largest_free": largest,
-           "holes": [[u, c, b] for u, c, b in holes], "segments": kept,
+           "holes": [list(h) for h in zip(_HOLE_UPPERS, counts, sizes)], "segments": kept,
            "segments_total": len(segments), "elided": elided,
            "unattributed": {"blocks": bare_blocks, "bytes": bare_bytes}}
     if framed or recording:
