@@ -107,6 +107,22 @@ class Torch(ProbeTest):
         path = os.path.join(self.probe_dir, "%d.map.json" % pid)
         self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
 
+    def test_a_slow_map_doubles_the_gap_before_the_next(self):
+        script = self.fakes_job("""
+            import threading, torch
+            from jobtools import request, wait_answer, read_map
+            import segments
+            torch.cuda._lazy_init()
+            torch.cuda.memory.snapshot_delay = 0.3
+            request("gpumon.request/1 map 1")
+            wait_answer(1)
+            (thread,) = [t for t in threading.enumerate() if t.name == "gpumon-probe"]
+            print(json.dumps([read_map()["took_us"], thread._target.__self__.map_gap]))
+        """)
+        took_us, gap = self.output_json(script)
+        self.assertGreaterEqual(took_us, 300000)
+        self.assertEqual(gap, 10.0)
+
     def test_record_verbs(self):
         script = self.fakes_job("""
             import torch

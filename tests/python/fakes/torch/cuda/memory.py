@@ -8,6 +8,7 @@ _history = None  # the last enabling call's arguments, None when not recording
 history_calls = []
 early_calls = 0
 snapshot_calls = 0
+snapshot_delay = 0.0  # seconds _snapshot() takes
 
 
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize,
@@ -22,6 +23,8 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
 def _snapshot(device=None):
     global snapshot_calls
     snapshot_calls += 1
+    if snapshot_delay:
+        __import__("time").sleep(snapshot_delay)
     cuda = sys.modules["torch.cuda"]
     return {"segments": cuda._snapshot,
             "device_traces": [[{"action": "alloc", "addr": 0, "size": 512, "stream": 0,
