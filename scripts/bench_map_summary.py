@@ -17,8 +17,8 @@ spec.loader.exec_module(probe)
 
 def synthetic(blocks, per_segment=25, shared=True):
     """Segments of 50 MiB-ish, blocks alternating allocated and freed (the fragmented case); with
-    ``shared`` None no block has frames (no recording), False every block gets its own copy of its
-    frames (no sharing to cache on)."""
+    ``shared`` None no block has frames (no recording), "dicts" every block its own list of shared
+    frame dicts (what torch's symbolizer returns), False its own copies (no sharing at all)."""
     torch_dir = "/usr/lib/python3/dist-packages/torch"
     stacks = [[{"filename": torch_dir + "/nn/modules/module.py", "line": 1750 + k, "name": "_call_impl"}
                for k in range(12)] + [{"filename": "/home/u/train.py", "line": 80 + s, "name": "step"},
@@ -45,12 +45,14 @@ def synthetic(blocks, per_segment=25, shared=True):
 def frames(stack, shared):
     if shared is None:
         return []
+    if shared == "dicts":
+        return list(stack)  # as torch's symbolizer gives them: one list per stack, shared frames
     return stack if shared else [dict(f) for f in stack]
 
 
 def main():
     blocks = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
-    for shared in (None, True, False):
+    for shared in (None, True, "dicts", False):
         measure(synthetic(blocks, shared=shared), shared)
 
 
@@ -63,7 +65,8 @@ def measure(segments, shared):
         data = probe._json(dev).encode()
         runs.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.thread_time() - c0) * 1000)
-    print("frames %s; " % {None: "none", True: "shared", False: "one copy per block"}[shared],
+    print("frames %s; " % {None: "none", True: "shared lists", "dicts": "own list, shared dicts",
+                               False: "own copies"}[shared],
           end="")
     print("blocks %d, segments %d: summary + encoding %.1f ms of thread CPU (median of 5; "
           "wall %.1f ms); %d bytes, %d runs kept" % (
