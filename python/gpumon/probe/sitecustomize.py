@@ -741,18 +741,23 @@ def _map_jax(probe, jax, budget):
 
 
 def _jax_sites(jax, profiler, by_index):
-    per_device = {}
     dirs = [os.path.dirname(_attr(m, "__file__") or "")
             for m in (jax, sys.modules.get("jaxlib")) if m is not None]
-    profile = profiler.device_memory_profile(_jax_gpu_backend())
+    _profile_sites(profiler.device_memory_profile(_jax_gpu_backend()), by_index, dirs)
+
+
+def _profile_sites(profile, by_index, framework_dirs):
+    """Fills ``sites`` and ``unattributed`` of the map's devices (by index) from a pprof device
+    memory profile. Samples of no bytes (compiled executables) are left out."""
+    per_device = {}
     for label, blocks, size, frames in _pprof_samples(profile):
         index = _label_index(label)
         if index not in by_index and len(by_index) == 1:
             index = next(iter(by_index))
-        if index not in by_index:
+        if index not in by_index or size <= 0:
             continue
-        sites = per_device.setdefault(index, _Sites(dirs))
         if frames:
+            sites = per_device.setdefault(index, _Sites(framework_dirs))
             sites.add(sites.site(frames), blocks, size)
         else:
             bare = by_index[index]["unattributed"] or {"blocks": 0, "bytes": 0}
