@@ -381,44 +381,44 @@ def _clip(value, limit):
     return value[:limit] if isinstance(value, str) else ("" if value is None else str(value)[:limit])
 
 
+class _Own(dict):
+    """filename -> whether it is the job's own code: not under a framework's package or the
+    standard library, not in site-/dist-packages, not <frozen ...>."""
+
+    def __init__(self, framework_dirs):
+        super().__init__()
+        self.skip = tuple(d.rstrip(os.sep) + os.sep for d in framework_dirs if d)
+        self.skip += (os.path.dirname(os.__file__).rstrip(os.sep) + os.sep,)
+
+    def __missing__(self, filename):
+        name = filename if isinstance(filename, str) else ""
+        own = not (name.startswith("<frozen") or name.startswith(self.skip)
+                   or "/site-packages/" in name or "/dist-packages/" in name)
+        self[filename] = own
+        return own
+
+
 class _Sites:
     """Allocated blocks aggregated by their first frame in the job's own code."""
 
     def __init__(self, framework_dirs):
-        self.skip = tuple(d.rstrip(os.sep) + os.sep for d in framework_dirs if d)
-        self.skip += (os.path.dirname(os.__file__).rstrip(os.sep) + os.sep,)
-        self.own = {}  # filename -> whether it is the job's own code
-        self.by_frames, self.by_frame, self.by_site = {}, {}, {}
-
-    def is_own(self, filename):
-        own = self.own.get(filename)
-        if own is None:
-            name = filename if isinstance(filename, str) else ""
-            own = not (name.startswith("<frozen") or name.startswith(self.skip)
-                       or "/site-packages/" in name or "/dist-packages/" in name)
-            self.own[filename] = own
-        return own
+        self.own = _Own(framework_dirs)
+        self.keys, self.by_site = {}, {}  # id of a frame dict -> its key; key -> [blocks, bytes]
 
     def site(self, frames):
         """(file, line, function) of the first own frame, innermost first; else the innermost.
-        Cached by the frames' identity: the snapshot holds them while it is summarised."""
-        key = self.by_frames.get(id(frames))
+        PyTorch shares one dict per distinct frame among its stacks: keys are cached by the
+        frame's identity, which holds while the snapshot is summarised."""
+        own, chosen = self.own, frames[0]
+        for frame in frames:
+            if own[frame["filename"]]:
+                chosen = frame
+                break
+        key = self.keys.get(id(chosen))
         if key is None:
-            own, chosen = self.own, frames[0]
-            for frame in frames:
-                name = frame["filename"]
-                mine = own.get(name)
-                if mine is None:
-                    mine = self.is_own(name)
-                if mine:
-                    chosen = frame
-                    break
-            key = self.by_frame.get(id(chosen))
-            if key is None:
-                key = (_clip(chosen.get("filename"), 256), _num(chosen.get("line")) or 0,
-                       _clip(chosen.get("name"), 128))
-                self.by_frame[id(chosen)] = key
-            self.by_frames[id(frames)] = key
+            key = self.keys[id(chosen)] = (_clip(chosen.get("filename"), 256),
+                                           _num(chosen.get("line")) or 0,
+                                           _clip(chosen.get("name"), 128))
         return key
 
     def add(self, key, blocks, size):
