@@ -725,8 +725,8 @@ def _map_jax(probe, jax, budget):
         by_index[fig["index"]] = dev
     if not devices:
         return devices
-    profiler = sys.modules.get("jax.profiler")
-    if _ready(profiler) and _attr(profiler, "device_memory_profile") is not None:
+    profiler = _jax_profiler()
+    if profiler is not None:
         try:
             _jax_sites(jax, profiler, by_index)
         except Exception as exc:
@@ -952,6 +952,16 @@ def _export_torch():
     return "pickle", pickle.dumps(memory._snapshot())  # what _dump_snapshot writes
 
 
+def _jax_profiler():
+    """jax.profiler, or jax._src.profiler where device_memory_profile is defined (JAX imports
+    that one itself); never imported here."""
+    for name in ("jax.profiler", "jax._src.profiler"):
+        module = sys.modules.get(name)
+        if _ready(module) and _attr(module, "device_memory_profile") is not None:
+            return module
+    return None
+
+
 def _jax_gpu_backend():
     """The name of JAX's initialised GPU backend, or None."""
     bridge = sys.modules.get("jax._src.xla_bridge")
@@ -961,8 +971,8 @@ def _jax_gpu_backend():
 
 
 def _export_jax():
-    backend, profiler = _jax_gpu_backend(), sys.modules.get("jax.profiler")
-    if backend is None or not _ready(profiler):
+    backend, profiler = _jax_gpu_backend(), _jax_profiler()
+    if backend is None or profiler is None:
         return None
     return "pb.gz", bytes(profiler.device_memory_profile(backend))
 
