@@ -203,7 +203,7 @@ done({"ok": ok, "error": error, "oom": m["oom"], "took_us": m["took_us"],
 COST_MAP = r'''
 import torch
 wait_probe()
-small = [torch.empty(4096 + 512 * (k % 7), dtype=torch.uint8, device="cuda") for k in range(75000)]
+small = [torch.empty(4096 + 512 * (k % 7), dtype=torch.uint8, device="cuda") for k in range(50000)]
 del small[::3]
 torch.cuda.synchronize()
 answer = ask("map", timeout=30)
