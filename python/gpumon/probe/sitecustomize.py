@@ -13,7 +13,16 @@ imports it at start-up in every process that inherits the variable. It then:
    thread, "gpumon-probe", which every GPUMON_PROBE_INTERVAL_MS (default 1000, clamped to
    100..60000) writes ``<GPUMON_PROBE_DIR>/<pid>.json`` in the format ``gpumon.probe/1``
    (docs/probe-format.md): the memory-pool figures of the GPU frameworks this process has
-   loaded and initialised.
+   loaded and initialised;
+3. each tick looks for a request from gpumon, ``<pid>.request`` (a regular file of this user,
+   mode 0600, at most 128 bytes, one of four fixed verbs; docs/memory-map-format.md), and answers
+   in the next file: ``map`` writes ``<pid>.map.json`` (``gpumon.map/1``: the pool's segments and
+   holes, summarised here, and the lines of the job's code that hold the memory), ``record-on``
+   and ``record-off`` start and stop PyTorch's allocation history, ``export`` writes the pool in
+   the framework's own format (PyTorch's snapshot pickle, JAX's pprof);
+4. once the process has initialised CUDA itself (a call queued with torch.cuda._lazy_call),
+   attaches PyTorch's OOM observer, which writes the map at a failing request, and starts
+   recording allocation history when GPUMON_PROBE_RECORD=1.
 
 Rules it keeps, since it runs inside other people's jobs:
 - It never imports torch, jax, cupy or tensorflow (only ``sys.modules.get``), reads a framework
@@ -22,7 +31,8 @@ Rules it keeps, since it runs inside other people's jobs:
   initialised here, and a device is switched to only if its primary context is already active.
 - It imports only the standard library: os and sys (always loaded), and once the probe starts
   threading and atexit (time, already loaded by threading); ctypes only once jax or cupy is
-  loaded, and on Python 3.13+ at the first os.fork(). No json: a small encoder writes the file.
+  loaded, and on Python 3.13+ at the first os.fork(); pickle only for a PyTorch export, gzip only
+  for a JAX map. No json: a small encoder writes the file.
 - Every exception is caught; it prints nothing, emits no warning, leaves signal handlers,
   sys.excepthook and the exit status alone. After 5 failed ticks in a row it stops, writing the
   reason into "stopped" when it still can.
@@ -32,8 +42,10 @@ Rules it keeps, since it runs inside other people's jobs:
 - Around os.fork() it stops its thread (so Python 3.12+ does not warn about forking a
   multi-threaded process because of it) and restarts it in the parent and in the child; the
   child writes under its own pid. At exit it waits at most 0.5 s for a write in progress.
-- Bounded work per tick: one statistics call per framework device; torch's memory snapshot only
-  when stranded bytes are large, at most every 10 s, and less often or never when it is slow.
+- Bounded work per tick: one statistics call per framework device and one failed openat of the
+  request file; torch's memory snapshot only when stranded bytes are large, at most every 10 s,
+  and less often or never when it is slow. Maps only when asked (at most one every 5 s, less
+  often when slow) and at an OOM (at most one a second), bounded to 2048 runs and 1 MiB.
 No hook runs under ``python -S``, ``-E`` or ``-I``.
 """
 
