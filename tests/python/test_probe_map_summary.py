@@ -148,6 +148,16 @@ class Sites(unittest.TestCase):
         self.assertEqual(sites[0]["bytes"], MiB + 29)
         self.assertEqual((len(sites[0]["file"]), len(sites[0]["function"])), (256, 128))
 
+    def test_names_from_the_jobs_stack_are_written_as_data(self):
+        evil = ("/home/u/\x1b[2J\x07\"x\\.py", 1, "f\nforged\u2028")
+        dev = summarise([segment(0, [block(A, MiB, [evil])])])
+        text = hook._json(dev["sites"])
+        self.assertNotIn("\x1b", text)
+        self.assertNotIn("\n", text)
+        self.assertIn("\\u001b[2J\\u0007", text)
+        self.assertEqual(json.loads(text)[0]["file"], evil[0])
+        self.assertEqual(json.loads(text)[0]["function"], evil[2])
+
     def test_without_recording_and_without_frames_there_are_no_sites(self):
         dev = summarise([segment(0, [block(A, MiB), block(F, MiB)])], recording=False)
         self.assertEqual((dev["sites"], dev["stranding_sites"]), (None, None))
