@@ -426,11 +426,11 @@ class _Sites:
             if own[frame["filename"]]:
                 chosen = frame
                 break
-        key = self.keys.get(id(chosen))
-        if key is None:
-            key = self.keys[id(chosen)] = (_clip(chosen.get("filename"), 256),
-                                           _num(chosen.get("line")) or 0,
-                                           _clip(chosen.get("name"), 128))
+        return self.keys.get(id(chosen)) or self.key(chosen)
+
+    def key(self, frame):
+        key = self.keys[id(frame)] = (_clip(frame.get("filename"), 256),
+                                      _num(frame.get("line")) or 0, _clip(frame.get("name"), 128))
         return key
 
     def add(self, key, blocks, size):
@@ -461,6 +461,7 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
     h1, h8, h64, h512 = _HOLE_UPPERS[:4]
     counts, sizes = [0] * 5, [0] * 5
     sites, stranding = _Sites(framework_dirs), _Sites(framework_dirs)
+    own, keys, by_site, by_strand = sites.own, sites.keys, sites.by_site, stranding.by_site
     allocated = free = reserved = largest = 0
     framed = bare_blocks = bare_bytes = 0
     summaries = []
@@ -490,16 +491,31 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
             else:
                 last = [state, 1, size, size]
                 runs.append(last)
-        for frames, size in owned:
-            if frames:
-                framed += 1
-                key = sites.site(frames)
-                sites.add(key, 1, size)
-                if seg_free:
-                    stranding.add(key, 1, size)
-            else:
+        for frames, size in owned:  # sites.site() and .add(), inlined: the hot loop with frames
+            if not frames:
                 bare_blocks += 1
                 bare_bytes += size
+                continue
+            framed += 1
+            chosen = frames[0]
+            for frame in frames:
+                if own[frame["filename"]]:
+                    chosen = frame
+                    break
+            key = keys.get(id(chosen)) or sites.key(chosen)
+            entry = by_site.get(key)
+            if entry is None:
+                by_site[key] = [1, size]
+            else:
+                entry[0] += 1
+                entry[1] += size
+            if seg_free:
+                entry = by_strand.get(key)
+                if entry is None:
+                    by_strand[key] = [1, size]
+                else:
+                    entry[0] += 1
+                    entry[1] += size
         total = _num(seg.get("total_size")) or 0
         allocated, free, reserved = allocated + seg_alloc, free + seg_free, reserved + total
         pool = seg.get("segment_pool_id") or (0, 0)
