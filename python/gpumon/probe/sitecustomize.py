@@ -467,7 +467,7 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
     summaries = []
     for seg in segments:
         runs, seg_alloc, seg_free = [], 0, 0
-        last = None
+        last, last_state, last_big = None, None, False  # the run being merged into
         owned = []  # (frames, size) of this segment's allocated blocks
         for block in seg.get("blocks") or ():
             size = block["size"]
@@ -483,13 +483,13 @@ def _summarise_torch(segments, budget, framework_dirs, recording):
                      else 3 if size < h512 else 4)
                 counts[i] += 1
                 sizes[i] += size
-            if last is not None and last[0] == state and size < big and last[3] < big:
+            if state == last_state and size < big and not last_big:
                 last[1] += 1
                 last[2] += size
                 if size > last[3]:
                     last[3] = size
             else:
-                last = [state, 1, size, size]
+                last, last_state, last_big = [state, 1, size, size], state, size >= big
                 runs.append(last)
         for frames, size in owned:  # sites.site() and .add(), inlined: the hot loop with frames
             if not frames:
