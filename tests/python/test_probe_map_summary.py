@@ -100,6 +100,14 @@ class Summary(unittest.TestCase):
         self.assertEqual(sum(r[2] for r in seg["runs"] if r[0] == "f") + cut["free"], dev["free"])
         self.assertEqual(dev["elided"], {"segments": 0, "allocated": 0, "free": 0, "bytes": 0})
 
+    def test_with_no_run_left_every_segment_is_summed(self):
+        segs = [segment(n * 64 * MiB, [block(A, MiB), block(F, 2 * MiB)]) for n in range(10)]
+        dev = summarise(segs, budget=0)  # the second try of a map that would exceed 1 MiB
+        self.assertEqual(dev["segments"], [])
+        self.assertEqual(dev["elided"], {"segments": 10, "allocated": 10 * MiB,
+                                         "free": 20 * MiB, "bytes": 30 * MiB})
+        self.assertEqual((dev["free"], dev["largest_free"]), (20 * MiB, 2 * MiB))
+
     def test_fifty_thousand_blocks_write_well_under_a_mebibyte(self):
         frames = [(TORCH + "/nn/modules/module.py", 1750, "_call_impl"), USER]
         segs = [segment(n * 64 * MiB, [block(A if k % 2 == 0 else F, 2 * MiB + k, frames)

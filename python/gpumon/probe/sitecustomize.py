@@ -1176,7 +1176,8 @@ class _Probe:
             return False, "rate limited"
         if verb == "map":
             self.map_next = now + self.map_gap
-            return self.take_map("request", ident, None), "%d.map.json" % self.pid
+            why = self.take_map("request", ident, None)
+            return why is None, why or "%d.map.json" % self.pid
         for export in (_export_torch, _export_jax):
             found = export()
             if found is not None:
@@ -1190,28 +1191,25 @@ class _Probe:
     # -- maps --
 
     def take_map(self, reason, request_id, oom, mappers=_MAPPERS):
-        """Writes ``<pid>.map.json``; True when written. Slow maps widen the gap between maps."""
+        """Writes ``<pid>.map.json``: None, or why not. Slow maps widen the gap between maps."""
         import time
         if not self.map_lock.acquire(timeout=2.0):
-            return False
+            return "another map is being written"
         try:
             began, at_ms = time.perf_counter(), time.time_ns() // 1000000
-            budget = _MAX_RUNS
-            while True:
+            for budget in (_MAX_RUNS, 0):  # with no runs left, only names can still be too long
                 doc = {"schema": "gpumon.map/1", "pid": self.pid, "start_time": self.start_time,
                        "at_ms": at_ms, "reason": reason, "request_id": request_id,
                        "took_us": 0, "oom": oom, "frameworks": self.frameworks(mappers, budget)}
                 doc["took_us"] = int((time.perf_counter() - began) * 1e6)
                 data = _json(doc).encode("utf-8", "replace")
-                if len(data) <= _MAX_MAP_BYTES or budget < 64:
+                if len(data) <= _MAX_MAP_BYTES:
+                    self.write_file("%d.map.json" % self.pid, data)
+                    self.map_at_ms = at_ms
                     break
-                budget //= 4
-            if len(data) <= _MAX_MAP_BYTES:
-                self.write_file("%d.map.json" % self.pid, data)
-                self.map_at_ms = at_ms
             if time.perf_counter() - began > _MAP_SLOW:
                 self.map_gap = min(self.map_gap * 2, _MAP_GAP_MAX)
-            return len(data) <= _MAX_MAP_BYTES
+            return None if len(data) <= _MAX_MAP_BYTES else "the map exceeds 1 MiB"
         finally:
             self.map_lock.release()
 
