@@ -69,6 +69,17 @@ class Torch(ProbeTest):
         self.assertEqual(dev["sites"], [{"file": "/home/u/train.py", "line": 87,
                                          "function": "collate", "blocks": 1, "bytes": 8 * MiB}])
 
+    def test_queued_while_torch_imports_so_a_job_that_starts_cuda_at_once_is_recorded(self):
+        script = self.fakes_job("""
+            import torch  # takes 0.3 s after torch.cuda is loaded, as the real one goes on
+            torch.cuda._lazy_init()  # at once: no tick of the 1 s interval came in between
+            print(json.dumps([torch.cuda.memory.history_calls, len(torch._C.observers)]))
+        """)
+        calls, observers = self.output_json(script, GPUMON_PROBE_RECORD="1",
+                                            GPUMON_PROBE_INTERVAL_MS="1000",
+                                            FAKE_TORCH_IMPORT_DELAY="0.3")
+        self.assertEqual((calls, observers), ([["all", "python", 100000]], 1))
+
     def run_and_load(self, script):
         done = self.run_job(script, GPUMON_PROBE_RECORD="1", GPUMON_PROBE_RECORD_ENTRIES="5")
         self.assertEqual(done.returncode, 0, done.stderr.decode())

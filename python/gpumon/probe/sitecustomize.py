@@ -833,6 +833,7 @@ _MAP_GAP = 5.0  # seconds between maps asked for
 _MAP_GAP_MAX = 300.0
 _MAP_SLOW = 0.250
 _OOM_GAP = 1.0  # seconds between maps at OOMs (a job that catches OOMs in a loop)
+_EAGER_S = 5.0  # with recording asked for, how long from the start to look for torch every 10 ms
 _oom_observer_pid = None  # the process in which the OOM observer is attached
 
 
@@ -955,12 +956,13 @@ def _on_oom(device, alloc, device_allocated, device_free):
 
 
 def _arm_torch(probe):
-    """Once torch is loaded: queue _on_cuda_init for when the process initialises CUDA (never
-    initialising it here; torch.cuda._lazy_call runs it at once when CUDA is initialised)."""
+    """Once torch.cuda is loaded (torch imports it early, and goes on importing for a while):
+    queue _on_cuda_init for when the process initialises CUDA (never initialising it here;
+    torch.cuda._lazy_call runs it at once when CUDA is initialised already)."""
     if probe.armed:
         return
-    torch, cuda = sys.modules.get("torch"), sys.modules.get("torch.cuda")
-    if not (_ready(torch) and _ready(cuda)):
+    cuda = sys.modules.get("torch.cuda")
+    if not _ready(cuda):
         return
     probe.armed = True
     try:
@@ -1037,16 +1039,17 @@ class _Probe:
         import time
         try:
             self.start_time = _start_time()
-            due = 0.0
+            due, eager_until = 0.0, time.monotonic() + (_EAGER_S if self.record_wanted else 0.0)
             while not self.stop.is_set() and not sys.is_finalizing():
                 _arm_torch(self)
                 if time.monotonic() >= due:
                     if not self.tick():
                         break
                     due = time.monotonic() + self.interval_ms / 1000.0
-                wait = due - time.monotonic()
-                if self.record_wanted and not self.armed and "torch" in sys.modules:
-                    wait = min(wait, 0.01)  # torch is being imported: queue before CUDA starts
+                now = time.monotonic()
+                wait = due - now
+                if not self.armed and ("torch" in sys.modules or now < eager_until):
+                    wait = min(wait, 0.01)  # torch is (or may soon be) imported: queue early
                 self.stop.wait(max(wait, 0.0))
         except BaseException:
             pass
