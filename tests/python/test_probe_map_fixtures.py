@@ -1,5 +1,6 @@
 """The probe's maps of real pools captured on an H100 (torch 2.11, jax 0.11.2) by
-scripts/gpu/capture_pool_maps.py, trimmed by scripts/trim_pool_maps.py into tests/fixtures/probe-maps:
+scripts/gpu/capture_pool_maps.py, trimmed by scripts/trim_pool_maps.py into
+tests/fixtures/probe-maps:
 a fragmented pool, the same pool at a 1 GiB OOM under a cap, GPT-2 training with allocation
 history (a slice of every step's logits kept: a leak), and a JAX device memory profile."""
 import gzip
@@ -38,8 +39,9 @@ class RealPyTorchPools(unittest.TestCase):
         self.assertEqual(dev["largest_free"], max(blocks(segments, "inactive")))
         self.assertEqual(dev["segments_total"], stats["segment.all.current"])
         # 384 x 8 MiB in 20 MiB segments, every other freed: an 8 MiB tensor and a 12 MiB hole each
-        self.assertEqual(dev["holes"], [[MiB, 0, 0], [8 * MiB, 0, 0], [64 * MiB, 192, 192 * 12 * MiB],
-                                        [512 * MiB, 0, 0], [None, 0, 0]])
+        self.assertEqual(dev["holes"], [[MiB, 0, 0], [8 * MiB, 0, 0],
+                                        [64 * MiB, 192, 192 * 12 * MiB], [512 * MiB, 0, 0],
+                                        [None, 0, 0]])
         self.assertEqual({tuple(map(tuple, s["runs"])) for s in dev["segments"]},
                          {(("a", 1, 8 * MiB, 8 * MiB), ("f", 1, 12 * MiB, 12 * MiB))})
         self.assertEqual(dev["sites_reason"], "allocation history is not being recorded")
@@ -96,7 +98,7 @@ class RealJaxProfile(unittest.TestCase):
         with open(os.path.join(FIXTURES, "jax-live.json")) as f:
             live = json.load(f)
         by_index = {0: hook._map_device(0, None)}
-        hook._profile_sites(profile, by_index, ["/opt/torch/.venv/lib/python3.12/site-packages/jax"])
+        hook._profile_sites(profile, by_index, ["/opt/torch/.venv/lib/python3.12/site-packages"])
         dev = by_index[0]
         self.assertEqual(dev["sites"], [
             {"file": CAPTURE, "line": 106, "function": "make_cache", "blocks": 200,

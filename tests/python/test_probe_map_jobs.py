@@ -368,7 +368,8 @@ class WithDriver(ProbeTest):
         self.assertEqual([s["function"] for s in d1["sites"]], ["elsewhere"])
         self.assertEqual(d0["shapes"], [
             {"shape": "(256, 1024)", "dtype": "float32", "count": 3, "bytes": 3 << 20},
-            {"shape": "(8, 512, 768)", "dtype": "bfloat16", "count": 1, "bytes": 4 * 512 * 768 * 2}])
+            {"shape": "(8, 512, 768)", "dtype": "bfloat16", "count": 1,
+             "bytes": 4 * 512 * 768 * 2}])
         self.assertEqual(d1["shapes"][0]["bytes"], 4 * 512 * 768 * 2)  # its shard
         self.assertTrue(export["ok"], export)
         with open(os.path.join(self.probe_dir, export["detail"]), "rb") as f:

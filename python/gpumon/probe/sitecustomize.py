@@ -390,7 +390,9 @@ _NO_HISTORY = "allocation history is not being recorded"
 
 
 def _clip(value, limit):
-    return value[:limit] if isinstance(value, str) else ("" if value is None else str(value)[:limit])
+    if isinstance(value, str):
+        return value[:limit]
+    return "" if value is None else str(value)[:limit]
 
 
 class _Own(dict):
@@ -600,7 +602,7 @@ def _map_torch(probe, torch, budget):
     return devices
 
 
-# A protocol buffer reader, enough for pprof's Profile (github.com/google/pprof proto/profile.proto).
+# A protocol buffer reader, enough for pprof's Profile (google/pprof, proto/profile.proto).
 
 def _varint(data, pos):
     shift = result = 0
