@@ -86,6 +86,16 @@ class ProbeTest(unittest.TestCase):
         return self.probe_files()
 
 
+def load_hook():
+    """The hook's source as a module that does not run (its functions, for unit tests)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "gpumon_probe_hook", os.path.join(HOOK_DIR, "sitecustomize.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def frameworks(doc):
     return {f["name"]: f for f in doc["frameworks"]}
 

@@ -13,7 +13,16 @@ imports it at start-up in every process that inherits the variable. It then:
    thread, "gpumon-probe", which every GPUMON_PROBE_INTERVAL_MS (default 1000, clamped to
    100..60000) writes ``<GPUMON_PROBE_DIR>/<pid>.json`` in the format ``gpumon.probe/1``
    (docs/probe-format.md): the memory-pool figures of the GPU frameworks this process has
-   loaded and initialised.
+   loaded and initialised;
+3. each tick looks for a request from gpumon, ``<pid>.request`` (a regular file of this user,
+   mode 0600, at most 128 bytes, one of four fixed verbs; docs/memory-map-format.md), and answers
+   in the next file: ``map`` writes ``<pid>.map.json`` (``gpumon.map/1``: the pool's segments and
+   holes, summarised here, and the lines of the job's code that hold the memory), ``record-on``
+   and ``record-off`` start and stop PyTorch's allocation history, ``export`` writes the pool in
+   the framework's own format (PyTorch's snapshot pickle, JAX's pprof);
+4. once the process has initialised CUDA itself (a call queued with torch.cuda._lazy_call),
+   attaches PyTorch's OOM observer, which writes the map at a failing request, and starts
+   recording allocation history when GPUMON_PROBE_RECORD=1.
 
 Rules it keeps, since it runs inside other people's jobs:
 - It never imports torch, jax, cupy or tensorflow (only ``sys.modules.get``), reads a framework
@@ -22,7 +31,8 @@ Rules it keeps, since it runs inside other people's jobs:
   initialised here, and a device is switched to only if its primary context is already active.
 - It imports only the standard library: os and sys (always loaded), and once the probe starts
   threading and atexit (time, already loaded by threading); ctypes only once jax or cupy is
-  loaded, and on Python 3.13+ at the first os.fork(). No json: a small encoder writes the file.
+  loaded, and on Python 3.13+ at the first os.fork(); pickle only for a PyTorch export, gzip only
+  for a JAX map. No json: a small encoder writes the file.
 - Every exception is caught; it prints nothing, emits no warning, leaves signal handlers,
   sys.excepthook and the exit status alone. After 5 failed ticks in a row it stops, writing the
   reason into "stopped" when it still can.
@@ -32,8 +42,10 @@ Rules it keeps, since it runs inside other people's jobs:
 - Around os.fork() it stops its thread (so Python 3.12+ does not warn about forking a
   multi-threaded process because of it) and restarts it in the parent and in the child; the
   child writes under its own pid. At exit it waits at most 0.5 s for a write in progress.
-- Bounded work per tick: one statistics call per framework device; torch's memory snapshot only
-  when stranded bytes are large, at most every 10 s, and less often or never when it is slow.
+- Bounded work per tick: one statistics call per framework device and one failed openat of the
+  request file; torch's memory snapshot only when stranded bytes are large, at most every 10 s,
+  and less often or never when it is slow. Maps only when asked (at most one every 5 s, less
+  often when slow) and at an OOM (at most one a second), bounded to 2048 runs and 1 MiB.
 No hook runs under ``python -S``, ``-E`` or ``-I``.
 """
 
@@ -367,6 +379,637 @@ def _read_tensorflow(probe, tf):
 _READERS = (("pytorch", "torch", _read_torch), ("jax", "jax", _read_jax),
             ("cupy", "cupy", _read_cupy), ("tensorflow", "tensorflow", _read_tensorflow))
 
+# ---- The memory map (gpumon.map/1, docs/memory-map-format.md): taken on request, at an OOM ----
+
+_BIG_BLOCK = 64 << 20  # a block this large is a run of its own
+_HOLE_UPPERS = (1 << 20, 8 << 20, 64 << 20, 512 << 20, None)
+_MAX_RUNS = 2048
+_MAX_MAP_BYTES = 1 << 20
+_STATES = {"active_allocated": "a", "inactive": "f", "active_pending_free": "p"}
+_NO_HISTORY = "allocation history is not being recorded"
+
+
+def _clip(value, limit):
+    if isinstance(value, str):
+        return value[:limit]
+    return "" if value is None else str(value)[:limit]
+
+
+class _Own(dict):
+    """filename -> whether it is the job's own code: not under a framework's package or the
+    standard library, not in site-/dist-packages, not <frozen ...>."""
+
+    def __init__(self, framework_dirs):
+        super().__init__()
+        self.skip = tuple(d.rstrip(os.sep) + os.sep for d in framework_dirs if d)
+        self.skip += (os.path.dirname(os.__file__).rstrip(os.sep) + os.sep,)
+
+    def __missing__(self, filename):
+        name = filename if isinstance(filename, str) else ""
+        own = not (name.startswith("<frozen") or name.startswith(self.skip)
+                   or "/site-packages/" in name or "/dist-packages/" in name)
+        self[filename] = own
+        return own
+
+
+class _Sites:
+    """Allocated blocks aggregated by their first frame in the job's own code."""
+
+    def __init__(self, framework_dirs):
+        self.own = _Own(framework_dirs)
+        self.keys, self.by_site = {}, {}  # id of a frame dict -> its key; key -> [blocks, bytes]
+
+    def site(self, frames):
+        """(file, line, function) of the first own frame, innermost first; else the innermost.
+        PyTorch shares one dict per distinct frame among its stacks: keys are cached by the
+        frame's identity, which holds while the snapshot is summarised."""
+        own, chosen = self.own, frames[0]
+        for frame in frames:
+            if own[frame["filename"]]:
+                chosen = frame
+                break
+        return self.keys.get(id(chosen)) or self.key(chosen)
+
+    def key(self, frame):
+        key = self.keys[id(frame)] = (_clip(frame.get("filename"), 256),
+                                      _num(frame.get("line")) or 0, _clip(frame.get("name"), 128))
+        return key
+
+    def add(self, key, blocks, size):
+        entry = self.by_site.get(key)
+        if entry is None:
+            self.by_site[key] = [blocks, size]
+        else:
+            entry[0] += blocks
+            entry[1] += size
+
+    def top(self, n):
+        ranked = sorted(self.by_site.items(), key=lambda kv: (-kv[1][1], kv[0]))[:n]
+        return [{"file": f, "line": line, "function": fn, "blocks": b, "bytes": s}
+                for (f, line, fn), (b, s) in ranked]
+
+
+def _map_device(index, uuid):
+    return {"index": index, "uuid": uuid, "allocated": None, "reserved": None, "free": None,
+            "largest_free": None, "holes": None, "segments": None, "segments_reason": None,
+            "segments_total": None, "elided": None, "sites": None, "sites_reason": None,
+            "stranding_sites": None, "unattributed": None, "shapes": None, "free_blocks": None}
+
+
+def _summarise_torch(segments, budget, framework_dirs, recording):
+    """One device's segments (PyTorch snapshot dicts) as a map device entry's figures."""
+    segments = sorted(segments, key=lambda s: _num(s.get("address")) or 0)
+    states, big = _STATES, _BIG_BLOCK
+    h1, h8, h64, h512 = _HOLE_UPPERS[:4]
+    counts, sizes = [0] * 5, [0] * 5
+    sites, stranding = _Sites(framework_dirs), _Sites(framework_dirs)
+    own, keys, by_site, by_strand = sites.own, sites.keys, sites.by_site, stranding.by_site
+    allocated = free = reserved = largest = 0
+    framed = bare_blocks = bare_bytes = 0
+    summaries = []
+    for seg in segments:
+        runs, seg_alloc, seg_free = [], 0, 0
+        last, last_state, last_big = None, None, False  # the run being merged into
+        owned = []  # (frames, size) of this segment's allocated blocks
+        for block in seg.get("blocks") or ():
+            size = block["size"]
+            state = states.get(block["state"], "p")
+            if state == "a":
+                seg_alloc += size
+                owned.append((block.get("frames"), size))
+            elif state == "f":
+                seg_free += size
+                if size > largest:
+                    largest = size
+                i = (0 if size < h1 else 1 if size < h8 else 2 if size < h64
+                     else 3 if size < h512 else 4)
+                counts[i] += 1
+                sizes[i] += size
+            if state == last_state and size < big and not last_big:
+                last[1] += 1
+                last[2] += size
+                if size > last[3]:
+                    last[3] = size
+            else:
+                last, last_state, last_big = [state, 1, size, size], state, size >= big
+                runs.append(last)
+        for frames, size in owned:  # sites.site() and .add(), inlined: the hot loop with frames
+            if not frames:
+                bare_blocks += 1
+                bare_bytes += size
+                continue
+            framed += 1
+            chosen = frames[0]
+            for frame in frames:
+                if own[frame["filename"]]:
+                    chosen = frame
+                    break
+            key = keys.get(id(chosen)) or sites.key(chosen)
+            entry = by_site.get(key)
+            if entry is None:
+                by_site[key] = [1, size]
+            else:
+                entry[0] += 1
+                entry[1] += size
+            if seg_free:
+                entry = by_strand.get(key)
+                if entry is None:
+                    by_strand[key] = [1, size]
+                else:
+                    entry[0] += 1
+                    entry[1] += size
+        total = _num(seg.get("total_size")) or 0
+        allocated, free, reserved = allocated + seg_alloc, free + seg_free, reserved + total
+        pool = seg.get("segment_pool_id") or (0, 0)
+        summaries.append(({"address": _num(seg.get("address")) or 0, "size": total,
+                           "kind": "small" if seg.get("segment_type") == "small" else "large",
+                           "expandable": seg.get("is_expandable") is True,
+                           "private": tuple(pool) != (0, 0),
+                           "stream": _num(seg.get("stream")) or 0, "runs": runs},
+                          seg_alloc, seg_free))
+    kept, elided = _bound_segments(summaries, budget)
+    dev = {"allocated": allocated, "reserved": reserved, "free": free, "largest_free": largest,
+           "holes": [list(h) for h in zip(_HOLE_UPPERS, counts, sizes)], "segments": kept,
+           "segments_total": len(segments), "elided": elided,
+           "unattributed": {"blocks": bare_blocks, "bytes": bare_bytes}}
+    if framed or recording:
+        dev.update(sites=sites.top(20), sites_reason=None, stranding_sites=stranding.top(5))
+    else:
+        dev.update(sites=None, sites_reason=_NO_HISTORY, stranding_sites=None)
+    return dev
+
+
+def _bound_segments(summaries, budget):
+    """At most ``budget`` runs: the segments with the most free bytes and the largest segments,
+    alternately; the rest summed into ``elided``. A segment too long on its own is cut short,
+    its tail summed into its ``truncated``."""
+    if sum(len(s[0]["runs"]) for s in summaries) <= budget:
+        return [s[0] for s in summaries], None
+    by_free = sorted(range(len(summaries)), key=lambda i: -summaries[i][2])
+    by_size = sorted(range(len(summaries)), key=lambda i: -summaries[i][0]["size"])
+    chosen, left = set(), budget
+    for pair in zip(by_free, by_size):
+        for i in pair:
+            runs = summaries[i][0]["runs"]
+            if i in chosen or left <= 0:
+                continue
+            if len(runs) <= left:
+                chosen.add(i)
+                left -= len(runs)
+            elif len(runs) > budget // 2:
+                _truncate(summaries[i][0], left)
+                chosen.add(i)
+                left = 0
+        if left <= 0:
+            break
+    elided = {"segments": 0, "allocated": 0, "free": 0, "bytes": 0}
+    for i, (seg, seg_alloc, seg_free) in enumerate(summaries):
+        if i not in chosen:
+            elided["segments"] += 1
+            elided["allocated"] += seg_alloc
+            elided["free"] += seg_free
+            elided["bytes"] += seg["size"]
+    return [s[0] for i, s in enumerate(summaries) if i in chosen], elided
+
+
+def _truncate(seg, keep):
+    tail = seg["runs"][keep:]
+    seg["runs"] = seg["runs"][:keep]
+    seg["truncated"] = {"runs": len(tail),
+                        "allocated": sum(r[2] for r in tail if r[0] == "a"),
+                        "free": sum(r[2] for r in tail if r[0] == "f"),
+                        "bytes": sum(r[2] for r in tail)}
+
+
+def _map_torch(probe, torch, budget):
+    cuda = sys.modules.get("torch.cuda")
+    memory = sys.modules.get("torch.cuda.memory")
+    if not _ready(cuda) or not cuda.is_initialized():
+        return []
+    if not _ready(memory) or _attr(memory, "_snapshot") is None:
+        raise LookupError("torch.cuda.memory._snapshot not found")
+    snapshot = memory._snapshot()
+    by_device = {}
+    for seg in snapshot.get("segments") or ():
+        by_device.setdefault(_num(seg.get("device")) or 0, []).append(seg)
+    dirs = [os.path.dirname(_attr(torch, "__file__") or "")]
+    recording = probe.recording_on()
+    devices = []
+    for index in sorted(by_device):
+        dev = _map_device(index, _torch_uuid(probe, cuda, index))
+        dev.update(_summarise_torch(by_device[index], budget // len(by_device), dirs, recording))
+        devices.append(dev)
+    return devices
+
+
+# A protocol buffer reader, enough for pprof's Profile (google/pprof, proto/profile.proto).
+
+def _varint(data, pos):
+    shift = result = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _fields(data):
+    """(field number, wire type, value) of one message: ints for varints, bytes otherwise."""
+    pos, end = 0, len(data)
+    while pos < end:
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(data, pos)
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            if pos + size > end:
+                raise ValueError("field runs past the message")
+            value, pos = data[pos:pos + size], pos + size
+        elif wire in (1, 5):
+            size = 8 if wire == 1 else 4
+            value, pos = int.from_bytes(data[pos:pos + size], "little"), pos + size
+        else:
+            raise ValueError("unsupported wire type %d" % wire)
+        yield number, wire, value
+
+
+def _ints(wire, value):
+    """A repeated integer field's values, packed or not."""
+    if wire == 0:
+        return [value]
+    out, pos = [], 0
+    while pos < len(value):
+        v, pos = _varint(value, pos)
+        out.append(v)
+    return out
+
+
+def _pprof_samples(blob):
+    """[(device label or None, count, bytes, frames innermost first)] of a (gzipped) pprof."""
+    if blob[:2] == b"\x1f\x8b":
+        import gzip
+        blob = gzip.decompress(blob)
+    types, samples, locations, functions, strings = [], [], {}, {}, []
+    for number, wire, value in _fields(memoryview(blob).tobytes()):
+        if number == 1 and wire == 2:
+            types.append(dict((n, v) for n, w, v in _fields(value) if w == 0))
+        elif number == 2 and wire == 2:
+            samples.append(value)
+        elif number == 4 and wire == 2:
+            loc_id, lines = 0, []
+            for n, w, v in _fields(value):
+                if n == 1 and w == 0:
+                    loc_id = v
+                elif n == 4 and w == 2:
+                    line = dict((ln, lv) for ln, lw, lv in _fields(v) if lw == 0)
+                    lines.append((line.get(1, 0), line.get(2, 0)))
+            locations[loc_id] = lines
+        elif number == 5 and wire == 2:
+            fn = dict((n, v) for n, w, v in _fields(value) if w == 0)
+            functions[fn.get(1, 0)] = (fn.get(2, 0), fn.get(4, 0))
+        elif number == 6 and wire == 2:
+            strings.append(value.decode("utf-8", "replace"))
+
+    def text(i):
+        return strings[i] if 0 <= i < len(strings) else ""
+
+    names = [text(t.get(1, 0)) for t in types]
+    space = names.index("space") if "space" in names else len(names) - 1
+    count = names.index("allocations") if "allocations" in names else None
+    out = []
+    for raw in samples:
+        loc_ids, values, device = [], [], None
+        for n, w, v in _fields(raw):
+            if n == 1:
+                loc_ids += _ints(w, v)
+            elif n == 2:
+                values += _ints(w, v)
+            elif n == 3 and w == 2:
+                label = dict((ln, lv) for ln, lw, lv in _fields(v) if lw == 0)
+                if text(label.get(1, 0)) == "device":
+                    device = text(label.get(2, 0))
+        values = [v - (1 << 64) if v >= 1 << 63 else v for v in values]
+        size = values[space] if 0 <= space < len(values) else 0
+        blocks = values[count] if count is not None and count < len(values) else 1
+        frames = []
+        for loc in loc_ids:
+            for fn_id, line in locations.get(loc, ()):
+                name, filename = functions.get(fn_id, (0, 0))
+                frames.append({"filename": text(filename), "line": line, "name": text(name)})
+        out.append((device, blocks, size, frames))
+    return out
+
+
+def _label_index(label):
+    """The device number at the end of a pprof device label ("cuda:0", "CudaDevice(id=1)")."""
+    digits = ""
+    for ch in reversed((label or "").rstrip(")")):
+        if not ch.isdigit():
+            break
+        digits = ch + digits
+    return int(digits) if digits else None
+
+
+def _jax_shapes(jax, by_index):
+    """The 20 largest (shape, dtype) groups of live arrays per device index."""
+    groups = {}
+    for n, array in enumerate(jax.live_arrays()):
+        if n >= 100000:
+            break
+        try:
+            shard = array.sharding.shard_shape(array.shape)
+            size = array.dtype.itemsize
+            for d in shard:
+                size *= d
+            key = (str(tuple(array.shape)), str(array.dtype))
+            for device in array.devices():
+                index = _num(getattr(device, "local_hardware_id", None))
+                index = _num(device.id) if index is None else index
+                entry = groups.setdefault(index, {}).setdefault(key, [0, 0])
+                entry[0] += 1
+                entry[1] += size
+        except Exception:
+            continue
+    for index, found in groups.items():
+        if index in by_index:
+            ranked = sorted(found.items(), key=lambda kv: (-kv[1][1], kv[0]))[:20]
+            by_index[index]["shapes"] = [{"shape": s, "dtype": t, "count": c, "bytes": b}
+                                         for (s, t), (c, b) in ranked]
+
+
+def _map_jax(probe, jax, budget):
+    figures = _read_jax(probe, jax)
+    devices, by_index = [], {}
+    for fig in figures:
+        dev = _map_device(fig["index"], fig["uuid"])
+        dev.update(allocated=fig["allocated"], reserved=fig["reserved"],
+                   free=fig["cached_free"], largest_free=fig["largest_free_block"],
+                   segments_reason="JAX's allocator gives no block map",
+                   sites_reason="jax.profiler is not loaded")
+        devices.append(dev)
+        by_index[fig["index"]] = dev
+    if not devices:
+        return devices
+    profiler = _jax_profiler()
+    if profiler is not None:
+        try:
+            _jax_sites(jax, profiler, by_index)
+        except Exception as exc:
+            for dev in devices:
+                dev["sites_reason"] = "device_memory_profile: " + _reason(exc)
+    if _attr(jax, "live_arrays") is not None:
+        try:
+            _jax_shapes(jax, by_index)
+        except Exception:
+            pass
+    return devices
+
+
+def _jax_sites(jax, profiler, by_index):
+    dirs = [os.path.dirname(_attr(m, "__file__") or "")
+            for m in (jax, sys.modules.get("jaxlib")) if m is not None]
+    _profile_sites(profiler.device_memory_profile(_jax_gpu_backend()), by_index, dirs)
+
+
+def _profile_sites(profile, by_index, framework_dirs):
+    """Fills ``sites`` and ``unattributed`` of the map's devices (by index) from a pprof device
+    memory profile. Samples of no bytes (compiled executables) are left out."""
+    per_device = {}
+    for label, blocks, size, frames in _pprof_samples(profile):
+        index = _label_index(label)
+        if index not in by_index and len(by_index) == 1:
+            index = next(iter(by_index))
+        if index not in by_index or size <= 0:
+            continue
+        if frames:
+            sites = per_device.setdefault(index, _Sites(framework_dirs))
+            sites.add(sites.site(frames), blocks, size)
+        else:
+            bare = by_index[index]["unattributed"] or {"blocks": 0, "bytes": 0}
+            bare["blocks"] += blocks
+            bare["bytes"] += size
+            by_index[index]["unattributed"] = bare
+    for index, dev in by_index.items():
+        dev["sites"] = per_device[index].top(20) if index in per_device else []
+        dev["sites_reason"] = None
+
+
+def _map_cupy(probe, cupy, budget):
+    devices = []
+    for fig in _read_cupy(probe, cupy):
+        cupy.cuda.runtime.setDevice(fig["index"])  # this thread only; the context exists
+        dev = _map_device(fig["index"], fig["uuid"])
+        dev.update(allocated=fig["allocated"], reserved=fig["reserved"], free=fig["cached_free"],
+                   segments_reason="CuPy's memory pool gives no block map",
+                   sites_reason="CuPy records no allocation sites",
+                   free_blocks=_num(cupy.get_default_memory_pool().n_free_blocks()))
+        devices.append(dev)
+    return devices
+
+
+def _map_tensorflow(probe, tf, budget):
+    devices = []
+    for fig in _read_tensorflow(probe, tf):
+        dev = _map_device(fig["index"], None)
+        dev.update(allocated=fig["allocated"],
+                   segments_reason="TensorFlow gives no block map (current and peak bytes only)",
+                   sites_reason="TensorFlow records no allocation sites")
+        devices.append(dev)
+    return devices
+
+
+_MAPPERS = (("pytorch", "torch", _map_torch), ("jax", "jax", _map_jax),
+            ("cupy", "cupy", _map_cupy), ("tensorflow", "tensorflow", _map_tensorflow))
+
+
+# ---- Requests from gpumon (<pid>.request, gpumon.request/1), recording, the OOM observer ----
+
+_REQUEST_MAX = 128
+_VERBS = ("map", "record-on", "record-off", "export")
+_MAP_GAP = 5.0  # seconds between maps asked for
+_MAP_GAP_MAX = 300.0
+_MAP_SLOW = 0.250
+_OOM_GAP = 1.0  # seconds between maps at OOMs (a job that catches OOMs in a loop)
+_EAGER_S = 5.0  # with recording asked for, how long from the start to look for torch every 10 ms
+_oom_observer_pid = None  # the process in which the OOM observer is attached
+
+
+def _record_entries():
+    try:
+        n = int(os.environ.get("GPUMON_PROBE_RECORD_ENTRIES", "100000"))
+    except ValueError:
+        n = 100000
+    return min(max(n, 1000), 1000000)
+
+
+def _parse_request(data):
+    """(verb, id or None, why refused or None) of a request file's bytes."""
+    words = data.decode("ascii", "replace").strip().split(" ")
+    raw_id = words[2] if len(words) == 3 else ""
+    ident = int(raw_id) if raw_id.isdigit() and raw_id.isascii() and len(raw_id) <= 20 else None
+    if ident is not None and ident >= 1 << 64:
+        ident = None
+    verb = words[1] if len(words) == 3 and words[1].isprintable() else "?"
+    if len(words) != 3 or words[0] != "gpumon.request/1":
+        return verb[:32], ident, "not a gpumon.request/1 line"
+    if verb not in _VERBS:
+        return verb[:32], ident, "unknown verb"
+    if ident is None:
+        return verb, None, "bad id"
+    return verb, ident, None
+
+
+def _read_request(dfd, pid):
+    """Takes ``<pid>.request`` if there is one: (verb, id, why refused or None), or None."""
+    name = "%d.request" % pid
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(name, flags, dir_fd=dfd)
+    except FileNotFoundError:
+        return None
+    except OSError:  # a symbolic link (ELOOP) or unreadable: its id cannot be read
+        _unlink(dfd, name)
+        return None
+    try:
+        st = os.fstat(fd)
+        data = os.read(fd, _REQUEST_MAX + 1) if _is_regular(st.st_mode) else b""
+    finally:
+        os.close(fd)
+    _unlink(dfd, name)
+    verb, ident, why = _parse_request(data[:_REQUEST_MAX])
+    if not _is_regular(st.st_mode):
+        why = "not a regular file"
+    elif st.st_uid != os.geteuid():
+        why = "owned by uid %d, not by this process's user" % st.st_uid
+    elif st.st_mode & 0o077:
+        why = "readable or writable by others (mode %o)" % (st.st_mode & 0o777)
+    elif st.st_size > _REQUEST_MAX or len(data) > _REQUEST_MAX:
+        why = "larger than %d bytes" % _REQUEST_MAX
+    return verb, ident, why
+
+
+def _is_regular(mode):
+    return mode & 0o170000 == 0o100000
+
+
+def _unlink(dfd, name):
+    try:
+        os.unlink(name, dir_fd=dfd)
+    except OSError:
+        pass
+
+
+def _torch_memory():
+    cuda, memory = sys.modules.get("torch.cuda"), sys.modules.get("torch.cuda.memory")
+    return (cuda, memory) if _ready(cuda) and _ready(memory) else (None, None)
+
+
+def _start_recording(probe):
+    """Starts PyTorch's allocation history now (CUDA is initialised): None, or why not."""
+    cuda, memory = _torch_memory()
+    if memory is None or _attr(memory, "_record_memory_history") is None:
+        return "torch.cuda.memory._record_memory_history not found"
+    memory._record_memory_history("all", max_entries=probe.record_entries, stacks="python")
+    import time
+    probe.record_since = time.time_ns() // 1000000
+    return None
+
+
+def _on_cuda_init():
+    """Queued with torch.cuda._lazy_call: runs once the process has initialised CUDA (inside
+    torch's _lazy_init, in the job's thread, or at once when CUDA was already initialised).
+    Attaches the OOM observer and starts recording when asked. Never raises: an exception here
+    would fail the job's CUDA initialisation."""
+    global _oom_observer_pid
+    try:
+        probe = _probe
+        if probe is None or os.getpid() != probe.pid:
+            return
+        torch_c = _attr(sys.modules.get("torch"), "_C")
+        attach = getattr(torch_c, "_cuda_attach_out_of_memory_observer", None)
+        if attach is not None and _oom_observer_pid != probe.pid:
+            attach(_on_oom)
+            _oom_observer_pid = probe.pid
+        if probe.record_wanted and probe.record_since is None:
+            probe.record_reason = _start_recording(probe)
+    except BaseException as exc:
+        try:
+            _probe.record_reason = _reason(exc)
+        except BaseException:
+            pass
+
+
+def _on_oom(device, alloc, device_allocated, device_free):
+    """PyTorch's OOM observer: called once per failing request, before the exception reaches
+    the job. Writes the map with reason ``oom``; never raises, prints nothing."""
+    try:
+        probe = _probe
+        if probe is not None and os.getpid() == probe.pid:
+            probe.oom_map({"device": _num(device), "request": _num(alloc),
+                           "device_allocated": _num(device_allocated),
+                           "device_free": _num(device_free)})
+    except BaseException:
+        pass
+
+
+def _arm_torch(probe):
+    """Once torch.cuda is loaded (torch imports it early, and goes on importing for a while):
+    queue _on_cuda_init for when the process initialises CUDA (never initialising it here;
+    torch.cuda._lazy_call runs it at once when CUDA is initialised already)."""
+    if probe.armed:
+        return
+    cuda = sys.modules.get("torch.cuda")
+    if not _ready(cuda):
+        return
+    probe.armed = True
+    try:
+        lazy = _attr(cuda, "_lazy_call")
+        if lazy is None:
+            raise LookupError("torch.cuda._lazy_call not found")
+        lazy(_on_cuda_init)
+    except BaseException as exc:
+        probe.record_reason = _reason(exc)
+
+
+def _export_torch():
+    cuda, memory = _torch_memory()
+    if cuda is None or not cuda.is_initialized():
+        return None
+    import pickle
+    return "pickle", pickle.dumps(memory._snapshot())  # what _dump_snapshot writes
+
+
+def _jax_profiler():
+    """jax.profiler, or jax._src.profiler where device_memory_profile is defined (JAX imports
+    that one itself); never imported here."""
+    for name in ("jax.profiler", "jax._src.profiler"):
+        module = sys.modules.get(name)
+        if _ready(module) and _attr(module, "device_memory_profile") is not None:
+            return module
+    return None
+
+
+def _jax_gpu_backend():
+    """The name of JAX's initialised GPU backend, or None."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    backends = _attr(bridge, "_backends") if _ready(bridge) else None
+    names = [n for n in ("cuda", "rocm", "gpu") if isinstance(backends, dict) and n in backends]
+    return names[0] if names else None
+
+
+def _export_jax():
+    backend, profiler = _jax_gpu_backend(), _jax_profiler()
+    if backend is None or profiler is None:
+        return None
+    return "pb.gz", bytes(profiler.device_memory_profile(backend))
+
+
+
 
 def _make_dirs(path):
     parent = os.path.dirname(path.rstrip("/"))
@@ -386,21 +1029,45 @@ class _Probe:
         self.pid, self.start_time, self.stopped, self.failures = os.getpid(), None, None, 0
         self.driver, self.uuids, self.snap = None, {}, {}
         self.snap_next, self.snap_period = 0.0, 10.0
+        self.answer, self.map_at_ms, self.map_next, self.map_gap = None, None, 0.0, _MAP_GAP
+        self.oom_next, self.armed = 0.0, False
+        self.record_wanted = os.environ.get("GPUMON_PROBE_RECORD") == "1"
+        self.record_entries, self.record_since, self.record_reason = _record_entries(), None, None
+        self.map_lock = threading.Lock()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name=_NAME, daemon=True)
 
     def run(self):
+        import time
         try:
             self.start_time = _start_time()
-            while not self.stop.is_set() and not sys.is_finalizing() and self.tick():
-                self.stop.wait(self.interval_ms / 1000.0)
+            due, eager_until = 0.0, time.monotonic() + (_EAGER_S if self.record_wanted else 0.0)
+            while not self.stop.is_set() and not sys.is_finalizing():
+                _arm_torch(self)
+                if time.monotonic() >= due:
+                    if not self.tick():
+                        break
+                    due = time.monotonic() + self.interval_ms / 1000.0
+                now = time.monotonic()
+                wait = due - now
+                if not self.armed and ("torch" in sys.modules or now < eager_until):
+                    wait = min(wait, 0.01)  # torch is (or may soon be) imported: queue early
+                self.stop.wait(max(wait, 0.0))
         except BaseException:
             pass
 
     def tick(self):
         """Writes the file once; False once the probe has given up."""
         try:
-            self.write(self.document(True))
+            dfd = self.open_dir()
+            try:
+                try:
+                    self.serve(dfd)
+                except Exception:
+                    pass  # a request that could not be read is not a failure to write
+                self.write_file("%d.json" % self.pid, _json(self.document(True)), dfd)
+            finally:
+                os.close(dfd)
             self.failures = 0
             return True
         except BaseException as exc:
@@ -409,7 +1076,7 @@ class _Probe:
                 return True
             self.stopped = "gave up after %d failures in a row: %s" % (self.failures, _reason(exc))
         try:
-            self.write(self.document(False))
+            self.write_file("%d.json" % self.pid, _json(self.document(False)))
         except BaseException:
             pass
         return False
@@ -417,8 +1084,16 @@ class _Probe:
     def document(self, with_frameworks):
         import time
         at_ms = time.time_ns() // 1000000
+        frameworks = self.frameworks(_READERS) if with_frameworks else []
+        return {"schema": "gpumon.probe/1", "pid": self.pid, "start_time": self.start_time,
+                "at_ms": at_ms, "interval_ms": self.interval_ms,
+                "python": sys.version.split()[0], "stopped": self.stopped,
+                "frameworks": frameworks, "answer": self.answer,
+                "recording": self.recording(), "map_at_ms": self.map_at_ms}
+
+    def frameworks(self, readers, *args):
         frameworks = []
-        for name, module_name, reader in _READERS if with_frameworks else ():
+        for name, module_name, reader in readers:
             module = sys.modules.get(module_name)
             if not _ready(module):
                 continue
@@ -426,28 +1101,157 @@ class _Probe:
             version = _attr(module, "__version__")
             entry["version"] = version if isinstance(version, str) else None
             try:
-                entry["devices"] = reader(self, module)
+                entry["devices"] = reader(self, module, *args)
             except BaseException as exc:
                 entry["error"] = _reason(exc)
             frameworks.append(entry)
-        return {"schema": "gpumon.probe/1", "pid": self.pid, "start_time": self.start_time,
-                "at_ms": at_ms, "interval_ms": self.interval_ms,
-                "python": sys.version.split()[0], "stopped": self.stopped,
-                "frameworks": frameworks}
+        return frameworks
 
-    def write(self, doc):
-        data = _json(doc).encode("utf-8", "replace")
+    # -- recording allocation history (PyTorch) --
+
+    def recording_on(self):
+        return self.record_since is not None
+
+    def recording(self):
+        if not _ready(sys.modules.get("torch")):
+            return None
+        reason = self.record_reason
+        if reason is None and self.record_since is None:
+            reason = ("starts when the process initialises CUDA" if self.record_wanted
+                      else "not asked for")
+        return {"on": self.record_since is not None, "max_entries": self.record_entries,
+                "stacks": "python", "since_ms": self.record_since, "reason": reason}
+
+    def record(self, on):
+        """The verbs record-on and record-off: (ok, detail)."""
+        cuda, memory = _torch_memory()
+        if cuda is None:
+            if _ready(sys.modules.get("jax")):
+                return False, "JAX needs no recording: its device memory profile has tracebacks"
+            return False, "PyTorch is not loaded in this process"
+        initialised = cuda.is_initialized()
+        history = getattr(_attr(sys.modules.get("torch"), "_C"), "_cuda_isHistoryEnabled", None)
+        by_job = (initialised and self.record_since is None and history is not None
+                  and history() is True)
+        if on:
+            if by_job:
+                return False, "the job records its allocation history itself"
+            self.record_wanted, self.record_reason = True, None
+            if self.record_since is not None:
+                return True, "recording already"
+            if not initialised:
+                _arm_torch(self)
+                return True, "starts when the process initialises CUDA"
+            self.record_reason = _start_recording(self)
+            return self.record_reason is None, self.record_reason or "recording"
+        self.record_wanted = False
+        if self.record_since is None:
+            return (False, "the job records its allocation history itself") if by_job else (
+                True, "not recording")
+        memory._record_memory_history(None)
+        self.record_since, self.record_reason = None, "stopped when asked"
+        return True, "stopped"
+
+    # -- requests --
+
+    def serve(self, dfd):
+        """Takes ``<pid>.request`` if there is one (one failed openat when there is none) and
+        answers it in ``answer``."""
+        taken = _read_request(dfd, self.pid)
+        if taken is None:
+            return
+        verb, ident, why = taken
+        if ident is None:
+            return  # an id that cannot be read: ignored
+        ok, detail = False, why
+        if why is None:
+            try:
+                ok, detail = self.run_verb(verb, ident)
+            except BaseException as exc:
+                ok, detail = False, _reason(exc)
+        self.answer = {"id": ident, "verb": verb, "ok": ok,
+                       "detail": (str(detail).splitlines() or [""])[0][:300]}
+
+    def run_verb(self, verb, ident):
+        import time
+        if verb in ("record-on", "record-off"):
+            return self.record(verb == "record-on")
+        now = time.monotonic()
+        if now < self.map_next:
+            return False, "rate limited"
+        if verb == "map":
+            self.map_next = now + self.map_gap
+            why = self.take_map("request", ident, None)
+            return why is None, why or "%d.map.json" % self.pid
+        for export in (_export_torch, _export_jax):
+            found = export()
+            if found is not None:
+                self.map_next = now + self.map_gap
+                name = "%d.export.%d.%s" % (self.pid, ident, found[0])
+                self.write_file(name, found[1])
+                return True, name
+        return False, ("nothing to export: PyTorch and JAX export once they use a GPU; "
+                       "CuPy and TensorFlow have no export format")
+
+    # -- maps --
+
+    def take_map(self, reason, request_id, oom, mappers=_MAPPERS):
+        """Writes ``<pid>.map.json``: None, or why not. Slow maps widen the gap between maps."""
+        import time
+        if not self.map_lock.acquire(timeout=2.0):
+            return "another map is being written"
+        try:
+            began, at_ms = time.perf_counter(), time.time_ns() // 1000000
+            for budget in (_MAX_RUNS, 0):  # with no runs left, only names can still be too long
+                doc = {"schema": "gpumon.map/1", "pid": self.pid, "start_time": self.start_time,
+                       "at_ms": at_ms, "reason": reason, "request_id": request_id,
+                       "took_us": 0, "oom": oom, "frameworks": self.frameworks(mappers, budget)}
+                doc["took_us"] = int((time.perf_counter() - began) * 1e6)
+                data = _json(doc).encode("utf-8", "replace")
+                if len(data) <= _MAX_MAP_BYTES:
+                    self.write_file("%d.map.json" % self.pid, data)
+                    self.map_at_ms = at_ms
+                    break
+            if time.perf_counter() - began > _MAP_SLOW:
+                self.map_gap = min(self.map_gap * 2, _MAP_GAP_MAX)
+            return None if len(data) <= _MAX_MAP_BYTES else "the map exceeds 1 MiB"
+        finally:
+            self.map_lock.release()
+
+    def oom_map(self, oom):
+        import time
+        now = time.monotonic()
+        if now < self.oom_next:
+            return
+        self.oom_next = now + _OOM_GAP
+        # PyTorch only: this runs in the job's thread, where CuPy's reader would switch devices
+        self.take_map("oom", None, oom, _MAPPERS[:1])
+
+    # -- files --
+
+    def open_dir(self):
+        """A descriptor of the probe directory, refused when it is a link or another user's."""
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             dfd = os.open(self.dir, flags)
         except FileNotFoundError:
             _make_dirs(self.dir)
             dfd = os.open(self.dir, flags)
-        tmp, final = ".%d.json.tmp" % self.pid, "%d.json" % self.pid
+        owner = os.fstat(dfd).st_uid
+        if owner != os.geteuid():
+            os.close(dfd)
+            raise PermissionError("probe directory belongs to uid %d, not to this user" % owner)
+        return dfd
+
+    def write_file(self, final, data, dfd=None):
+        """Atomically: ``.<final>.tmp`` (O_EXCL|O_NOFOLLOW, 0600), then renamed onto ``final``,
+        through ``dfd`` or a descriptor of the probe directory opened for it."""
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        own_dfd = dfd is None
+        dfd = self.open_dir() if own_dfd else dfd
+        tmp = "." + final + ".tmp"
         try:
-            owner = os.fstat(dfd).st_uid
-            if owner != os.geteuid():
-                raise PermissionError("probe directory belongs to uid %d, not to this user" % owner)
             try:
                 os.unlink(tmp, dir_fd=dfd)  # left by a write that was cut off
             except FileNotFoundError:
@@ -470,7 +1274,9 @@ class _Probe:
                     pass
                 raise
         finally:
-            os.close(dfd)
+            if own_dfd:
+                os.close(dfd)
+
 
 
 def _interval_ms():

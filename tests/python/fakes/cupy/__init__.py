@@ -8,7 +8,7 @@ __version__ = "14.2.0+fake"
 
 
 class MemoryPool:
-    """Per-device (used, total, free, limit) figures; reads the calling thread's current device."""
+    """Per-device (used, total, free, limit[, free blocks]) figures; reads the calling thread's current device."""
 
     def __init__(self):
         self.figures = {}
@@ -27,6 +27,10 @@ class MemoryPool:
 
     def get_limit(self):
         return self._now()[3]
+
+    def n_free_blocks(self):
+        now = self._now()
+        return now[4] if len(now) > 4 else 0
 
 
 _pool = MemoryPool()
