@@ -32,7 +32,7 @@ const STRANDED_PERMILLE: u64 = 100;
 pub enum LimitKind {
     /// Its own cap or pool limit (PyTorch's per-process fraction, JAX's `bytes_limit`, CuPy's).
     Own,
-    /// What its GPU has free, plus the cache it could release.
+    /// What its GPU has free, plus the cache it can allocate from again.
     Gpu,
 }
 
@@ -60,7 +60,7 @@ pub fn binding(pool: &Pool, g: &GpuTrack) -> Option<Limit> {
         headroom: l.saturating_sub(held),
     });
     let gpu = g.sample.memory.value().map(|m| {
-        let room = m.free.saturating_add(pool.releasable().unwrap_or(0));
+        let room = m.free.saturating_add(pool.reusable().unwrap_or(0));
         Limit {
             kind: LimitKind::Gpu,
             total: held.saturating_add(room),
@@ -148,8 +148,14 @@ fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
 
 /// The longest of the windows in which the process's unreleasable memory climbs, up to `now_ms`.
 pub fn climb(track: &PoolHistory, now_ms: u64) -> Option<Climb> {
-    let longest = WINDOWS_MS[0];
-    let series = unreleasable_series(track, now_ms.saturating_sub(longest));
+    let series = unreleasable_series(track, now_ms.saturating_sub(WINDOWS_MS[0]));
+    climb_in(&series, now_ms)
+}
+
+/// The longest of the windows in which `series` (time, bytes; in time order) climbs with
+/// nothing released, up to `now_ms`.
+pub fn climb_in(series: &[(u64, u64)], now_ms: u64) -> Option<Climb> {
+    let series = &series[..series.partition_point(|p| p.0 <= now_ms)];
     WINDOWS_MS.iter().find_map(|w| {
         let from = series.partition_point(|p| now_ms.saturating_sub(p.0) > *w);
         climbs(&series[from..])

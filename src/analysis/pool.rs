@@ -176,9 +176,7 @@ fn releasable(
         crate::sample::Framework::Cupy => format!(
             "Call cupy.get_default_memory_pool().free_all_blocks() in pid {pid}, or give it a limit with set_limit."
         ),
-        _ => format!(
-            "Start pid {pid} with XLA_PYTHON_CLIENT_PREALLOCATE=false (or XLA_PYTHON_CLIENT_ALLOCATOR=platform) so its pool holds only what it uses."
-        ),
+        _ => format!("Have pid {pid} give the cache it does not use back to the GPU."),
     };
     Some(Risk {
         class: "releasable-cache",
