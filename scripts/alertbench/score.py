@@ -38,6 +38,8 @@ CAUSES = {
     "time-to-full": {"device-full"},
     "growth-step": {"device-full"},
     "releasable-cache": {"device-full"},
+    "idle-preallocation": {"device-full"},
+    "growing-peak": {"pool-limit", "device-full"},
 }
 
 

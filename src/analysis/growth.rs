@@ -103,7 +103,7 @@ fn median(v: &mut [u64]) -> u64 {
 
 /// Whether `points` (in time order) climb with nothing released: every reading of the last third
 /// above every reading of the first, the middle third no lower than the first.
-fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
+pub(super) fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
     let n = points.len();
     let span_ms = points.last()?.0.saturating_sub(points.first()?.0);
     if n < MIN_READINGS || span_ms < MIN_SPAN_MS {

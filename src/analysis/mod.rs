@@ -8,6 +8,7 @@ pub mod explain;
 pub mod filling;
 pub mod growth;
 pub mod idle;
+pub mod peaks;
 pub mod pool;
 pub mod remedy;
 pub mod risk;

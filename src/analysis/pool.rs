@@ -1,7 +1,8 @@
 //! Risks read from the allocator probe's figures, before any failure: a leak or a fragmentation
-//! that builds (`growth.rs`), a fragmented pool that cannot grow around its holes, a pool near its
-//! limit, cache one process could give back while its GPU is short; and an OOM the probe saw (or
-//! a probed process that died at its limit) when no log reached gpumon.
+//! that builds (`growth.rs`), a peak that grows every step (`peaks.rs`), a fragmented pool that
+//! cannot grow around its holes, a pool near its limit, cache one process could give back while
+//! its GPU is short; and an OOM the probe saw (or a probed process that died at its limit) when no
+//! log reached gpumon.
 
 use crate::analysis::remedy::{defragment, dialect_of, raise_limit};
 use crate::analysis::risk::{Risk, context, figures};
@@ -17,8 +18,11 @@ const MIN_FREE_PERMILLE: u64 = 100;
 /// Cache flushes in this window that count as repeating (one flush that succeeded is normal).
 const RETRY_WINDOW_MS: u64 = 60_000;
 const RETRIES_REPEAT: usize = 2;
-/// A pool whose allocations reach this share of its limit (per mille) is near it.
-const NEAR_LIMIT_PERMILLE: u64 = 900;
+/// A failed pool whose allocations reached this share of its limit (per mille) was at it.
+const AT_LIMIT_PERMILLE: u64 = 900;
+/// A live pool whose allocations reach this share of its limit (per mille) is warned: a job tuned
+/// to 90-95 % of its cap runs there for hours.
+const NEAR_LIMIT_PERMILLE: u64 = 950;
 /// Releasable cache worth naming.
 const MIN_RELEASABLE: u64 = 1 << 30;
 /// A GPU with less free than this is short (or 2 % of its memory, whichever is larger).
@@ -41,6 +45,7 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                 let growing = super::growth::risk(t, pool, g, at_ms);
                 if growing.is_none() {
                     out.extend(fragmenting(t, pool, g, at_ms));
+                    out.extend(super::peaks::risk(t, pool, g, at_ms));
                 }
                 out.extend(growing);
                 out.extend(near_limit(t, pool));
@@ -120,14 +125,14 @@ fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Optio
     })
 }
 
-fn at_limit(pool: &Pool) -> Option<(u64, u64)> {
+/// Allocated and the limit, when allocated reaches `permille` of it.
+fn at_limit(pool: &Pool, permille: u64) -> Option<(u64, u64)> {
     let (used, limit) = (pool.allocated?, pool.limit.filter(|l| *l > 0)?);
-    (used.saturating_mul(1000) >= limit.saturating_mul(NEAR_LIMIT_PERMILLE))
-        .then_some((used, limit))
+    (used.saturating_mul(1000) >= limit.saturating_mul(permille)).then_some((used, limit))
 }
 
 fn near_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let (used, limit) = at_limit(pool)?;
+    let (used, limit) = at_limit(pool, NEAR_LIMIT_PERMILLE)?;
     let pid = t.sample.pid;
     Some(Risk {
         class: "pool-near-limit",
@@ -201,7 +206,7 @@ fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
     // At a failure the pool could not grow: its room was nil.
     if let Some(why) = fragmented(pool, Some(0), 0) {
         ("fragmentation", why)
-    } else if let Some((used, limit)) = at_limit(pool) {
+    } else if let Some((used, limit)) = at_limit(pool, AT_LIMIT_PERMILLE) {
         (
             "pool-limit",
             format!("{} of its {} limit in use", human(used), human(limit)),
