@@ -178,17 +178,34 @@ fn eta(c: &Climb, limit: &Limit) -> Option<u64> {
 }
 
 /// Whether the pool's stranded share is large and grew during the climb: its failure would be a
-/// fragmentation, not a leak.
-fn fragmenting(track: &PoolHistory, pool: &Pool, c: &Climb, now_ms: u64) -> Option<u64> {
-    let stranded = pool.stranded?;
+/// fragmentation, not a leak. Under expandable segments nothing is counted as split: the pool's
+/// free part (reserved − allocated), kept while the pool grew, is what its requests did not fit.
+fn fragmenting(
+    track: &PoolHistory,
+    pool: &Pool,
+    c: &Climb,
+    now_ms: u64,
+    expandable: bool,
+) -> Option<u64> {
     let reserved = pool.reserved?;
-    let before = at_or_after(&track.stranded, now_ms.saturating_sub(c.span_ms))?;
+    let since = now_ms.saturating_sub(c.span_ms);
+    let (stranded, before) = if expandable {
+        (pool.cached_free?, cached_free_at(track, since)?)
+    } else {
+        (pool.stranded?, at_or_after(&track.stranded, since)?)
+    };
     let grew = stranded >= before.saturating_add(STRANDED / 4);
     (stranded >= STRANDED.max(reserved / 1000 * STRANDED_PERMILLE) && grew).then_some(stranded)
 }
 
 fn at_or_after(ring: &Ring, at_ms: u64) -> Option<u64> {
     ring.iter().find(|p| p.at_ms >= at_ms).and_then(|p| p.value)
+}
+
+/// The pool's free part (reserved − allocated) at the first reading from `at_ms` on.
+fn cached_free_at(track: &PoolHistory, at_ms: u64) -> Option<u64> {
+    let reserved = at_or_after(&track.reserved, at_ms)?;
+    Some(reserved.saturating_sub(at_or_after(&track.allocated, at_ms)?))
 }
 
 /// How the limit reads in a sentence: "its 9.50 GiB cap", "GPU0's free memory".
@@ -257,13 +274,23 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
     let mut ev = evidence(&c, &limit, &name, eta_ms);
     ev.extend(figures(pool));
     let ctx = context(t);
-    let (class, title, remedy) = match fragmenting(track, pool, &c, now_ms) {
+    let expandable = super::remedy::expandable(&ctx);
+    let built = fragmenting(track, pool, &c, now_ms, expandable);
+    if expandable && built.is_some() {
+        ev.push("under expandable_segments:True PyTorch counts no inactive split bytes: the pool's free part (reserved − allocated), which grew as the pool did, is what its requests did not fit in".into());
+    }
+    let (class, title, remedy) = match built {
         Some(stranded) => (
             "fragmentation-risk",
             format!(
-                "pid {pid} {} pool fragmenting as it grows: {} stranded, reaches {name} in about {}",
+                "pid {pid} {} pool fragmenting as it grows: {} {}, reaches {name} in about {}",
                 fw.label(),
                 human(stranded),
+                if expandable {
+                    "free between its live blocks (expandable segments)"
+                } else {
+                    "stranded"
+                },
                 duration_ms(eta_ms)
             ),
             super::remedy::defragment(super::remedy::dialect_of(fw), &ctx),

@@ -4,7 +4,7 @@
 //! its GPU is short; and an OOM the probe saw (or a probed process that died at its limit) when no
 //! log reached gpumon.
 
-use crate::analysis::remedy::{defragment, dialect_of, raise_limit};
+use crate::analysis::remedy::{defragment, dialect_of, expandable, raise_limit};
 use crate::analysis::risk::{Risk, context, figures};
 use crate::model::{GpuTrack, Level, Machine, ProcessTrack, processes_on};
 use crate::oom::sizes::human;
@@ -27,6 +27,8 @@ const NEAR_LIMIT_PERMILLE: u64 = 950;
 const MIN_RELEASABLE: u64 = 1 << 30;
 /// A GPU with less free than this is short (or 2 % of its memory, whichever is larger).
 const SHORT_FREE: u64 = 1 << 30;
+/// Said of a pool judged under expandable segments.
+const EXPANDABLE: &str = "under expandable_segments:True PyTorch counts no inactive split bytes: the pool's whole free part (reserved − allocated) is judged";
 /// A failure alert this close to a probe's OOM is the same failure, read from the log.
 const SAME_FAILURE_MS: u64 = 10_000;
 
@@ -65,14 +67,13 @@ fn label(pool: &Pool) -> &'static str {
     pool.framework.label()
 }
 
-/// Much of the pool free but unusable (stranded in split blocks; for a pool without that figure,
-/// all its cached free bytes), the pool unable to grow around it (`room`: what it may still grow
-/// by, `None` when unknown), and the free part only in pieces smaller than what the job allocates,
-/// or the allocator flushing its cache to retry again and again (`retries` in the last minute):
-/// one flush that succeeded is normal, not a sign.
-fn fragmented(pool: &Pool, room: Option<u64>, retries: usize) -> Option<String> {
+/// Much of the pool free but unusable (`free`: see `unusable`), the pool unable to grow around it
+/// (`room`: what it may still grow by, `None` when unknown), and the free part only in pieces
+/// smaller than what the job allocates, or the allocator flushing its cache to retry again and
+/// again (`retries` in the last minute): one flush that succeeded is normal, not a sign.
+fn fragmented(pool: &Pool, free: Option<u64>, room: Option<u64>, retries: usize) -> Option<String> {
     let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
-    let free = pool.unusable_free()?;
+    let free = free?;
     let much = free >= MIN_FREE.max(reserved / 1000 * MIN_FREE_PERMILLE);
     let matters = room.is_none_or(|r| r < free);
     let pieces = pool
@@ -106,13 +107,72 @@ fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
     }
 }
 
+/// The free part of the pool that its requests cannot use: stranded in split blocks where the
+/// framework reports them, else all of its cached free bytes. Under PyTorch's expandable segments
+/// nothing is counted as split (`inactive_split_bytes` stays 0), so the whole free part is judged.
+fn unusable(pool: &Pool, expandable: bool) -> Option<u64> {
+    if expandable {
+        pool.cached_free
+    } else {
+        pool.unusable_free()
+    }
+}
+
+/// Whether the pool's free part grew by `MIN_FREE / 2` or more over the last `RETRY_WINDOW_MS`:
+/// its lowest in the last `EDGE_MS` above its highest in the first `EDGE_MS` of the window (what a
+/// step frees and takes again is not growth).
+fn free_part_grew(t: &ProcessTrack, at_ms: u64) -> bool {
+    const EDGE_MS: u64 = 10_000;
+    let Some(h) = t.pool_history.as_ref() else {
+        return false;
+    };
+    let from = at_ms.saturating_sub(RETRY_WINDOW_MS);
+    let free: Vec<(u64, u64)> = h
+        .reserved
+        .iter()
+        .zip(h.allocated.iter())
+        .filter(|(r, _)| r.at_ms >= from && r.at_ms <= at_ms)
+        .filter_map(|(r, a)| Some((r.at_ms, r.value?.saturating_sub(a.value?))))
+        .collect();
+    let (Some(first), Some(last)) = (free.first(), free.last()) else {
+        return false;
+    };
+    if last.0.saturating_sub(first.0) < RETRY_WINDOW_MS / 2 {
+        return false;
+    }
+    let early = free
+        .iter()
+        .filter(|p| p.0 <= first.0 + EDGE_MS)
+        .map(|p| p.1)
+        .max();
+    let late = free
+        .iter()
+        .filter(|p| p.0 + EDGE_MS >= last.0)
+        .map(|p| p.1)
+        .min();
+    early
+        .zip(late)
+        .is_some_and(|(e, l)| l >= e.saturating_add(MIN_FREE / 2))
+}
+
 fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Option<Risk> {
-    let retries = t
+    let ctx = context(t);
+    let expandable = expandable(&ctx);
+    let mut retries = t
         .pool_history
         .as_ref()
         .map_or(0, |p| p.retries_within(at_ms, RETRY_WINDOW_MS));
-    let why = fragmented(pool, room(pool, g), retries)?;
+    // Under expandable segments a flush releases free pages: retries say something only while
+    // the free part keeps growing anyway.
+    if expandable && !free_part_grew(t, at_ms) {
+        retries = 0;
+    }
+    let why = fragmented(pool, unusable(pool, expandable), room(pool, g), retries)?;
     let pid = t.sample.pid;
+    let mut evidence = figures(pool);
+    if expandable {
+        evidence.insert(0, EXPANDABLE.into());
+    }
     Some(Risk {
         class: "fragmentation-risk",
         pid: Some(pid),
@@ -120,8 +180,8 @@ fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Optio
         level: Level::Suspected,
         confidence: None,
         title: format!("pid {pid} {} pool fragmenting: {why}", label(pool)),
-        evidence: figures(pool),
-        remedy: defragment(dialect_of(pool.framework), &context(t)),
+        evidence,
+        remedy: defragment(dialect_of(pool.framework), &ctx),
     })
 }
 
@@ -202,9 +262,9 @@ fn releasable(
 }
 
 /// What a pool's last figures say about why it failed.
-fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
+fn verdict(pool: &Pool, g: Option<&GpuTrack>, expandable: bool) -> (&'static str, String) {
     // At a failure the pool could not grow: its room was nil.
-    if let Some(why) = fragmented(pool, Some(0), 0) {
+    if let Some(why) = fragmented(pool, unusable(pool, expandable), Some(0), 0) {
         ("fragmentation", why)
     } else if let Some((used, limit)) = at_limit(pool, AT_LIMIT_PERMILLE) {
         (
@@ -219,9 +279,9 @@ fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
 }
 
 fn failure_risk(t: &ProcessTrack, pool: &Pool, g: Option<&GpuTrack>, what: &str) -> Risk {
-    let (class, why) = verdict(pool, g);
-    let pid = t.sample.pid;
     let ctx = context(t);
+    let (class, why) = verdict(pool, g, expandable(&ctx));
+    let pid = t.sample.pid;
     let dialect = dialect_of(pool.framework);
     let remedy = match class {
         "fragmentation" => defragment(dialect, &ctx),
@@ -263,7 +323,7 @@ fn probe_oom(
 /// A probed process that ended with its pool at its limit or fragmented, no log seen: whether it
 /// died of an OOM is not known, so this is suspected, with what the last figures would explain.
 fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let (class, why) = verdict(pool, None);
+    let (class, why) = verdict(pool, None, expandable(&context(t)));
     if !matches!(class, "fragmentation" | "pool-limit") {
         return None;
     }
@@ -286,5 +346,7 @@ fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
     Some(risk)
 }
 
+#[cfg(test)]
+mod expandable_tests;
 #[cfg(test)]
 mod tests;
