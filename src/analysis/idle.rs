@@ -2,9 +2,12 @@
 //! start (the allocator probe shows little of it in use; without the probe, the framework and its
 //! settings say it preallocated), and a running process never gives such a pool back. Where a
 //! GPU is short, or an OOM needed what it holds, that process and its setting are the first cause
-//! and the first remedy: restart it without preallocation or with a smaller fraction.
+//! and the first remedy: restart it without preallocation or with a smaller fraction. It is warned
+//! while the GPU is short or filling for the others.
 
 use crate::analysis::context::short_command;
+use crate::analysis::filling::time_to_full;
+use crate::analysis::growth::fills_gpu;
 use crate::analysis::risk::{Risk, figures};
 use crate::model::{GpuTrack, Level, Machine, ProcessTrack, processes_on};
 use crate::oom::sizes::human;
@@ -194,10 +197,17 @@ fn short(g: &GpuTrack) -> Option<u64> {
 }
 
 /// A process's idle preallocated pool while its GPU is short for the other processes on it.
-/// Only a probed pool is warned: without the probe, how much of it is in use is not known.
-pub fn risk(t: &ProcessTrack, g: &GpuTrack, on_gpu: &[&ProcessTrack]) -> Option<Risk> {
+/// A process's idle preallocated pool while its GPU is short for the other processes on it, or
+/// filling (`filling`: the GPU's used memory, or another process's own growth, reaches its free
+/// memory within the warning horizon). Only a probed pool is warned: without the probe, how much
+/// of it is in use is not known.
+pub fn risk(
+    t: &ProcessTrack,
+    g: &GpuTrack,
+    on_gpu: &[&ProcessTrack],
+    filling: &dyn Fn() -> bool,
+) -> Option<Risk> {
     let idle = idle_pool(t).filter(|i| i.in_use.is_some())?;
-    let free = short(g)?;
     let others: Vec<String> = on_gpu
         .iter()
         .filter(|o| o.exited_ms.is_none() && o.sample.pid != idle.pid)
@@ -206,6 +216,12 @@ pub fn risk(t: &ProcessTrack, g: &GpuTrack, on_gpu: &[&ProcessTrack]) -> Option<
     if others.is_empty() {
         return None;
     }
+    let free = g.sample.memory.value()?.free;
+    let state = match short(g) {
+        Some(_) => format!("has {} free for {}", human(free), others.join(", ")),
+        None if filling() => format!("fills ({} free) for {}", human(free), others.join(", ")),
+        None => return None,
+    };
     let mut evidence = vec![
         idle.describe(),
         format!(
@@ -227,25 +243,34 @@ pub fn risk(t: &ProcessTrack, g: &GpuTrack, on_gpu: &[&ProcessTrack]) -> Option<
         level: Level::Suspected,
         confidence: None,
         title: format!(
-            "pid {} {} holds {} idle in its preallocated pool while GPU{} has {} free for {}",
+            "pid {} {} holds {} idle in its preallocated pool while GPU{} {state}",
             idle.pid,
             name(idle.framework),
             human(idle.idle()),
             g.sample.index,
-            human(free),
-            others.join(", ")
         ),
         evidence,
         remedy: idle.remedy(),
     })
 }
 
-/// The idle-pool risks of every GPU on the machine.
-pub fn risks(machine: &Machine) -> Vec<Risk> {
+/// The idle-pool risks of every GPU on the machine at `at_ms`.
+pub fn risks(machine: &Machine, at_ms: u64) -> Vec<Risk> {
     let mut out = Vec::new();
     for g in machine.gpus.values() {
         let on_gpu: Vec<&ProcessTrack> = processes_on(&machine.processes, &g.sample.uuid).collect();
-        out.extend(on_gpu.iter().filter_map(|t| risk(t, g, &on_gpu)));
+        // Asked only where an idle pool and another process share a GPU that is not short yet.
+        let filling = || {
+            time_to_full(machine, g, &|| true).is_some()
+                || on_gpu.iter().any(|o| {
+                    o.exited_ms.is_none()
+                        && o.sample
+                            .pool
+                            .value()
+                            .is_some_and(|p| fills_gpu(o, p, g, at_ms))
+                })
+        };
+        out.extend(on_gpu.iter().filter_map(|t| risk(t, g, &on_gpu, &filling)));
     }
     out
 }

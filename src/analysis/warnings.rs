@@ -105,7 +105,7 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
         alerts_of(Some(pid)).any(|a| a.level == Level::Failure && a.at_ms >= since)
     };
     let risks = pool::risks(machine, at_ms, &failed_since);
-    for risk in risks.into_iter().chain(idle::risks(machine)) {
+    for risk in risks.into_iter().chain(idle::risks(machine, at_ms)) {
         if !raised(&out, risk.class, risk.pid, &risk.gpu) {
             out.push(risk.into_alert(at_ms));
         }

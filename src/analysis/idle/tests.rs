@@ -137,11 +137,19 @@ fn a_jax_neighbours_idle_pool_is_the_oom_s_first_cause_and_first_remedy() {
         .find(|a| a.class == "idle-preallocation")
         .expect("a warning before the OOM");
     assert_eq!(warned.pid, Some(410));
-    assert!(warned.at_ms < f.at_ms);
+    // As soon as the GPU is seen filling (the loader's climb reaches its free memory soon), not
+    // when it is already short.
     assert!(
-        warned
-            .title
-            .contains("holds 59.39 GiB idle in its preallocated pool while GPU0")
+        warned.at_ms + 5_000 <= f.at_ms,
+        "warned {} ms before",
+        f.at_ms - warned.at_ms
+    );
+    assert!(
+        warned.title.starts_with(
+            "pid 410 JAX holds 59.39 GiB idle in its preallocated pool while GPU0 fills"
+        ),
+        "{}",
+        warned.title
     );
     assert!(
         alerts.iter().all(|a| !a.title.contains("could release")),
