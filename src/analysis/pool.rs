@@ -347,6 +347,4 @@ fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
 }
 
 #[cfg(test)]
-mod expandable_tests;
-#[cfg(test)]
 mod tests;
