@@ -85,15 +85,22 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
                 i.describe()
             ),
         );
+        remedy = i.remedy();
+        let rest: Vec<String> = v
+            .holders
+            .iter()
+            .filter(|h| h.pid != i.pid)
+            .map(context::Other::describe)
+            .collect();
+        if !rest.is_empty() {
+            remedy = format!("{remedy} Also on this GPU: {}.", rest.join(", "));
+        }
         if let Some(l) = &leak {
             evidence.insert(1, l.evidence());
             remedy = format!(
-                "{} Then, if pid {pid}'s own growth was not meant: {}",
-                i.remedy(),
+                "{remedy} Then, if pid {pid}'s own growth was not meant: {}",
                 l.remedy(pid)
             );
-        } else {
-            remedy = format!("{} {remedy}", i.remedy());
         }
     } else if let Some(l) = &leak {
         after = " after a leak";
