@@ -25,6 +25,8 @@ const MIN_RISE_PERMILLE: u64 = 30;
 /// What stays allocated between steps may rise by at most this share of the peak's rise (more is
 /// memory kept: the leak rule's).
 const FLAT_SHARE: u64 = 4;
+/// The peak must have risen within this long.
+const RISING_MS: u64 = 10_000;
 /// Never warn of a limit further away than this.
 const HORIZON_MS: u64 = 10 * 60_000;
 /// Cache flushes in this window that say the steps fit only by flushing.
@@ -81,6 +83,16 @@ fn growing(h: &PoolHistory, now_ms: u64) -> Option<Growing> {
         let (first, last) = (floors.first()?.1, floors.last()?.1);
         let rise = c.to.saturating_sub(c.from);
         if last.saturating_sub(first).saturating_mul(FLAT_SHARE) > rise {
+            return None;
+        }
+        // Still climbing: above where it stood `RISING_MS` ago (a warm-up that stopped, or a
+        // running peak that last rose long ago, is not warned).
+        let now = peaks.last()?;
+        let before = peaks
+            .iter()
+            .rev()
+            .find(|p| now.0.saturating_sub(p.0) >= RISING_MS)?;
+        if now.1 <= before.1 {
             return None;
         }
         let since_ms = peaks.iter().rev().find(|p| p.1 <= c.from)?.0;

@@ -160,3 +160,23 @@ fn memory_kept_between_steps_is_the_leak_rule_s_not_a_growing_peak() {
     });
     assert!(of(&alerts, "growing-peak").is_none(), "{alerts:?}");
 }
+
+#[test]
+fn a_running_peak_raised_by_rare_long_inputs_is_not_a_growing_peak() {
+    // Variable-length inputs under the cap: each step needs 4 to 10 GiB at random; the framework's
+    // peak is never reset, so it only rises, by records that come ever more rarely.
+    let mut x: u64 = 12_345;
+    let steps: Vec<u64> = (0..300)
+        .map(|_| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            4 * GIB + (x >> 33) % (6 * GIB)
+        })
+        .collect();
+    let alerts = run(300, |k| {
+        let running = steps[..=k as usize].iter().copied().max().unwrap();
+        let mut p = reading(k, 3 * GIB, steps[k as usize], 0, Some(CAP));
+        p.peak_allocated = Some(running);
+        p
+    });
+    assert!(of(&alerts, "growing-peak").is_none(), "{alerts:?}");
+}
