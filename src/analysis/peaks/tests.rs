@@ -83,13 +83,13 @@ fn a_batch_growing_every_step_under_a_cap_is_warned_well_before_it() {
     );
     assert!(
         w.title
-            .starts_with("pid 7 torch needs more every step: its peak grows"),
+            .starts_with("pid 7 torch needs more every step (its peak grows"),
         "{}",
         w.title
     );
     assert!(
         w.title
-            .contains("reaches its 12.00 GiB cap (per-process memory fraction) in about"),
+            .contains("): reaches its 12.00 GiB cap (per-process memory fraction) in about"),
         "{}",
         w.title
     );
@@ -179,4 +179,57 @@ fn a_running_peak_raised_by_rare_long_inputs_is_not_a_growing_peak() {
         p
     });
     assert!(of(&alerts, "growing-peak").is_none(), "{alerts:?}");
+}
+
+#[test]
+fn a_pool_that_holds_more_after_each_cache_flush_is_a_growing_need() {
+    // The corpus's warmup-peaks as the probe read it: always between steps, just after the job
+    // reset its peak (peak = allocated = 0.98 GiB); the pool grows with the batch, is flushed at
+    // the 12 GiB cap and takes more again after each flush (6.07, 7.51 GiB ...).
+    let pool: [(u64, u64); 7] = [
+        (0, 2820),
+        (8, 3980),
+        (18, 9740),
+        (22, 6070),
+        (25, 9140),
+        (29, 7510),
+        (32, 11350),
+    ];
+    let flushes_at = [22u64, 29];
+    let alerts = run(40, |k| {
+        let reserved = pool.iter().rev().find(|(at, _)| *at <= k).unwrap().1 * MIB;
+        let flushes = flushes_at.iter().filter(|at| **at <= k).count() as u64;
+        let mut p = reading(0, 1004 * MIB, 1004 * MIB, flushes, Some(CAP));
+        p.reserved = Some(reserved);
+        p.cached_free = Some(reserved - 1004 * MIB);
+        p
+    });
+    let w = of(&alerts, "growing-peak").expect("a growing-peak warning");
+    assert_eq!(w.at_ms, T0 + 29_000, "at the second flush");
+    assert!(
+        w.title.starts_with(
+            "pid 7 torch needs more every step (its pool takes +205M/s more after each of 2 cache flushes): reaches its 12.00 GiB cap (per-process memory fraction) in about 2"
+        ),
+        "{}",
+        w.title
+    );
+    assert!(
+        w.evidence[0].starts_with("the allocator flushed its cache 2 times in 7s, its pool holding more right after each flush than after the one before (from 5.93 GiB to 7.33 GiB"),
+        "{:?}",
+        w.evidence
+    );
+    // The same pool growing to the cap and flushing once, then holding the same after each
+    // flush: a cache that fills and is emptied, healthy.
+    let alerts = run(60, |k| {
+        let reserved = if k % 20 < 19 {
+            (3 + k % 20 / 2) * GIB
+        } else {
+            5 * GIB
+        };
+        let mut p = reading(0, GIB, GIB, k / 20, Some(CAP));
+        p.reserved = Some(reserved.min(CAP));
+        p.cached_free = Some(reserved.min(CAP) - GIB);
+        p
+    });
+    assert!(alerts.is_empty(), "{alerts:?}");
 }
