@@ -104,9 +104,14 @@ fn median(v: &mut [u64]) -> u64 {
 /// Whether `points` (in time order) climb with nothing released: every reading of the last third
 /// above every reading of the first, the middle third no lower than the first.
 pub(super) fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
+    climbs_over(points, MIN_SPAN_MS)
+}
+
+/// `climbs` with its own shortest span.
+pub(super) fn climbs_over(points: &[(u64, u64)], min_span_ms: u64) -> Option<Climb> {
     let n = points.len();
     let span_ms = points.last()?.0.saturating_sub(points.first()?.0);
-    if n < MIN_READINGS || span_ms < MIN_SPAN_MS {
+    if n < MIN_READINGS || span_ms < min_span_ms {
         return None;
     }
     let k = n / 3;

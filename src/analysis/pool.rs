@@ -27,6 +27,11 @@ const NEAR_LIMIT_PERMILLE: u64 = 950;
 const MIN_RELEASABLE: u64 = 1 << 30;
 /// A GPU with less free than this is short (or 2 % of its memory, whichever is larger).
 const SHORT_FREE: u64 = 1 << 30;
+/// Holes under expandable segments are looked for in this window, over at least this span.
+const HOLES_WINDOW_MS: u64 = 30_000;
+const HOLES_SPAN_MS: u64 = 8_000;
+/// A pool that shrank by more than this gave memory back.
+const GIVEN_BACK: u64 = 64 << 20;
 /// Said of a pool judged under expandable segments.
 const EXPANDABLE: &str = "under expandable_segments:True PyTorch counts no inactive split bytes: the pool's whole free part (reserved − allocated) is judged";
 /// A failure alert this close to a probe's OOM is the same failure, read from the log.
@@ -93,6 +98,28 @@ fn fragmented(pool: &Pool, free: Option<u64>, room: Option<u64>, retries: usize)
     }
 }
 
+/// Holes building at a pool that cannot grow around them: much of it free and the free part
+/// climbing (`holes_build`), more than the pool may still grow by.
+fn building(
+    pool: &Pool,
+    free: Option<u64>,
+    room: Option<u64>,
+    holes: &super::growth::Climb,
+) -> Option<String> {
+    let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
+    let free = free?;
+    let much = free >= MIN_FREE.max(reserved / 1000 * MIN_FREE_PERMILLE);
+    let rise = holes.to.saturating_sub(holes.from);
+    (much && room.is_some_and(|r| r < free) && rise >= MIN_FREE / 2).then(|| {
+        format!(
+            "{} free in the pool and growing ({}) while it can grow by only {}: holes between live blocks it keeps, and a request larger than the largest of them fails",
+            human(free),
+            crate::model::units::rate(holes.rate),
+            human(room.unwrap_or(0))
+        )
+    })
+}
+
 /// What the pool may still grow by: to its own limit, or by what the GPU has free.
 fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
     let reserved = pool.reserved?;
@@ -118,41 +145,31 @@ fn unusable(pool: &Pool, expandable: bool) -> Option<u64> {
     }
 }
 
-/// Whether the pool's free part grew by `MIN_FREE / 2` or more over the last `RETRY_WINDOW_MS`:
-/// its lowest in the last `EDGE_MS` above its highest in the first `EDGE_MS` of the window (what a
-/// step frees and takes again is not growth).
-fn free_part_grew(t: &ProcessTrack, at_ms: u64) -> bool {
-    const EDGE_MS: u64 = 10_000;
-    let Some(h) = t.pool_history.as_ref() else {
-        return false;
-    };
-    let from = at_ms.saturating_sub(RETRY_WINDOW_MS);
-    let free: Vec<(u64, u64)> = h
+/// Under expandable segments, holes that build: the pool's free part (reserved − allocated)
+/// climbed over the last `HOLES_WINDOW_MS` (the climb rule, over at least `HOLES_SPAN_MS`) while
+/// the pool gave nothing back: memory the job freed between live blocks, kept by the pool.
+fn holes_build(t: &ProcessTrack, at_ms: u64) -> Option<super::growth::Climb> {
+    let h = t.pool_history.as_ref()?;
+    let from = at_ms.saturating_sub(HOLES_WINDOW_MS);
+    let pairs: Vec<(u64, u64, u64)> = h
         .reserved
         .iter()
         .zip(h.allocated.iter())
         .filter(|(r, _)| r.at_ms >= from && r.at_ms <= at_ms)
-        .filter_map(|(r, a)| Some((r.at_ms, r.value?.saturating_sub(a.value?))))
+        .filter_map(|(r, a)| Some((r.at_ms, r.value?, a.value?)))
         .collect();
-    let (Some(first), Some(last)) = (free.first(), free.last()) else {
-        return false;
-    };
-    if last.0.saturating_sub(first.0) < RETRY_WINDOW_MS / 2 {
-        return false;
+    let first_reserved = pairs.first()?.1;
+    if pairs
+        .iter()
+        .any(|p| p.1.saturating_add(GIVEN_BACK) < first_reserved)
+    {
+        return None;
     }
-    let early = free
+    let free: Vec<(u64, u64)> = pairs
         .iter()
-        .filter(|p| p.0 <= first.0 + EDGE_MS)
-        .map(|p| p.1)
-        .max();
-    let late = free
-        .iter()
-        .filter(|p| p.0 + EDGE_MS >= last.0)
-        .map(|p| p.1)
-        .min();
-    early
-        .zip(late)
-        .is_some_and(|(e, l)| l >= e.saturating_add(MIN_FREE / 2))
+        .map(|p| (p.0, p.1.saturating_sub(p.2)))
+        .collect();
+    super::growth::climbs_over(&free, HOLES_SPAN_MS)
 }
 
 fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Option<Risk> {
@@ -163,11 +180,14 @@ fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Optio
         .as_ref()
         .map_or(0, |p| p.retries_within(at_ms, RETRY_WINDOW_MS));
     // Under expandable segments a flush releases free pages: retries say something only while
-    // the free part keeps growing anyway.
-    if expandable && !free_part_grew(t, at_ms) {
+    // the holes keep building anyway, and so do holes without a flush.
+    let holes = expandable.then(|| holes_build(t, at_ms)).flatten();
+    if expandable && holes.is_none() {
         retries = 0;
     }
-    let why = fragmented(pool, unusable(pool, expandable), room(pool, g), retries)?;
+    let free = unusable(pool, expandable);
+    let why = fragmented(pool, free, room(pool, g), retries)
+        .or_else(|| building(pool, free, room(pool, g), holes.as_ref()?))?;
     let pid = t.sample.pid;
     let mut evidence = figures(pool);
     if expandable {

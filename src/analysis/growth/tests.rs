@@ -268,6 +268,46 @@ mod expandable {
     }
 
     #[test]
+    fn tensors_freed_from_a_full_pool_under_expandable_segments_are_holes_that_build() {
+        // The H100 run: the pool filled to 6.52 GiB of its 7 GiB cap with 8 MiB tensors, then
+        // every other one freed, 110 MiB a second; the pool keeps them (no largest free block:
+        // the probe took no snapshot).
+        let alerts = run(30, &[EXPANDABLE], |k| {
+            torch(
+                6 * GIB + 400 * MIB - k * 110 * MIB,
+                6 * GIB + 532 * MIB,
+                None,
+                0,
+            )
+        });
+        let w = alerts
+            .iter()
+            .find(|a| a.class == "fragmentation-risk")
+            .unwrap_or_else(|| panic!("a fragmentation warning: {alerts:?}"));
+        assert!(
+            w.at_ms <= T0 + 10_000,
+            "warned at {} s",
+            (w.at_ms - T0) / 1000
+        );
+        assert!(
+            w.title
+                .contains("free in the pool and growing (+110M/s) while it can grow by only"),
+            "{}",
+            w.title
+        );
+        // Without the setting, the free part is cache PyTorch can release: nothing is said.
+        assert!(
+            run(30, &[], |k| torch(
+                6 * GIB + 400 * MIB - k * 110 * MIB,
+                6 * GIB + 532 * MIB,
+                None,
+                0
+            ))
+            .is_empty()
+        );
+    }
+
+    #[test]
     fn a_full_pool_whose_free_part_is_in_small_blocks_is_fragmented_under_expandable_segments() {
         // Allocated flat at 4.2 GiB, the pool at its cap with 2.8 GiB free in 8 MiB holes (the
         // probe's memory snapshot), nothing climbing.
