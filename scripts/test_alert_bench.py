@@ -170,6 +170,17 @@ class Scoring(unittest.TestCase):
         self.assertEqual([w["verdict"] for w in r["warnings"]], ["off-cause", "lead", "lead"])
         self.assertEqual(score.goals([r]), [])
 
+    def test_a_warning_about_another_process_s_idle_pool_leads_a_device_full_oom(self):
+        oom = dict(self.OOM, **{"class": "device-full", "leak": False})
+        alerts = [{"at_ms": 60_000, "level": "suspected", "class": "idle-preallocation",
+                   "pid": 9, "gpu": 0},
+                  {"at_ms": 61_000, "level": "suspected", "class": "pool-near-limit", "pid": 9,
+                   "gpu": 0},
+                  {"at_ms": 100_100, "level": "failure", "class": "device-full", "pid": 7}]
+        r = self.run_with(alerts, oom=oom)
+        self.assertEqual([w["verdict"] for w in r["warnings"]], ["lead", "off-cause"])
+        self.assertEqual(r["lead_s"], 40.0)
+
     def test_time_to_limit_follows_its_title(self):
         mk = lambda title: {"class": "time-to-limit", "title": title, "pid": 7}  # noqa: E731
         self.assertEqual(score.causes(mk("pid 7 reaches its 9.50 GiB cap in 20s")), {"pool-limit"})

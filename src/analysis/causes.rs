@@ -1,7 +1,8 @@
 //! The cause an OOM's first line and first remedy name, in order: the memory it needed sitting
 //! idle in another process's preallocated pool (that process and its setting, `idle.rs`), then a
 //! leak that reached the limit (with the probe: allocated + stranded climbed with nothing
-//! released; without it: the process's device memory did, NVML alone), then the class's own.
+//! released; without it: the process's device memory did, NVML alone), then a need that grew
+//! every step over flat allocated (`peaks.rs`), then the class's own.
 
 use crate::analysis::classify::{Class, Verdict};
 use crate::analysis::context::Context;
@@ -111,6 +112,21 @@ pub fn idle_beside(f: &Failure, v: &Verdict, ctx: &Context, machine: &Machine) -
     let uuid = ctx.gpu_uuid.as_deref()?;
     let need = f.numbers.request.map_or(1, |r| r.bytes);
     idle::beside(machine, uuid, f.pid?, need, f.at_ms)
+}
+
+/// The growing need a failure of the pool's or the GPU's limit ended (its probe's peak or its
+/// flushes), in words.
+pub fn peaked(f: &Failure, v: &Verdict, ctx: &Context, machine: &Machine) -> Option<String> {
+    if !matches!(v.class, Class::PoolLimit | Class::DeviceFull) {
+        return None;
+    }
+    let on_gpu = |t: &&ProcessTrack| {
+        ctx.gpu_uuid
+            .as_ref()
+            .is_none_or(|u| *u == t.sample.gpu_uuid)
+    };
+    let t = tracks(f, machine).find(on_gpu)?;
+    crate::analysis::peaks::grew_before(t.pool_history.as_ref()?, f.at_ms)
 }
 
 #[cfg(test)]

@@ -232,7 +232,15 @@ pub fn limit_name(limit: &Limit, framework: Framework, g: &GpuTrack) -> String {
 /// The remedy for a leak: never an allocator setting.
 pub fn leak_remedy(pid: u32) -> String {
     format!(
-        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows. An allocator setting will not help."
+        "{} An allocator setting will not help.",
+        find_what_keeps(pid)
+    )
+}
+
+/// Where to look for what a leak keeps.
+pub fn find_what_keeps(pid: u32) -> String {
+    format!(
+        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
     )
 }
 

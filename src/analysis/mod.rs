@@ -99,7 +99,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
             evidence.insert(1, l.evidence());
             remedy = format!(
                 "{remedy} Then, if pid {pid}'s own growth was not meant: {}",
-                l.remedy(pid)
+                growth::find_what_keeps(pid)
             );
         }
     } else if let Some(l) = &leak {
@@ -109,6 +109,10 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
             (classify::Class::DeviceFull, false) => format!("{} {remedy}", l.remedy(pid)),
             _ => l.remedy(pid),
         };
+    } else if let Some(grew) = causes::peaked(f, &v, &ctx, machine) {
+        after = " after a growing peak";
+        evidence.insert(0, format!("a need that grew every step: {grew}"));
+        remedy = format!("{} {remedy}", peaks::schedule_remedy(pid));
     }
     Alert {
         at_ms: f.at_ms,

@@ -187,6 +187,47 @@ fn eta_ms(headroom: u64, per_s: f64) -> u64 {
     (headroom as f64 / per_s * 1000.0) as u64
 }
 
+/// The climb in words: what showed it, from what to what, while allocated stayed flat.
+fn describe(gr: &Growing, now_ms: u64) -> String {
+    let c = &gr.climb;
+    let climbing = duration_ms(now_ms.saturating_sub(gr.since_ms));
+    let what = match gr.seen {
+        Seen::Peak => format!(
+            "its peak (allocated at the top of a step) rose from {} to {} over {climbing} ({})",
+            human(c.from),
+            human(gr.need),
+            rate(c.rate)
+        ),
+        Seen::Flushes(n) => format!(
+            "the allocator flushed its cache {n} times in {climbing}, its pool holding more right after each flush than after the one before (from {} to {}, {}): each step takes more again",
+            human(c.from),
+            human(c.to),
+            rate(c.rate)
+        ),
+    };
+    format!(
+        "{what}, while allocated between steps stayed near {}",
+        human(gr.floor)
+    )
+}
+
+/// The growing need a failure at `at_ms` ended, in words, when the pool's history shows one (a
+/// rise of at least `MIN_RISE`, warned or not).
+pub fn grew_before(h: &PoolHistory, at_ms: u64) -> Option<String> {
+    [peak_climbs(h, at_ms), flushes_climb(h, at_ms)]
+        .into_iter()
+        .flatten()
+        .find(|gr| gr.climb.to.saturating_sub(gr.climb.from) >= MIN_RISE)
+        .map(|gr| describe(&gr, at_ms))
+}
+
+/// The remedy for a need that grows every step, before the limit's own.
+pub fn schedule_remedy(pid: u32) -> String {
+    format!(
+        "Stop pid {pid}'s batch-size or sequence-length schedule where its peak still fits, or lower each step's peak with activation checkpointing."
+    )
+}
+
 /// Whether a climb is one to warn of: large enough, its limit within the horizon, and (for the
 /// peak) nearer than the climb is old or the allocator already flushing to fit the steps.
 fn due(gr: &Growing, lim: &Limit, flushes: usize, now_ms: u64) -> Option<u64> {
@@ -217,26 +258,8 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
     let pid = t.sample.pid;
     let fw = pool.framework;
     let name = limit_name(&lim, fw, g);
-    let climbing = duration_ms(now_ms.saturating_sub(gr.since_ms));
-    let what = match gr.seen {
-        Seen::Peak => format!(
-            "its peak (allocated at the top of a step) rose from {} to {} over {climbing} ({})",
-            human(c.from),
-            human(gr.need),
-            rate(c.rate)
-        ),
-        Seen::Flushes(n) => format!(
-            "the allocator flushed its cache {n} times in {climbing}, its pool holding more right after each flush than after the one before (from {} to {}, {}): each step takes more again",
-            human(c.from),
-            human(c.to),
-            rate(c.rate)
-        ),
-    };
     let mut evidence = vec![
-        format!(
-            "{what}, while allocated between steps stayed near {}",
-            human(gr.floor)
-        ),
+        describe(&gr, now_ms),
         format!(
             "the limit a step must fit under: {name}, {} left",
             human(lim.headroom)
@@ -273,9 +296,7 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
             duration_ms(eta)
         ),
         evidence,
-        remedy: format!(
-            "Stop pid {pid}'s batch-size or sequence-length schedule where its peak still fits, or lower each step's peak with activation checkpointing. {more_room}"
-        ),
+        remedy: format!("{} {more_room}", schedule_remedy(pid)),
     })
 }
 

@@ -233,3 +233,53 @@ fn a_pool_that_holds_more_after_each_cache_flush_is_a_growing_need() {
     });
     assert!(alerts.is_empty(), "{alerts:?}");
 }
+
+#[test]
+fn the_oom_at_the_end_of_a_growing_peak_names_it_with_the_schedule_remedy_first() {
+    let oom = "CUDA out of memory. Tried to allocate 1.54 GiB. GPU 0 has a total capacity of 79.18 GiB of which 63.06 GiB is free. Including non-PyTorch memory, this process has 11.21 GiB memory in use. 12.00 GiB allowed; Of the allocated memory 9.93 GiB is allocated by PyTorch, and 566.57 MiB is reserved by PyTorch but unallocated.";
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    pipeline::apply(&mut m, Event::Started(machine()));
+    for k in 0..60u64 {
+        let g = gpu(0, 80 * GIB, 20 * GIB, 0);
+        let mut p = process(7, &g, 13 * GIB, Framework::Pytorch, "python3 train.py");
+        let peak = (2 * GIB + k * 170 * MIB).min(CAP);
+        p.pool = Reading::Value(reading(k, 3 * GIB / 2, peak, 0, Some(CAP)));
+        let at = T0 + k * 1000;
+        let failures = if k == 59 {
+            let f = crate::oom::parse_all(oom.as_bytes()).remove(0);
+            vec![f.into_failure(at, "train.out", Some(7))]
+        } else {
+            Vec::new()
+        };
+        let s = Sample {
+            at_ms: at,
+            gpus: vec![g],
+            processes: vec![p],
+            failures,
+            notices: Vec::new(),
+        };
+        pipeline::apply(&mut m, Event::Sample(s));
+    }
+    let f = m
+        .alerts
+        .iter()
+        .find(|a| a.level == crate::model::Level::Failure)
+        .expect("the OOM");
+    assert!(
+        f.title
+            .starts_with("pid 7 PyTorch OOM: pool-limit after a growing peak, asked 1.54 GiB"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.evidence[0].starts_with("a need that grew every step: its peak"),
+        "{:?}",
+        f.evidence
+    );
+    let remedy = f.remedy.as_deref().unwrap();
+    assert!(
+        remedy.starts_with("Stop pid 7's batch-size or sequence-length schedule")
+            && remedy.ends_with("Raise the fraction given to torch.cuda.set_per_process_memory_fraction (now 12.00 GiB allowed)."),
+        "{remedy}"
+    );
+}
