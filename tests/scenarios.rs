@@ -233,7 +233,8 @@ fn demo_recording_raises_the_real_alerts() {
         Some(
             "Restart pid 414 with XLA_PYTHON_CLIENT_PREALLOCATE=false, or a smaller \
              XLA_PYTHON_CLIENT_MEM_FRACTION, so its pool holds only what it uses: it holds \
-             59.99 GiB it does not use, and a running JAX process never gives its pool back. \
+             59.99 GiB preallocated (how much is in use is unknown without the allocator probe), \
+             and a running JAX process never gives its pool back. \
              Also on this GPU: pid 571 python3 torch_frag.py (6.60 GiB), pid 551 python3 \
              cupy_oom.py (3.01 GiB)."
         )

@@ -81,9 +81,15 @@ impl Idle {
                 self.pid
             ),
         };
+        let holds = match self.in_use {
+            Some(_) => format!("it holds {} it does not use", human(self.idle())),
+            None => format!(
+                "it holds {} preallocated (how much is in use is unknown without the allocator probe)",
+                human(self.held)
+            ),
+        };
         format!(
-            "{fix}: it holds {} it does not use, and a running {} process never gives its pool back.",
-            human(self.idle()),
+            "{fix}: {holds}, and a running {} process never gives its pool back.",
             name(self.framework)
         )
     }
