@@ -29,9 +29,16 @@ headroom it began with (min(cap, P + free at the OOM) - the floor at the climb's
 Climb rule (alertbench/series.py): walking back from the last step before the OOM, the climb goes
 on while nothing is released (no point more than 32 MiB above a later one) and it keeps rising
 (a point 32 MiB below the climb's earliest rise is a new start; more than 5 s without one ends it).
+Growing peak (pool-limit and device-full, not a leak): the per-second ceiling of the steps' own
+peaks (peak_allocated, which the jobs reset every step: each line's peak is its step's) climbed by
+the climb rule for >= 20 s and by at least half the headroom it began with (min(cap, P + free) -
+that peak at the climb's start): what stays allocated is flat, each step needs more than the last.
 build_up_s = OOM time - the climb's start (0 without one), the climb taken on: allocated's floor
-(pool-limit), stranded's floor (fragmentation: PyTorch inactive_split_bytes, else P - A), the
-recording's GPU used memory (device-full). A warning is required >= 20 s ahead when build_up_s >= 30.
+(pool-limit; for a growing peak, the ceiling of the step peaks, since that is what reached the
+cap), stranded's floor (fragmentation: PyTorch inactive_split_bytes, else P - A, and P - A always
+under expandable segments, where inactive_split_bytes stays 0: the job's PYTORCH_ALLOC_CONF or
+PYTORCH_CUDA_ALLOC_CONF in meta.json, else its start line's "alloc_conf"), the recording's GPU used
+memory (device-full). A warning is required >= 20 s ahead when build_up_s >= 30.
 near_failure (healthy runs): the job caught an OOM (num_ooms > 0) or a step's own peak allocated
 came within 5 % of its binding limit (cap, else reserved + GPU free); the jobs do not log their
 requests, so 5 % of the limit stands for "one request". A cache flush that succeeded is not one.

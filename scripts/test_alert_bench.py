@@ -114,6 +114,32 @@ class Climbs(unittest.TestCase):
         f["cap"] = 20 * GiB  # rose 2.9 GiB of 19 GiB headroom: growth, not a leak to the cap
         self.assertFalse(truth.leak("pool-limit", f, events, 31)[0])
 
+    def test_a_peak_that_grows_over_a_flat_floor_is_a_growing_peak_and_its_build_up(self):
+        # 1.5 GiB between steps; each step's peak 170 MiB above the last, toward a 12 GiB cap.
+        events = [{"ev": "step", "t": t / 2, "allocated": 3 * GiB // 2,
+                   "peak_allocated": 2 * GiB + t * 85 * MiB} for t in range(120)]
+        f = {"cap": 12 * GiB, "pool": 12 * GiB, "gpu_free": 60 * GiB}
+        is_leak, c = truth.leak("pool-limit", f, events, 60.5)
+        self.assertFalse(is_leak)
+        grows, pc = truth.peak_growth("pool-limit", f, events, 60.5, is_leak)
+        self.assertTrue(grows)
+        self.assertEqual(truth.build_up("pool-limit", events, [], None, 60.5, c, pc), 60.5)
+        # A warm-up that stopped half-way a minute before: no growing peak at the OOM.
+        flat = [dict(e, peak_allocated=min(e["peak_allocated"], 6 * GiB)) for e in events]
+        self.assertFalse(truth.peak_growth("pool-limit", f, flat, 60.5, False)[0])
+        self.assertFalse(truth.peak_growth("pool-limit", f, events, 60.5, True)[0])
+
+    def test_expandable_segments_measure_fragmentation_on_the_whole_free_part(self):
+        events = [{"ev": "start", "torch": "2.11"}] + [
+            {"ev": "step", "t": float(t), "allocated": GiB + t * 128 * MiB,
+             "reserved": GiB + t * 256 * MiB, "stranded": 0} for t in range(30)]
+        job = {"env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}
+        self.assertTrue(truth.expandable(job, events))
+        self.assertFalse(truth.expandable({"env": {}}, events))
+        self.assertEqual(truth.build_up("fragmentation", events, [], None, 30.5, None,
+                                        whole_free=True), 30.5)
+        self.assertEqual(truth.build_up("fragmentation", events, [], None, 30.5, None), 0.0)
+
     def test_one_cache_flush_is_not_a_near_failure(self):
         ok = [{"ev": "step", "allocated": GiB, "peak_allocated": 3 * GiB, "retries": 1,
                "ooms": 0, "limit": 4 * GiB, "reserved": 3 * GiB, "gpu_free": 70 * GiB}]
@@ -144,11 +170,24 @@ class Scoring(unittest.TestCase):
         self.assertEqual([w["verdict"] for w in r["warnings"]], ["off-cause", "lead", "lead"])
         self.assertEqual(score.goals([r]), [])
 
+    def test_a_warning_about_another_process_s_idle_pool_leads_a_device_full_oom(self):
+        oom = dict(self.OOM, **{"class": "device-full", "leak": False})
+        alerts = [{"at_ms": 60_000, "level": "suspected", "class": "idle-preallocation",
+                   "pid": 9, "gpu": 0},
+                  {"at_ms": 61_000, "level": "suspected", "class": "pool-near-limit", "pid": 9,
+                   "gpu": 0},
+                  {"at_ms": 100_100, "level": "failure", "class": "device-full", "pid": 7}]
+        r = self.run_with(alerts, oom=oom)
+        self.assertEqual([w["verdict"] for w in r["warnings"]], ["lead", "off-cause"])
+        self.assertEqual(r["lead_s"], 40.0)
+
     def test_time_to_limit_follows_its_title(self):
         mk = lambda title: {"class": "time-to-limit", "title": title, "pid": 7}  # noqa: E731
         self.assertEqual(score.causes(mk("pid 7 reaches its 9.50 GiB cap in 20s")), {"pool-limit"})
         self.assertEqual(score.causes(mk("GPU0 free memory runs out in 20s")), {"device-full"})
         self.assertEqual(score.causes({"class": "preallocation", "title": ""}), set())
+        self.assertEqual(score.causes({"class": "growing-peak"}), {"pool-limit", "device-full"})
+        self.assertEqual(score.causes({"class": "idle-preallocation"}), {"device-full"})
 
     def test_every_warning_on_a_healthy_run_is_a_false_alarm(self):
         alerts = [{"at_ms": 1, "level": "suspected", "class": "preallocation", "pid": 7},

@@ -209,9 +209,12 @@ fn demo_recording_raises_the_real_alerts() {
     let full = alert(&state, "device-full", 633);
     assert_eq!(full.confidence.as_deref(), Some("certain"));
     assert_eq!(full.gpu_uuid.as_deref(), Some(h100));
+    // The JAX job beside it holds 75 % of the GPU, its default preallocation: the first cause.
     assert_eq!(
         full.title,
-        "pid 633 PyTorch OOM: device-full, asked 9.06 GiB, 4.53 GiB free"
+        "pid 633 PyTorch OOM: device-full, pid 414 JAX (python3 jax_oom.py) holds 59.99 GiB \
+         preallocated, in use unknown (no allocator probe): restart it with \
+         XLA_PYTHON_CLIENT_PREALLOCATE=false; asked 9.06 GiB, 4.53 GiB free"
     );
     let others = "pid 414 python3 jax_oom.py (59.99 GiB), pid 571 python3 torch_frag.py \
                   (6.60 GiB), pid 551 python3 cupy_oom.py (3.01 GiB)";
@@ -227,7 +230,14 @@ fn demo_recording_raises_the_real_alerts() {
     );
     assert_eq!(
         full.remedy.as_deref(),
-        Some(format!("Free or move the other processes on this GPU: {others}.").as_str())
+        Some(
+            "Restart pid 414 with XLA_PYTHON_CLIENT_PREALLOCATE=false, or a smaller \
+             XLA_PYTHON_CLIENT_MEM_FRACTION, so its pool holds only what it uses: it holds \
+             59.99 GiB preallocated (how much is in use is unknown without the allocator probe), \
+             and a running JAX process never gives its pool back. \
+             Also on this GPU: pid 571 python3 torch_frag.py (6.60 GiB), pid 551 python3 \
+             cupy_oom.py (3.01 GiB)."
+        )
     );
     assert_eq!(
         state

@@ -15,7 +15,8 @@ def truth_word(r):
     oom = r["oom"]
     if oom is None:
         return "healthy" + (" (near failure)" if r["near_failure"] else "")
-    return (f"{oom['class']}{'+leak' if oom['leak'] else ''} build-up {oom['build_up_s']:.0f}s "
+    grows = "+growing-peak" if oom.get("peak_growth") else ""
+    return (f"{oom['class']}{'+leak' if oom['leak'] else ''}{grows} build-up {oom['build_up_s']:.0f}s "
             f"(R {gib(oom['request'])}, A {gib(oom['allocated'])}, P {gib(oom['pool'])}, "
             f"cap {gib(oom['limit'])}, free {gib(oom['gpu_free'])})")
 

@@ -38,6 +38,8 @@ CAUSES = {
     "time-to-full": {"device-full"},
     "growth-step": {"device-full"},
     "releasable-cache": {"device-full"},
+    "idle-preallocation": {"device-full"},
+    "growing-peak": {"pool-limit", "device-full"},
 }
 
 
@@ -56,10 +58,16 @@ def explain(gpumon, recording):
     return recs[0]["alerts"] if recs else []
 
 
+# Warnings about memory one process holds for the others on its GPU: they name the holder, and
+# point at a device-full OOM of any process on that GPU.
+FOR_THE_GPU = {"idle-preallocation", "releasable-cache"}
+
+
 def names_target(alert, oom):
     if alert.get("pid") == oom["pid"]:
         return True
-    return (oom["class"] == "device-full" and alert.get("pid") is None
+    return (oom["class"] == "device-full"
+            and (alert.get("pid") is None or alert["class"] in FOR_THE_GPU)
             and alert.get("gpu") in (None, oom.get("gpu", 0)))
 
 

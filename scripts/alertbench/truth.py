@@ -110,12 +110,24 @@ def job_points(events, key):
     return [(e["t"], e.get(key)) for e in events if e.get("ev") == "step"]
 
 
-def stranded_points(events):
+def expandable(job, events):
+    """Whether the job's PyTorch allocator ran with expandable segments (its environment in
+    meta.json, else its start line's "alloc_conf"): inactive_split_bytes then stays 0."""
+    env = job.get("env") or {}
+    start = next((e for e in events if e.get("ev") == "start"), {})
+    conf = (env.get("PYTORCH_ALLOC_CONF") or env.get("PYTORCH_CUDA_ALLOC_CONF")
+            or start.get("alloc_conf") or "")
+    return "expandable_segments:true" in conf.replace(" ", "").lower()
+
+
+def stranded_points(events, whole_free=False):
+    """[(t_s, stranded)]: PyTorch's inactive split bytes, else (and always with `whole_free`, under
+    expandable segments) the pool's free part reserved - allocated."""
     out = []
     for e in events:
         if e.get("ev") != "step":
             continue
-        s = e.get("stranded")
+        s = None if whole_free else e.get("stranded")
         if s is None and e.get("reserved") is not None and e.get("allocated") is not None:
             s = e["reserved"] - e["allocated"]
         out.append((e["t"], s))
@@ -149,13 +161,34 @@ def leak(cls, f, events, t_oom):
     return (t1 - t0 >= LEAK_MIN_S and v1 - v0 >= LEAK_HEADROOM * (min(limits) - v0)), c
 
 
-def build_up(cls, events, samples, gpu_uuid, t_oom, alloc_climb):
+def peak_growth(cls, f, events, t_oom, is_leak):
+    """A growing peak: the class is pool-limit or device-full, not a leak, and the per-second
+    ceiling of the steps' own peaks (peak_allocated; the jobs reset it every step) climbed
+    (series.climb) for LEAK_MIN_S or more and by at least LEAK_HEADROOM of the headroom it began
+    with (binding limit - that peak at the climb's start)."""
+    if cls not in ("pool-limit", "device-full") or is_leak:
+        return False, None
+    c = series.climb(series.per_second(job_points(events, "peak_allocated"), pick=max), t_oom)
+    if not c:
+        return False, None
+    t0, v0, t1, v1 = c
+    limits = [x for x in (f["cap"], (f["pool"] + f["gpu_free"]) if f["pool"] is not None
+                          and f["gpu_free"] is not None else None) if x is not None]
+    if not limits:
+        return False, c
+    return (t1 - t0 >= LEAK_MIN_S and v1 - v0 >= LEAK_HEADROOM * (min(limits) - v0)), c
+
+
+def build_up(cls, events, samples, gpu_uuid, t_oom, alloc_climb, peak_climb=None,
+             whole_free=False):
     """Seconds the cause built up before the OOM (0 when it did not): how long allocated's floor
-    climbed (pool-limit), stranded's floor (fragmentation), the GPU's used memory (device-full)."""
+    climbed (pool-limit; for a growing peak, the ceiling of the steps' peaks), stranded's floor
+    (fragmentation; the whole free part under expandable segments), the GPU's used memory
+    (device-full)."""
     if cls == "pool-limit":
-        c = alloc_climb
+        c = peak_climb or alloc_climb
     elif cls == "fragmentation":
-        c = series.climb(series.per_second(stranded_points(events)), t_oom)
+        c = series.climb(series.per_second(stranded_points(events, whole_free)), t_oom)
     elif cls == "device-full":
         c = series.climb(gpu_used_points(samples, gpu_uuid), t_oom)
     else:
@@ -224,12 +257,16 @@ def run_truth(run_dir):
         f = figures(fw, oom, pid, sample)
         cls = classify(f)
         is_leak, c = leak(cls, f, events, t_oom)
+        grows, pc = peak_growth(cls, f, events, t_oom, is_leak)
+        whole_free = expandable(job, events)
         truth["oom"] = {
             "t_ms": int(t_oom * 1000), "pid": pid, "gpu": gpu, "framework": fw, "class": cls,
             "leak": is_leak, "request": f["request"], "allocated": f["allocated"],
             "pool": f["pool"], "stranded": f["stranded"], "limit": f["cap"],
             "gpu_free": f["gpu_free"], "holders": f["holders"],
-            "build_up_s": build_up(cls, events, samples, gpu_uuid, t_oom, c),
+            "peak_growth": grows, "expandable": whole_free,
+            "build_up_s": build_up(cls, events, samples, gpu_uuid, t_oom, c,
+                                   pc if grows else None, whole_free),
             "text": (oom.get("text") or "")[:300],
         }
     if truth["healthy"]:

@@ -1,6 +1,7 @@
 //! A GPU filling up for good: its used memory less the cache its probed processes could release
-//! (their allocators release it before failing), each reading the floor of the last seconds so
-//! mid-step temporaries are not growth, projected to the GPU's free memory.
+//! (their allocators release it before failing; a JAX or TensorFlow pool never does), each
+//! reading the floor of the last seconds so mid-step temporaries are not growth, projected to the
+//! GPU's free memory.
 
 use crate::model::units::{duration_ms, rate};
 use crate::model::{GpuTrack, Machine, PoolHistory, Ring, processes_on};
@@ -36,7 +37,14 @@ fn releasable_at(t: &PoolHistory, at_ms: u64) -> u64 {
 /// The GPU's used memory over the last minute, less the cache its probed processes could
 /// release: what fills the GPU for good.
 fn committed(machine: &Machine, g: &GpuTrack, last: u64) -> Vec<(u64, u64)> {
+    // A BFC pool (JAX, TensorFlow) never gives its free part back: it stays committed.
     let probed: Vec<&PoolHistory> = processes_on(&machine.processes, &g.sample.uuid)
+        .filter(|t| {
+            t.sample
+                .pool
+                .value()
+                .is_none_or(|p| !p.framework.keeps_its_pool())
+        })
         .filter_map(|t| t.pool_history.as_ref())
         .collect();
     g.used

@@ -32,7 +32,7 @@ const STRANDED_PERMILLE: u64 = 100;
 pub enum LimitKind {
     /// Its own cap or pool limit (PyTorch's per-process fraction, JAX's `bytes_limit`, CuPy's).
     Own,
-    /// What its GPU has free, plus the cache it could release.
+    /// What its GPU has free, plus the cache it can allocate from again.
     Gpu,
 }
 
@@ -60,7 +60,7 @@ pub fn binding(pool: &Pool, g: &GpuTrack) -> Option<Limit> {
         headroom: l.saturating_sub(held),
     });
     let gpu = g.sample.memory.value().map(|m| {
-        let room = m.free.saturating_add(pool.releasable().unwrap_or(0));
+        let room = m.free.saturating_add(pool.reusable().unwrap_or(0));
         Limit {
             kind: LimitKind::Gpu,
             total: held.saturating_add(room),
@@ -103,10 +103,15 @@ fn median(v: &mut [u64]) -> u64 {
 
 /// Whether `points` (in time order) climb with nothing released: every reading of the last third
 /// above every reading of the first, the middle third no lower than the first.
-fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
+pub(super) fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
+    climbs_over(points, MIN_SPAN_MS)
+}
+
+/// `climbs` with its own shortest span.
+pub(super) fn climbs_over(points: &[(u64, u64)], min_span_ms: u64) -> Option<Climb> {
     let n = points.len();
     let span_ms = points.last()?.0.saturating_sub(points.first()?.0);
-    if n < MIN_READINGS || span_ms < MIN_SPAN_MS {
+    if n < MIN_READINGS || span_ms < min_span_ms {
         return None;
     }
     let k = n / 3;
@@ -148,8 +153,14 @@ fn climbs(points: &[(u64, u64)]) -> Option<Climb> {
 
 /// The longest of the windows in which the process's unreleasable memory climbs, up to `now_ms`.
 pub fn climb(track: &PoolHistory, now_ms: u64) -> Option<Climb> {
-    let longest = WINDOWS_MS[0];
-    let series = unreleasable_series(track, now_ms.saturating_sub(longest));
+    let series = unreleasable_series(track, now_ms.saturating_sub(WINDOWS_MS[0]));
+    climb_in(&series, now_ms)
+}
+
+/// The longest of the windows in which `series` (time, bytes; in time order) climbs with
+/// nothing released, up to `now_ms`.
+pub fn climb_in(series: &[(u64, u64)], now_ms: u64) -> Option<Climb> {
+    let series = &series[..series.partition_point(|p| p.0 <= now_ms)];
     WINDOWS_MS.iter().find_map(|w| {
         let from = series.partition_point(|p| now_ms.saturating_sub(p.0) > *w);
         climbs(&series[from..])
@@ -172,17 +183,34 @@ fn eta(c: &Climb, limit: &Limit) -> Option<u64> {
 }
 
 /// Whether the pool's stranded share is large and grew during the climb: its failure would be a
-/// fragmentation, not a leak.
-fn fragmenting(track: &PoolHistory, pool: &Pool, c: &Climb, now_ms: u64) -> Option<u64> {
-    let stranded = pool.stranded?;
+/// fragmentation, not a leak. Under expandable segments nothing is counted as split: the pool's
+/// free part (reserved − allocated), kept while the pool grew, is what its requests did not fit.
+fn fragmenting(
+    track: &PoolHistory,
+    pool: &Pool,
+    c: &Climb,
+    now_ms: u64,
+    expandable: bool,
+) -> Option<u64> {
     let reserved = pool.reserved?;
-    let before = at_or_after(&track.stranded, now_ms.saturating_sub(c.span_ms))?;
+    let since = now_ms.saturating_sub(c.span_ms);
+    let (stranded, before) = if expandable {
+        (pool.cached_free?, cached_free_at(track, since)?)
+    } else {
+        (pool.stranded?, at_or_after(&track.stranded, since)?)
+    };
     let grew = stranded >= before.saturating_add(STRANDED / 4);
     (stranded >= STRANDED.max(reserved / 1000 * STRANDED_PERMILLE) && grew).then_some(stranded)
 }
 
 fn at_or_after(ring: &Ring, at_ms: u64) -> Option<u64> {
     ring.iter().find(|p| p.at_ms >= at_ms).and_then(|p| p.value)
+}
+
+/// The pool's free part (reserved − allocated) at the first reading from `at_ms` on.
+fn cached_free_at(track: &PoolHistory, at_ms: u64) -> Option<u64> {
+    let reserved = at_or_after(&track.reserved, at_ms)?;
+    Some(reserved.saturating_sub(at_or_after(&track.allocated, at_ms)?))
 }
 
 /// How the limit reads in a sentence: "its 9.50 GiB cap", "GPU0's free memory".
@@ -204,7 +232,15 @@ pub fn limit_name(limit: &Limit, framework: Framework, g: &GpuTrack) -> String {
 /// The remedy for a leak: never an allocator setting.
 pub fn leak_remedy(pid: u32) -> String {
     format!(
-        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows. An allocator setting will not help."
+        "{} An allocator setting will not help.",
+        find_what_keeps(pid)
+    )
+}
+
+/// Where to look for what a leak keeps.
+pub fn find_what_keeps(pid: u32) -> String {
+    format!(
+        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
     )
 }
 
@@ -251,13 +287,23 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
     let mut ev = evidence(&c, &limit, &name, eta_ms);
     ev.extend(figures(pool));
     let ctx = context(t);
-    let (class, title, remedy) = match fragmenting(track, pool, &c, now_ms) {
+    let expandable = super::remedy::expandable(&ctx);
+    let built = fragmenting(track, pool, &c, now_ms, expandable);
+    if expandable && built.is_some() {
+        ev.push("under expandable_segments:True PyTorch counts no inactive split bytes: the pool's free part (reserved − allocated), which grew as the pool did, is what its requests did not fit in".into());
+    }
+    let (class, title, remedy) = match built {
         Some(stranded) => (
             "fragmentation-risk",
             format!(
-                "pid {pid} {} pool fragmenting as it grows: {} stranded, reaches {name} in about {}",
+                "pid {pid} {} pool fragmenting as it grows: {} {}, reaches {name} in about {}",
                 fw.label(),
                 human(stranded),
+                if expandable {
+                    "free between its live blocks (expandable segments)"
+                } else {
+                    "stranded"
+                },
                 duration_ms(eta_ms)
             ),
             super::remedy::defragment(super::remedy::dialect_of(fw), &ctx),

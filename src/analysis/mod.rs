@@ -1,17 +1,19 @@
 //! Pure functions from a machine's data and parsed log failures to alerts: analysis reads the
 //! model and returns findings; it is never called back from the model.
 
+pub mod causes;
 pub mod classify;
 pub mod context;
 pub mod explain;
 pub mod filling;
 pub mod growth;
+pub mod idle;
+pub mod peaks;
 pub mod pool;
 pub mod remedy;
 pub mod risk;
 pub mod warnings;
 
-use crate::model::units::{duration_ms, rate};
 use crate::model::{Alert, Level, Machine};
 use crate::oom::failure::{Dialect, Failure};
 use crate::oom::sizes::human;
@@ -46,11 +48,13 @@ pub fn findings(
     alerts
 }
 
-/// The alert for a failure read from a log, classified against the machine at that moment.
+/// The alert for a failure read from a log, classified against the machine at that moment. Its
+/// title and remedy name the decisive cause first (`causes.rs`): another process's idle
+/// preallocated pool, then a leak, then the class's own.
 pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     let ctx = Context::from_machine(f, machine);
     let v = classify::classify(f, &ctx);
-    let remedy = remedy::remedy(f, &v, &ctx);
+    let mut remedy = remedy::remedy(f, &v, &ctx);
     let who = f.pid.map_or_else(String::new, |p| format!("pid {p} "));
     let dialect = f.source.map_or("GPU", Dialect::label);
     let likely = match v.confidence {
@@ -62,25 +66,53 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         evidence.push(format!("the process held {}", human(p)));
     }
     evidence.push(format!("{} line {}", f.log, f.line));
-    let mut remedy = remedy;
+    let pid = f.pid.unwrap_or_default();
+    let leak = causes::leaked(f, &v, &ctx, machine);
+    let idle = causes::idle_beside(f, &v, &ctx, machine);
     let mut after = "";
-    if let Some(c) = leaked(f, &v, machine) {
-        after = " after a leak";
+    let mut headline = v.headline.clone();
+    if let Some(i) = &idle {
+        headline = format!(
+            "{}: restart it with {}; {}",
+            i.describe(),
+            i.setting(),
+            v.headline
+        );
         evidence.insert(
             0,
             format!(
-                "a leak: its allocated + stranded memory rose from {} to {} over {} ({}) with nothing released",
-                human(c.from),
-                human(c.to),
-                duration_ms(c.span_ms),
-                rate(c.rate)
+                "the memory it needed sat idle in another process's pool: {}",
+                i.describe()
             ),
         );
-        let pid = f.pid.unwrap_or_default();
-        remedy = match v.class {
-            classify::Class::DeviceFull => format!("{} {remedy}", growth::leak_remedy(pid)),
-            _ => growth::leak_remedy(pid),
+        remedy = i.remedy();
+        let rest: Vec<String> = v
+            .holders
+            .iter()
+            .filter(|h| h.pid != i.pid)
+            .map(context::Other::describe)
+            .collect();
+        if !rest.is_empty() {
+            remedy = format!("{remedy} Also on this GPU: {}.", rest.join(", "));
+        }
+        if let Some(l) = &leak {
+            evidence.insert(1, l.evidence());
+            remedy = format!(
+                "{remedy} Then, if pid {pid}'s own growth was not meant: {}",
+                growth::find_what_keeps(pid)
+            );
+        }
+    } else if let Some(l) = &leak {
+        after = " after a leak";
+        evidence.insert(0, l.evidence());
+        remedy = match (v.class, v.holders.is_empty()) {
+            (classify::Class::DeviceFull, false) => format!("{} {remedy}", l.remedy(pid)),
+            _ => l.remedy(pid),
         };
+    } else if let Some(grew) = causes::peaked(f, &v, &ctx, machine) {
+        after = " after a growing peak";
+        evidence.insert(0, format!("a need that grew every step: {grew}"));
+        remedy = format!("{} {remedy}", peaks::schedule_remedy(pid));
     }
     Alert {
         at_ms: f.at_ms,
@@ -90,30 +122,12 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         class: v.class.as_str().into(),
         confidence: Some(v.confidence.as_str().into()),
         title: format!(
-            "{who}{dialect} OOM: {}{after}{likely}, {}",
-            v.class.as_str(),
-            v.headline
+            "{who}{dialect} OOM: {}{after}{likely}, {headline}",
+            v.class.as_str()
         ),
         evidence,
         remedy: Some(remedy),
     }
-}
-
-/// The leak a failure ended, when the failing process's probe saw one: a limit reached (its own or
-/// the GPU's) by memory that climbed with nothing released.
-fn leaked(f: &Failure, v: &classify::Verdict, machine: &Machine) -> Option<growth::Climb> {
-    if !matches!(
-        v.class,
-        classify::Class::PoolLimit | classify::Class::DeviceFull
-    ) {
-        return None;
-    }
-    let pid = f.pid?;
-    machine
-        .processes
-        .values()
-        .filter(|t| t.sample.pid == pid)
-        .find_map(|t| growth::climb(t.pool_history.as_ref()?, f.at_ms))
 }
 
 #[cfg(test)]

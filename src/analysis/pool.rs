@@ -1,9 +1,10 @@
 //! Risks read from the allocator probe's figures, before any failure: a leak or a fragmentation
-//! that builds (`growth.rs`), a fragmented pool that cannot grow around its holes, a pool near its
-//! limit, cache one process could give back while its GPU is short; and an OOM the probe saw (or
-//! a probed process that died at its limit) when no log reached gpumon.
+//! that builds (`growth.rs`), a peak that grows every step (`peaks.rs`), a fragmented pool that
+//! cannot grow around its holes, a pool near its limit, cache one process could give back while
+//! its GPU is short; and an OOM the probe saw (or a probed process that died at its limit) when no
+//! log reached gpumon.
 
-use crate::analysis::remedy::{defragment, dialect_of, raise_limit};
+use crate::analysis::remedy::{defragment, dialect_of, expandable, raise_limit};
 use crate::analysis::risk::{Risk, context, figures};
 use crate::model::{GpuTrack, Level, Machine, ProcessTrack, processes_on};
 use crate::oom::sizes::human;
@@ -17,12 +18,22 @@ const MIN_FREE_PERMILLE: u64 = 100;
 /// Cache flushes in this window that count as repeating (one flush that succeeded is normal).
 const RETRY_WINDOW_MS: u64 = 60_000;
 const RETRIES_REPEAT: usize = 2;
-/// A pool whose allocations reach this share of its limit (per mille) is near it.
-const NEAR_LIMIT_PERMILLE: u64 = 900;
+/// A failed pool whose allocations reached this share of its limit (per mille) was at it.
+const AT_LIMIT_PERMILLE: u64 = 900;
+/// A live pool whose allocations reach this share of its limit (per mille) is warned: a job tuned
+/// to 90-95 % of its cap runs there for hours.
+const NEAR_LIMIT_PERMILLE: u64 = 950;
 /// Releasable cache worth naming.
 const MIN_RELEASABLE: u64 = 1 << 30;
 /// A GPU with less free than this is short (or 2 % of its memory, whichever is larger).
 const SHORT_FREE: u64 = 1 << 30;
+/// Holes under expandable segments are looked for in this window, over at least this span.
+const HOLES_WINDOW_MS: u64 = 30_000;
+const HOLES_SPAN_MS: u64 = 8_000;
+/// A pool that shrank by more than this gave memory back.
+const GIVEN_BACK: u64 = 64 << 20;
+/// Said of a pool judged under expandable segments.
+const EXPANDABLE: &str = "under expandable_segments:True PyTorch counts no inactive split bytes: the pool's whole free part (reserved − allocated) is judged";
 /// A failure alert this close to a probe's OOM is the same failure, read from the log.
 const SAME_FAILURE_MS: u64 = 10_000;
 
@@ -41,6 +52,7 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                 let growing = super::growth::risk(t, pool, g, at_ms);
                 if growing.is_none() {
                     out.extend(fragmenting(t, pool, g, at_ms));
+                    out.extend(super::peaks::risk(t, pool, g, at_ms));
                 }
                 out.extend(growing);
                 out.extend(near_limit(t, pool));
@@ -60,14 +72,13 @@ fn label(pool: &Pool) -> &'static str {
     pool.framework.label()
 }
 
-/// Much of the pool free but unusable (stranded in split blocks; for a pool without that figure,
-/// all its cached free bytes), the pool unable to grow around it (`room`: what it may still grow
-/// by, `None` when unknown), and the free part only in pieces smaller than what the job allocates,
-/// or the allocator flushing its cache to retry again and again (`retries` in the last minute):
-/// one flush that succeeded is normal, not a sign.
-fn fragmented(pool: &Pool, room: Option<u64>, retries: usize) -> Option<String> {
+/// Much of the pool free but unusable (`free`: see `unusable`), the pool unable to grow around it
+/// (`room`: what it may still grow by, `None` when unknown), and the free part only in pieces
+/// smaller than what the job allocates, or the allocator flushing its cache to retry again and
+/// again (`retries` in the last minute): one flush that succeeded is normal, not a sign.
+fn fragmented(pool: &Pool, free: Option<u64>, room: Option<u64>, retries: usize) -> Option<String> {
     let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
-    let free = pool.unusable_free()?;
+    let free = free?;
     let much = free >= MIN_FREE.max(reserved / 1000 * MIN_FREE_PERMILLE);
     let matters = room.is_none_or(|r| r < free);
     let pieces = pool
@@ -87,6 +98,28 @@ fn fragmented(pool: &Pool, room: Option<u64>, retries: usize) -> Option<String> 
     }
 }
 
+/// Holes building at a pool that cannot grow around them: much of it free and the free part
+/// climbing (`holes_build`), more than the pool may still grow by.
+fn building(
+    pool: &Pool,
+    free: Option<u64>,
+    room: Option<u64>,
+    holes: &super::growth::Climb,
+) -> Option<String> {
+    let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
+    let free = free?;
+    let much = free >= MIN_FREE.max(reserved / 1000 * MIN_FREE_PERMILLE);
+    let rise = holes.to.saturating_sub(holes.from);
+    (much && room.is_some_and(|r| r < free) && rise >= MIN_FREE / 2).then(|| {
+        format!(
+            "{} free in the pool and growing ({}) while it can grow by only {}: holes between live blocks it keeps, and a request larger than the largest of them fails",
+            human(free),
+            crate::model::units::rate(holes.rate),
+            human(room.unwrap_or(0))
+        )
+    })
+}
+
 /// What the pool may still grow by: to its own limit, or by what the GPU has free.
 fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
     let reserved = pool.reserved?;
@@ -101,13 +134,65 @@ fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
     }
 }
 
+/// The free part of the pool that its requests cannot use: stranded in split blocks where the
+/// framework reports them, else all of its cached free bytes. Under PyTorch's expandable segments
+/// nothing is counted as split (`inactive_split_bytes` stays 0), so the whole free part is judged.
+fn unusable(pool: &Pool, expandable: bool) -> Option<u64> {
+    if expandable {
+        pool.cached_free
+    } else {
+        pool.unusable_free()
+    }
+}
+
+/// Under expandable segments, holes that build: the pool's free part (reserved − allocated)
+/// climbed over the last `HOLES_WINDOW_MS` (the climb rule, over at least `HOLES_SPAN_MS`) while
+/// the pool gave nothing back: memory the job freed between live blocks, kept by the pool.
+fn holes_build(t: &ProcessTrack, at_ms: u64) -> Option<super::growth::Climb> {
+    let h = t.pool_history.as_ref()?;
+    let from = at_ms.saturating_sub(HOLES_WINDOW_MS);
+    let pairs: Vec<(u64, u64, u64)> = h
+        .reserved
+        .iter()
+        .zip(h.allocated.iter())
+        .filter(|(r, _)| r.at_ms >= from && r.at_ms <= at_ms)
+        .filter_map(|(r, a)| Some((r.at_ms, r.value?, a.value?)))
+        .collect();
+    let first_reserved = pairs.first()?.1;
+    if pairs
+        .iter()
+        .any(|p| p.1.saturating_add(GIVEN_BACK) < first_reserved)
+    {
+        return None;
+    }
+    let free: Vec<(u64, u64)> = pairs
+        .iter()
+        .map(|p| (p.0, p.1.saturating_sub(p.2)))
+        .collect();
+    super::growth::climbs_over(&free, HOLES_SPAN_MS)
+}
+
 fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Option<Risk> {
-    let retries = t
+    let ctx = context(t);
+    let expandable = expandable(&ctx);
+    let mut retries = t
         .pool_history
         .as_ref()
         .map_or(0, |p| p.retries_within(at_ms, RETRY_WINDOW_MS));
-    let why = fragmented(pool, room(pool, g), retries)?;
+    // Under expandable segments a flush releases free pages: retries say something only while
+    // the holes keep building anyway, and so do holes without a flush.
+    let holes = expandable.then(|| holes_build(t, at_ms)).flatten();
+    if expandable && holes.is_none() {
+        retries = 0;
+    }
+    let free = unusable(pool, expandable);
+    let why = fragmented(pool, free, room(pool, g), retries)
+        .or_else(|| building(pool, free, room(pool, g), holes.as_ref()?))?;
     let pid = t.sample.pid;
+    let mut evidence = figures(pool);
+    if expandable {
+        evidence.insert(0, EXPANDABLE.into());
+    }
     Some(Risk {
         class: "fragmentation-risk",
         pid: Some(pid),
@@ -115,19 +200,19 @@ fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Optio
         level: Level::Suspected,
         confidence: None,
         title: format!("pid {pid} {} pool fragmenting: {why}", label(pool)),
-        evidence: figures(pool),
-        remedy: defragment(dialect_of(pool.framework), &context(t)),
+        evidence,
+        remedy: defragment(dialect_of(pool.framework), &ctx),
     })
 }
 
-fn at_limit(pool: &Pool) -> Option<(u64, u64)> {
+/// Allocated and the limit, when allocated reaches `permille` of it.
+fn at_limit(pool: &Pool, permille: u64) -> Option<(u64, u64)> {
     let (used, limit) = (pool.allocated?, pool.limit.filter(|l| *l > 0)?);
-    (used.saturating_mul(1000) >= limit.saturating_mul(NEAR_LIMIT_PERMILLE))
-        .then_some((used, limit))
+    (used.saturating_mul(1000) >= limit.saturating_mul(permille)).then_some((used, limit))
 }
 
 fn near_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let (used, limit) = at_limit(pool)?;
+    let (used, limit) = at_limit(pool, NEAR_LIMIT_PERMILLE)?;
     let pid = t.sample.pid;
     Some(Risk {
         class: "pool-near-limit",
@@ -176,9 +261,7 @@ fn releasable(
         crate::sample::Framework::Cupy => format!(
             "Call cupy.get_default_memory_pool().free_all_blocks() in pid {pid}, or give it a limit with set_limit."
         ),
-        _ => format!(
-            "Start pid {pid} with XLA_PYTHON_CLIENT_PREALLOCATE=false (or XLA_PYTHON_CLIENT_ALLOCATOR=platform) so its pool holds only what it uses."
-        ),
+        _ => format!("Have pid {pid} give the cache it does not use back to the GPU."),
     };
     Some(Risk {
         class: "releasable-cache",
@@ -199,11 +282,11 @@ fn releasable(
 }
 
 /// What a pool's last figures say about why it failed.
-fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
+fn verdict(pool: &Pool, g: Option<&GpuTrack>, expandable: bool) -> (&'static str, String) {
     // At a failure the pool could not grow: its room was nil.
-    if let Some(why) = fragmented(pool, Some(0), 0) {
+    if let Some(why) = fragmented(pool, unusable(pool, expandable), Some(0), 0) {
         ("fragmentation", why)
-    } else if let Some((used, limit)) = at_limit(pool) {
+    } else if let Some((used, limit)) = at_limit(pool, AT_LIMIT_PERMILLE) {
         (
             "pool-limit",
             format!("{} of its {} limit in use", human(used), human(limit)),
@@ -216,9 +299,9 @@ fn verdict(pool: &Pool, g: Option<&GpuTrack>) -> (&'static str, String) {
 }
 
 fn failure_risk(t: &ProcessTrack, pool: &Pool, g: Option<&GpuTrack>, what: &str) -> Risk {
-    let (class, why) = verdict(pool, g);
-    let pid = t.sample.pid;
     let ctx = context(t);
+    let (class, why) = verdict(pool, g, expandable(&ctx));
+    let pid = t.sample.pid;
     let dialect = dialect_of(pool.framework);
     let remedy = match class {
         "fragmentation" => defragment(dialect, &ctx),
@@ -260,7 +343,7 @@ fn probe_oom(
 /// A probed process that ended with its pool at its limit or fragmented, no log seen: whether it
 /// died of an OOM is not known, so this is suspected, with what the last figures would explain.
 fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let (class, why) = verdict(pool, None);
+    let (class, why) = verdict(pool, None, expandable(&context(t)));
     if !matches!(class, "fragmentation" | "pool-limit") {
         return None;
     }

@@ -72,10 +72,20 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
     }
 }
 
+/// Whether the process's PyTorch allocator runs with expandable segments: its free blocks are
+/// then never counted as inactive split bytes.
+pub fn expandable(ctx: &Context) -> bool {
+    torch_conf(ctx).is_some_and(|(_, v)| {
+        v.to_ascii_lowercase()
+            .replace(' ', "")
+            .contains("expandable_segments:true")
+    })
+}
+
 pub fn defragment(fw: Option<Dialect>, ctx: &Context) -> String {
     match fw {
         Some(Dialect::Pytorch) => match torch_conf(ctx) {
-            Some((var, val)) if val.to_ascii_lowercase().contains("expandable_segments:true") => format!(
+            Some((var, _)) if expandable(ctx) => format!(
                 "{var} already has expandable_segments:True: add max_split_size_mb:<MB> so large blocks are not split, or garbage_collection_threshold:0.8 to release cached blocks sooner."
             ),
             _ => "Set PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF for torch < 2.9) so the cache grows in place instead of stranding memory in split blocks.".into(),

@@ -7,7 +7,7 @@ use std::cell::OnceCell;
 
 use crate::analysis::filling::time_to_full;
 use crate::analysis::risk::{Finding, IsNew};
-use crate::analysis::{growth, pool};
+use crate::analysis::{growth, idle, pool};
 use crate::model::units::duration_ms;
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -104,7 +104,8 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     let failed_since = |pid: u32, since: u64| {
         alerts_of(Some(pid)).any(|a| a.level == Level::Failure && a.at_ms >= since)
     };
-    for risk in pool::risks(machine, at_ms, &failed_since) {
+    let risks = pool::risks(machine, at_ms, &failed_since);
+    for risk in risks.into_iter().chain(idle::risks(machine, at_ms)) {
         if !raised(&out, risk.class, risk.pid, &risk.gpu) {
             out.push(risk.into_alert(at_ms));
         }
@@ -259,12 +260,7 @@ fn growth_step(t: &ProcessTrack, g: &GpuTrack, is_new: IsNew) -> Option<Finding>
         return None;
     }
     // A probed process takes its next step from the cache it can release before the GPU's free.
-    let cache = t
-        .sample
-        .pool
-        .value()
-        .and_then(Pool::releasable)
-        .unwrap_or(0);
+    let cache = t.sample.pool.value().and_then(Pool::reusable).unwrap_or(0);
     let free = g.sample.memory.value()?.free;
     let now = t.history.last()?.at_ms;
     let (at, step) = t.history.latest_step()?;

@@ -153,8 +153,9 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
     })
 }
 
-/// Each risk's outcome: the failure of the same process (or, for a GPU-wide risk, on the same GPU)
-/// that followed it, or that none did, with the evidence it was raised on.
+/// Each risk's outcome: the failure of the same process (or, for a GPU-wide risk or one about
+/// memory a process holds for the others on its GPU, on the same GPU) that followed it, or that
+/// none did, with the evidence it was raised on.
 fn outcomes(alerts: &mut [Raised]) {
     let failures: Vec<(u64, Option<u32>, Option<String>, String)> = alerts
         .iter()
@@ -162,9 +163,15 @@ fn outcomes(alerts: &mut [Raised]) {
         .map(|a| (a.at_ms, a.pid, a.gpu_uuid.clone(), a.class.clone()))
         .collect();
     for a in alerts.iter_mut().filter(|a| a.level == Level::Suspected) {
+        let for_the_gpu = a.pid.is_none()
+            || matches!(a.class.as_str(), "idle-preallocation" | "releasable-cache");
         let followed = failures.iter().find(|(at, pid, gpu, _)| {
             *at >= a.at_ms
-                && (a.pid.is_some() && *pid == a.pid || a.pid.is_none() && *gpu == a.gpu_uuid)
+                && if for_the_gpu {
+                    *gpu == a.gpu_uuid
+                } else {
+                    *pid == a.pid
+                }
         });
         a.outcome = Some(match followed {
             Some((at, _, _, class)) => format!(

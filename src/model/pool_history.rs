@@ -1,5 +1,5 @@
 //! A probed process's allocator pool over the history window: allocated, reserved (the pool),
-//! stranded and limit, one ring each, pushed with its device memory in `ProcessTrack::observe`.
+//! stranded, limit and peak, one ring each, pushed with its device memory in `ProcessTrack::observe`.
 //!
 //! A tick without probe figures is a gap in every ring (never a zero), so a probe file that
 //! went stale splits the chart's lines instead of dropping them to the floor.
@@ -17,6 +17,9 @@ pub struct PoolHistory {
     pub stranded: Ring,
     /// The pool's cap, where it has one.
     pub limit: Ring,
+    /// The framework's peak of allocated memory (since the process started or the job last reset
+    /// it): what the largest step needed.
+    pub peak: Ring,
     /// When the allocator's retry count rose (a cache flush), newest last, at most
     /// `RETRIES_KEPT`: enough to tell one flush from flushes that repeat.
     pub retries_at: Vec<u64>,
@@ -31,6 +34,7 @@ impl PoolHistory {
             reserved: Ring::new(capacity),
             stranded: Ring::new(capacity),
             limit: Ring::new(capacity),
+            peak: Ring::new(capacity),
             retries_at: Vec::new(),
         }
     }
@@ -42,6 +46,7 @@ impl PoolHistory {
         self.reserved.push(at_ms, pool.and_then(|p| p.reserved));
         self.stranded.push(at_ms, pool.and_then(|p| p.stranded));
         self.limit.push(at_ms, pool.and_then(|p| p.limit));
+        self.peak.push(at_ms, pool.and_then(|p| p.peak_allocated));
         let rose = match (
             pool.and_then(|p| p.alloc_retries),
             before.and_then(|p| p.alloc_retries),

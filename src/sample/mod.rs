@@ -203,6 +203,12 @@ impl Framework {
         }
     }
 
+    /// Whether its allocator keeps every region it took until the process ends (XLA's and
+    /// TensorFlow's BFC pools): its free part serves only itself.
+    pub fn keeps_its_pool(self) -> bool {
+        matches!(self, Framework::Jax | Framework::Tensorflow)
+    }
+
     /// The name the allocator probe's files and the snapshot's `pool` use ("pytorch", …).
     pub fn pool_name(self) -> &'static str {
         match self {

@@ -42,9 +42,20 @@ impl Pool {
         self.stranded.or(self.cached_free)
     }
 
-    /// Cached bytes the process could give back (`torch.cuda.empty_cache()`): cached free
-    /// minus what is stranded in split blocks.
+    /// Cached bytes the process could give back to the GPU while it runs
+    /// (`torch.cuda.empty_cache()`, CuPy's `free_all_blocks()`): cached free minus what is
+    /// stranded in split blocks. A BFC pool (JAX, TensorFlow) never returns its regions at run
+    /// time: nothing of it is releasable, however little is in use.
     pub fn releasable(&self) -> Option<u64> {
+        if self.framework.keeps_its_pool() {
+            return self.cached_free.map(|_| 0);
+        }
+        self.reusable()
+    }
+
+    /// Cached bytes the process itself can allocate from again: cached free minus what is
+    /// stranded in split blocks.
+    pub fn reusable(&self) -> Option<u64> {
         let free = self.cached_free?;
         Some(free.saturating_sub(self.stranded.unwrap_or(0)))
     }

@@ -261,6 +261,7 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
             reserved: points(&h.reserved),
             stranded: points(&h.stranded),
             limit: points(&h.limit),
+            peak: points(&h.peak),
         }),
         host_memory_last: t
             .host_last

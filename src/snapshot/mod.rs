@@ -252,6 +252,9 @@ pub struct PoolHistoryDoc {
     pub reserved: Vec<Point>,
     pub stranded: Vec<Point>,
     pub limit: Vec<Point>,
+    /// The framework's peak of allocated memory; absent in older snapshots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak: Vec<Point>,
 }
 
 /// Host memory as last read before the process's address space went away.

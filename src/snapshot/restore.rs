@@ -194,6 +194,7 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
             reserved: ring(&h.reserved, cap),
             stranded: ring(&h.stranded, cap),
             limit: ring(&h.limit, cap),
+            peak: ring(&h.peak, cap),
             retries_at: Vec::new(),
         }),
         host_last: p.host_memory_last.as_ref().map(|h| HostMemory {

@@ -67,6 +67,27 @@ class Torch(ProbeTest):
         self.assertEqual((dev["index"], dev["largest_free_block"], dev["limit"]), (1, None, None))
         self.assertEqual(snapshots, 0)
 
+    def test_under_expandable_segments_the_snapshot_follows_cached_free(self):
+        # inactive_split_bytes stays 0 under expandable segments: 700 MiB cached free decides.
+        stats = dict(TORCH_STATS, **{"inactive_split_bytes.all.current": 0})
+        script = self.fakes_job("""
+            import torch
+            torch.cuda._snapshot = [
+                {"device": 1, "blocks": [{"state": "inactive", "size": 8 << 20},
+                                         {"state": "active_allocated", "size": 8 << 20},
+                                         {"state": "inactive", "size": 8 << 20}]}]
+            torch.cuda._stats = {1: %r}
+            torch.cuda._initialized = True
+            print(json.dumps([wait_tick(), torch.cuda._snapshot_calls]))
+        """ % stats)
+        for conf, snapshots, largest in (("expandable_segments:True", 1, 8 * MiB),
+                                         ("max_split_size_mb:128", 0, None)):
+            with self.subTest(conf=conf):
+                doc, calls = self.output_json(script, PYTORCH_CUDA_ALLOC_CONF=conf)
+                (dev,) = frameworks(doc)["pytorch"]["devices"]
+                self.assertEqual((dev["stranded"], dev["largest_free_block"], calls),
+                                 (0, largest, snapshots))
+
     def test_a_failing_stats_call_is_recorded_and_the_job_sees_nothing(self):
         script = self.fakes_job("""
             import torch, time

@@ -43,9 +43,10 @@ Rules it keeps, since it runs inside other people's jobs:
   multi-threaded process because of it) and restarts it in the parent and in the child; the
   child writes under its own pid. At exit it waits at most 0.5 s for a write in progress.
 - Bounded work per tick: one statistics call per framework device and one failed openat of the
-  request file; torch's memory snapshot only when stranded bytes are large, at most every 10 s,
-  and less often or never when it is slow. Maps only when asked (at most one every 5 s, less
-  often when slow) and at an OOM (at most one a second), bounded to 2048 runs and 1 MiB.
+  request file; torch's memory snapshot only when stranded bytes (under expandable segments,
+  cached free bytes) are large, at most every 10 s, and less often or never when it is slow. Maps
+  only when asked (at most one every 5 s, less often when slow) and at an OOM (at most one a
+  second), bounded to 2048 runs and 1 MiB.
 No hook runs under ``python -S``, ``-E`` or ``-I``.
 """
 
@@ -277,11 +278,21 @@ def _read_torch(probe, torch):
     return devices
 
 
+def _expandable():
+    """Whether PyTorch's allocator runs with expandable segments, from the variable that configures
+    it (the first one set): its free blocks are then never counted as inactive split bytes."""
+    conf = os.environ.get("PYTORCH_ALLOC_CONF") or os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or ""
+    return "expandable_segments:true" in conf.replace(" ", "").lower()
+
+
 def _torch_largest_free(probe, cuda, devices):
-    """Largest free block from memory_snapshot(): rare, timed, and given up when slow."""
+    """Largest free block from memory_snapshot(): rare, timed, and given up when slow. Taken when
+    much is stranded in split blocks, or, under expandable segments (where nothing is), when much
+    of the pool is cached free."""
     import time
     now = time.monotonic()
-    large = any((d["stranded"] or 0) >= _STRANDED_FOR_SNAPSHOT for d in devices)
+    key = "cached_free" if _expandable() else "stranded"
+    large = any((d[key] or 0) >= _STRANDED_FOR_SNAPSHOT for d in devices)
     if large and now >= probe.snap_next:
         began = time.perf_counter()
         try:

@@ -1,0 +1,224 @@
+//! Idle preallocated pools on scripted sequences: a JAX neighbour holding the GPU at a
+//! device-full OOM is the OOM's first cause and first remedy, its pool is never called
+//! releasable, and a JAX job with default preallocation that never fails raises no warning.
+
+use std::collections::BTreeMap;
+
+use crate::model::{Alert, Config, Event, Level, Machine};
+use crate::oom::parse_all;
+use crate::pipeline;
+use crate::sample::{Framework, GpuSample, Pool, ProcessSample, Reading, Sample};
+use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
+
+const T0: u64 = 1_763_812_900_000;
+const TORCH_OOM: &str = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 300.00 MiB is free. Of the allocated memory 18.50 GiB is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but unallocated.";
+
+fn jax_pool(in_use: u64, pool: u64) -> Pool {
+    Pool {
+        framework: Framework::Jax,
+        version: None,
+        at_ms: T0,
+        allocated: Some(in_use),
+        reserved: Some(pool),
+        cached_free: Some(pool - in_use),
+        stranded: None,
+        largest_free_block: Some(pool - in_use),
+        largest_alloc: None,
+        limit: Some(pool),
+        peak_allocated: Some(in_use),
+        peak_reserved: None,
+        alloc_retries: None,
+        ooms: None,
+    }
+}
+
+fn torch_pool(allocated: u64) -> Pool {
+    Pool {
+        framework: Framework::Pytorch,
+        allocated: Some(allocated),
+        reserved: Some(allocated + 20 * MIB),
+        cached_free: Some(20 * MIB),
+        stranded: Some(0),
+        largest_free_block: None,
+        limit: None,
+        peak_allocated: Some(allocated),
+        alloc_retries: Some(0),
+        ooms: Some(0),
+        ..jax_pool(0, 0)
+    }
+}
+
+fn jax(g: &GpuSample, held: u64, pool: Option<Pool>, env: &[(&str, &str)]) -> ProcessSample {
+    let mut p = process(410, g, held, Framework::Jax, "python3 /srv/serve_jax.py");
+    p.settings = Reading::Value(
+        env.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+    );
+    if let Some(pool) = pool {
+        p.pool = Reading::Value(pool);
+    }
+    p
+}
+
+/// A PyTorch job (pid 420) loading weights at 1 GiB a second beside a JAX process whose
+/// preallocated pool holds 59.4 GiB, until the GPU is full and it fails.
+fn weights_beside_jax(jax_probed: bool, env: &[(&str, &str)]) -> Vec<Alert> {
+    let jax_held = 59 * GIB + 400 * MIB;
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    pipeline::apply(&mut m, Event::Started(machine()));
+    for k in 0..20u64 {
+        let torch = (2 * GIB + k * GIB).min(18 * GIB + 512 * MIB);
+        let g = gpu(
+            0,
+            80 * GIB,
+            (jax_held + torch + GIB).min(80 * GIB - 300 * MIB),
+            0,
+        );
+        let pool = jax_probed.then(|| jax_pool(4 * MIB, jax_held));
+        let mut t = process(
+            420,
+            &g,
+            torch + 500 * MIB,
+            Framework::Pytorch,
+            "python3 load.py",
+        );
+        t.pool = Reading::Value(torch_pool(torch));
+        let at = T0 + k * 1000;
+        let failures = if k == 19 {
+            let f = parse_all(TORCH_OOM.as_bytes()).remove(0);
+            vec![f.into_failure(at, "load.out", Some(420))]
+        } else {
+            Vec::new()
+        };
+        let s = Sample {
+            at_ms: at,
+            gpus: vec![g.clone()],
+            processes: vec![jax(&g, jax_held + 500 * MIB, pool, env), t],
+            failures,
+            notices: Vec::new(),
+        };
+        pipeline::apply(&mut m, Event::Sample(s));
+    }
+    m.alerts.into_iter().rev().collect()
+}
+
+fn failure(alerts: &[Alert]) -> &Alert {
+    alerts.iter().find(|a| a.level == Level::Failure).unwrap()
+}
+
+#[test]
+fn a_jax_neighbours_idle_pool_is_the_oom_s_first_cause_and_first_remedy() {
+    let alerts = weights_beside_jax(true, &[]);
+    let f = failure(&alerts);
+    assert_eq!(f.class, "device-full");
+    assert!(
+        f.title.starts_with(
+            "pid 420 PyTorch OOM: device-full, pid 410 JAX (python3 serve_jax.py) holds 59.39 GiB preallocated, 4.00 MiB in use: restart it with XLA_PYTHON_CLIENT_PREALLOCATE=false;"
+        ),
+        "{}",
+        f.title
+    );
+    assert!(!f.title.contains("leak"), "{}", f.title);
+    let remedy = f.remedy.as_deref().unwrap();
+    assert!(
+        remedy.starts_with("Restart pid 410 with XLA_PYTHON_CLIENT_PREALLOCATE=false, or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION, so its pool holds only what it uses: it holds 59.39 GiB it does not use, and a running JAX process never gives its pool back."),
+        "{remedy}"
+    );
+    // Loading weights climbed too: said after the neighbour, never first.
+    assert!(
+        f.evidence[0].starts_with("the memory it needed sat idle"),
+        "{:?}",
+        f.evidence
+    );
+    // Before the failure: the idle pool was warned, and never called releasable.
+    let warned = alerts
+        .iter()
+        .find(|a| a.class == "idle-preallocation")
+        .expect("a warning before the OOM");
+    assert_eq!(warned.pid, Some(410));
+    // As soon as the GPU is seen filling (the loader's climb reaches its free memory soon), not
+    // when it is already short.
+    assert!(
+        warned.at_ms + 5_000 <= f.at_ms,
+        "warned {} ms before",
+        f.at_ms - warned.at_ms
+    );
+    assert!(
+        warned.title.starts_with(
+            "pid 410 JAX holds 59.39 GiB idle in its preallocated pool while GPU0 fills"
+        ),
+        "{}",
+        warned.title
+    );
+    assert!(
+        alerts.iter().all(|a| !a.title.contains("could release")),
+        "{alerts:?}"
+    );
+    assert!(alerts.iter().all(|a| a.class != "releasable-cache"));
+}
+
+#[test]
+fn an_unprobed_jax_neighbour_is_named_from_its_framework_and_settings() {
+    let alerts = weights_beside_jax(false, &[("XLA_PYTHON_CLIENT_MEM_FRACTION", ".75")]);
+    let f = failure(&alerts);
+    assert!(
+        f.title
+            .contains("pid 410 JAX (python3 serve_jax.py) holds 59.88 GiB preallocated, in use unknown (no allocator probe)"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.remedy.as_deref().unwrap().contains(
+            "a smaller XLA_PYTHON_CLIENT_MEM_FRACTION (now XLA_PYTHON_CLIENT_MEM_FRACTION=.75)"
+        ),
+        "{:?}",
+        f.remedy
+    );
+    // Preallocation switched off: its memory is in use, not an idle pool; the OOM says so.
+    let alerts = weights_beside_jax(false, &[("XLA_PYTHON_CLIENT_PREALLOCATE", "false")]);
+    let f = failure(&alerts);
+    assert!(!f.title.contains("pid 410 JAX"), "{}", f.title);
+    assert!(
+        f.remedy
+            .as_deref()
+            .unwrap()
+            .starts_with("Find what keeps memory alive")
+    );
+}
+
+#[test]
+fn a_jax_job_with_default_preallocation_that_never_fails_raises_no_warning() {
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    pipeline::apply(&mut m, Event::Started(machine()));
+    for k in 0..120u64 {
+        // 60 GiB preallocated, its use swinging between 2 and 14 GiB; a small torch job beside
+        // it, and 16 GiB of the GPU still free.
+        let in_use = 2 * GIB + (k % 7) * 2 * GIB;
+        let g = gpu(0, 80 * GIB, 64 * GIB, 0);
+        let mut t = process(420, &g, 3 * GIB, Framework::Pytorch, "python3 eval.py");
+        t.pool = Reading::Value(torch_pool(2 * GIB));
+        let s = Sample {
+            at_ms: T0 + k * 1000,
+            gpus: vec![g.clone()],
+            processes: vec![
+                jax(
+                    &g,
+                    60 * GIB + 500 * MIB,
+                    Some(jax_pool(in_use, 60 * GIB)),
+                    &[],
+                ),
+                t,
+            ],
+            failures: Vec::new(),
+            notices: Vec::new(),
+        };
+        pipeline::apply(&mut m, Event::Sample(s));
+    }
+    let warnings: Vec<&Alert> = m
+        .alerts
+        .iter()
+        .filter(|a| matches!(a.level, Level::Suspected | Level::Failure))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
