@@ -29,6 +29,9 @@ pub struct Failure {
     /// The numbers the message printed.
     #[serde(default, skip_serializing_if = "Numbers::is_empty")]
     pub numbers: Numbers,
+    /// A memory fault that is not an OOM (an illegal address, an ECC error, …); `None` for an OOM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<crate::oom::fault::FaultKind>,
 }
 
 /// The framework whose message it was.
@@ -41,6 +44,8 @@ pub enum Dialect {
     Cupy,
     /// A raw CUDA runtime/driver/library error.
     Cuda,
+    /// NCCL's wrapping of a CUDA error.
+    Nccl,
 }
 
 impl Dialect {
@@ -51,6 +56,7 @@ impl Dialect {
             Dialect::Jax => "JAX",
             Dialect::Cupy => "CuPy",
             Dialect::Cuda => "CUDA",
+            Dialect::Nccl => "NCCL",
         }
     }
 }
@@ -220,6 +226,7 @@ mod tests {
             source: None,
             allocator: None,
             numbers: Numbers::default(),
+            fault: None,
         };
         let json = serde_json::to_string(&f).unwrap();
         assert_eq!(

@@ -313,6 +313,7 @@ fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
         temperature_c: Reading::na(NOT_QUERIED),
         power_mw: Reading::na(NOT_QUERIED),
         mig: Vec::new(),
+        health: None,
     }
 }
 
@@ -379,6 +380,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             processes,
             failures: Vec::new(),
             notices: Vec::new(),
+            events: Vec::new(),
         },
         alerts: acc.alerts,
         selector,

@@ -131,6 +131,7 @@ mod tests {
                 processes,
                 failures: Vec::new(),
                 notices: Vec::new(),
+                events: Vec::new(),
             })));
         }
         let cause = |s: &State| {

@@ -131,6 +131,7 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
             temperature_c: join(g.temperature_c, "temperature_c", na),
             power_mw: join(g.power_mw, "power_mw", na),
             mig: g.mig.iter().map(mig).collect(),
+            health: None,
         },
         used,
         lost_since_ms,

@@ -108,6 +108,7 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
             processes,
             failures,
             notices: probes.notices,
+            events: Vec::new(),
         })
     }
 }

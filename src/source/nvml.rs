@@ -218,6 +218,7 @@ fn read_gpu(
         })),
         power_mw: field(time("nvml.power_usage", || dev.power_usage())),
         mig,
+        health: None,
     });
     true
 }
