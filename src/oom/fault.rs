@@ -109,10 +109,9 @@ pub(super) fn parse(line: &str) -> Option<Event> {
     let at = c.get(0).map_or(0, |m| m.start());
     // The error's own text: from the exception's name (`torch.AcceleratorError: …`) where it is
     // on the line, else from the end of a log prefix (`E1124 … cuda_executor.cc:12]`).
-    let start = line.get(..at).map_or(0, |head| {
-        head.rfind(|ch: char| ch == ']' || ch == '>')
-            .map_or(0, |i| i + 1)
-    });
+    let start = line
+        .get(..at)
+        .map_or(0, |head| head.rfind([']', '>']).map_or(0, |i| i + 1));
     Some(Event {
         kind: Kind::Complete,
         family: Family::Fault,
