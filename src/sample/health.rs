@@ -119,8 +119,6 @@ impl From<HealthWire> for Health {
 pub enum GpuEventKind {
     /// An Xid error; `code` is `None` where NVML could not say which (its 999).
     Xid { code: Option<u64> },
-    /// NVML's single-bit (corrected) ECC error event.
-    EccCorrected,
     /// NVML's double-bit (uncorrected) ECC error event.
     EccUncorrected,
     /// NVML's DRAM retirement (row remap) event.
