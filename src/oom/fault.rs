@@ -81,9 +81,14 @@ fn dialect(line: &str) -> Dialect {
         Dialect::Cupy
     } else if has("tensorflow") || has("InternalError") {
         Dialect::Tensorflow
-    } else if has("XlaRuntimeError") || has("JaxRuntimeError") || has("jax") || has("xla") {
+    } else if has("XlaRuntimeError")
+        || has("JaxRuntimeError")
+        || has("jax")
+        || has("xla")
+        || has("pjrt")
+    {
         Dialect::Jax
-    } else if has("torch") || has("CUDA error: ") || has("c10::") {
+    } else if has("torch") || has("c10::") || (has("CUDA error: ") && !has("CUDA_ERROR_")) {
         Dialect::Pytorch
     } else {
         Dialect::Cuda
