@@ -182,7 +182,7 @@ fn an_xid_for_a_gpu_no_longer_listed_and_an_unknown_code() {
         origin: EventOrigin::Kernel,
         detail: Some("GPU has fallen off the bus.".into()),
     };
-    let a = &alerts(&[e.clone()], &m)[0];
+    let a = &alerts(std::slice::from_ref(&e), &m)[0];
     assert_eq!(
         a.title,
         "Xid 79 (GPU has fallen off the bus) on the GPU at PCI 0000:3b:00 (not listed by NVML) at 03:12:07"
