@@ -24,7 +24,19 @@ pub enum Trouble {
 }
 
 impl Trouble {
-    /// A few words for the GPU's line.
+    /// As short as the GPU's line needs it: "2 ECC uncorr", "remap pending".
+    pub fn short(self) -> String {
+        match self {
+            Trouble::Uncorrected(n) => format!("{n} ECC uncorr"),
+            Trouble::RemapPending => "remap pending".into(),
+            Trouble::RemapFailure => "remap failed".into(),
+            Trouble::RetirementPending => "retire pending".into(),
+            Trouble::EccOff => "ECC off".into(),
+            Trouble::EccChanging(on) => format!("ECC {} at reset", if on { "on" } else { "off" }),
+        }
+    }
+
+    /// In a few words, for alerts and text.
     pub fn words(self) -> String {
         match self {
             Trouble::Uncorrected(n) => {
@@ -41,14 +53,10 @@ impl Trouble {
     }
 }
 
-/// What is worth saying about `h` on a GPU named `name`; empty when all is well (or unread).
+/// What is worth saying about `h` on a GPU named `name`, what needs doing first; empty when all
+/// is well (or unread).
 pub fn troubles(h: &Health, name: &str) -> Vec<Trouble> {
     let mut out = Vec::new();
-    if let Some(n) = h.ecc_volatile.value().map(|c| c.uncorrected)
-        && n > 0
-    {
-        out.push(Trouble::Uncorrected(n));
-    }
     if let Some(r) = h.remapped_rows.value() {
         if r.failure {
             out.push(Trouble::RemapFailure);
@@ -59,6 +67,11 @@ pub fn troubles(h: &Health, name: &str) -> Vec<Trouble> {
     }
     if h.retired_pages.value().is_some_and(|p| p.pending) {
         out.push(Trouble::RetirementPending);
+    }
+    if let Some(n) = h.ecc_volatile.value().map(|c| c.uncorrected)
+        && n > 0
+    {
+        out.push(Trouble::Uncorrected(n));
     }
     if let Some(m) = h.ecc_mode.value() {
         let usually_on = ECC_ON_BY_DEFAULT.iter().any(|b| name.contains(b));
@@ -150,13 +163,13 @@ mod tests {
         assert_eq!(
             t,
             vec![
-                Trouble::Uncorrected(2),
                 Trouble::RemapPending,
+                Trouble::Uncorrected(2),
                 Trouble::EccOff,
                 Trouble::EccChanging(true)
             ]
         );
-        assert_eq!(t[0].words(), "2 uncorrected ECC errors");
+        assert_eq!(t[1].words(), "2 uncorrected ECC errors");
         // A consumer board with ECC off is as it ships.
         assert!(!troubles(&h, "NVIDIA GeForce RTX 4090").contains(&Trouble::EccOff));
     }
