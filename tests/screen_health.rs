@@ -153,3 +153,37 @@ fn the_alerts_pane_and_the_faults_detail() {
     s.update(Msg::Action(Action::TogglePane));
     check("health_alerts_pane", &s);
 }
+
+#[test]
+fn the_snapshot_carries_health_and_xids_valid_read_back_and_in_text() {
+    let s = state(30);
+    let snap = gpumon::snapshot::Snapshot::from_state(&s, T0 + 30_000);
+    let doc = serde_json::to_value(&snap).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../assets/snapshot.schema.json")).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let gpu1 = &doc["gpus"][1];
+    assert_eq!(gpu1["health"]["remapped_rows"]["pending"], true);
+    assert_eq!(gpu1["health"]["retired_pages"], serde_json::Value::Null);
+    assert_eq!(
+        gpu1["health"]["unavailable"]["retired_pages"],
+        "not supported on this GPU"
+    );
+    assert_eq!(gpu1["xid"]["last_code"], 48);
+    assert!(doc["gpus"][0].get("xid").is_none(), "absent when none");
+    // Back into a machine (what `gpumon diff` and remote hosts read): the same troubles.
+    let back = snap.to_machine(&Config::new(1000, 60_000));
+    let uuid = snap.gpus[1].uuid.clone();
+    assert_eq!(back.gpus[&uuid].troubles, s.machine().gpus[&uuid].troubles);
+    assert_eq!(back.gpus[&uuid].xids, s.machine().gpus[&uuid].xids);
+    let text = gpumon::snapshot::text::render(&snap);
+    // The paragraph is wrapped at 80 columns.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        text.contains("remapped rows 0 corrected, 1 uncorrected, a remap pending (reset the GPU)"),
+        "{text}"
+    );
+    assert!(text.contains("Xid: 1 heard, the last 48 at"), "{text}");
+}

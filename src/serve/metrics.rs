@@ -87,7 +87,6 @@ impl Collector for Scrape {
             labels.push(("class", class.into()));
             ConstCounter::new(n).encode(fam.encode_family(&labels)?)?;
         }
-        drop(fam);
         health::faults(&mut enc, &self.published.ooms, host)?;
         let active = active_alerts(s);
         let series: Vec<(Labels, &u64)> = active
