@@ -13,20 +13,36 @@ use crate::oom::fault::FaultKind;
 use crate::oom::xid::{self, Blame};
 use crate::sample::GpuEvent;
 
-/// The Xid of `pid` (or else of GPU `uuid`) nearest `at_ms` within `JOIN_MS`.
+/// The Xid of `pid` (or else of GPU `uuid`) nearest `at_ms` within `JOIN_MS`. A fault known by
+/// neither (a log given with `--log`, no process behind it) takes the nearest Xid when every Xid
+/// of that time is on one GPU.
 pub fn xid_near<'a>(
     events: impl Iterator<Item = &'a GpuEvent>,
     pid: Option<u32>,
     uuid: Option<&str>,
     at_ms: u64,
 ) -> Option<&'a GpuEvent> {
-    events
+    let near: Vec<&GpuEvent> = events
         .filter(|e| e.xid().is_some() && e.at_ms.abs_diff(at_ms) <= JOIN_MS)
+        .collect();
+    let nearest = |v: Vec<&'a GpuEvent>| v.into_iter().min_by_key(|e| e.at_ms.abs_diff(at_ms));
+    let matched: Vec<&GpuEvent> = near
+        .iter()
+        .copied()
         .filter(|e| match (e.pid, pid) {
             (Some(x), Some(y)) => x == y,
             _ => uuid.is_some() && e.gpu_uuid.as_deref() == uuid,
         })
-        .min_by_key(|e| e.at_ms.abs_diff(at_ms))
+        .collect();
+    if !matched.is_empty() {
+        return nearest(matched);
+    }
+    let one_gpu = near.first().is_some_and(|first| {
+        first.gpu_uuid.is_some() && near.iter().all(|e| e.gpu_uuid == first.gpu_uuid)
+    });
+    (pid.is_none() && uuid.is_none() && one_gpu)
+        .then(|| nearest(near))
+        .flatten()
 }
 
 /// The alert for `f`, a fault of `kind`.

@@ -150,6 +150,22 @@ mod tests {
     }
 
     #[test]
+    fn the_h100s_own_nvrm_records_are_no_xid() {
+        // /dev/kmsg on the H100 (driver 580.159.04), read as root: NVRM records, none an Xid.
+        for raw in [
+            "3,355,1283625,-;NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)  ",
+            "4,356,2173296,c;NVRM: gpuClearFbhubPoisonIntrForBug2924523_GA100: FBHUB Interrupt detected. Clearing it.",
+            "4,357,4404354,c;NVRM: Persistence mode is deprecated and will be removed in a future release. Please use nvidia-persistenced instead.",
+        ] {
+            assert_eq!(
+                record(raw.as_bytes(), 10_000_000, Some(5_000_000)),
+                None,
+                "{raw}"
+            );
+        }
+    }
+
+    #[test]
     fn an_unreadable_kernel_log_is_said_once() {
         let mut feed = EventFeed::default();
         let dir = tempfile::tempdir().unwrap();

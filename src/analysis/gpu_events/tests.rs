@@ -211,3 +211,32 @@ fn health_alerts_are_raised_once_per_gpu() {
     );
     assert!(crate::analysis::health::alerts(&m, T + 1000).is_empty());
 }
+
+#[test]
+fn a_fault_from_a_log_without_a_process_takes_the_xid_of_the_only_gpu_that_had_one() {
+    let base = machine(false, Vec::new());
+    let m = machine(false, vec![xid(31, &base, 2, Some(514))]);
+    let mut f = fault(
+        FaultKind::IllegalAddress,
+        "cupy_backends.cuda.api.driver.CUDADriverError: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
+    );
+    f.pid = None;
+    let a = crate::analysis::fault::alert(&f, FaultKind::IllegalAddress, &m);
+    assert!(
+        a.title
+            .starts_with("an illegal memory access (Xid 31) in the process"),
+        "{}",
+        a.title
+    );
+    assert_eq!(
+        a.gpu_uuid.as_deref(),
+        Some(base.gpus_in_order()[2].sample.uuid.as_str())
+    );
+    // Two GPUs with Xids at that time: no guess.
+    let two = machine(
+        false,
+        vec![xid(31, &base, 2, Some(514)), xid(31, &base, 0, Some(600))],
+    );
+    let b = crate::analysis::fault::alert(&f, FaultKind::IllegalAddress, &two);
+    assert_eq!(b.confidence.as_deref(), Some("likely"));
+}
