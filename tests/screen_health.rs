@@ -5,8 +5,8 @@
 
 use gpumon::input::Action;
 use gpumon::model::{Config, Event};
+use gpumon::oom::failure::FaultKind;
 use gpumon::oom::failure::{Dialect, Failure};
-use gpumon::oom::fault::FaultKind;
 use gpumon::sample::health::{EccCount, EccMode, EventOrigin, GpuEventKind, Health, RemappedRows};
 use gpumon::sample::{GpuEvent, Reading, Sample};
 use gpumon::screen::{Msg, State};

@@ -8,8 +8,8 @@ use crate::analysis::gpu_events::{JOIN_MS, gpu_label, remedy};
 use crate::model::health::Trouble;
 use crate::model::units::clock;
 use crate::model::{Alert, Level, Machine};
+use crate::oom::failure::FaultKind;
 use crate::oom::failure::{Dialect, Failure};
-use crate::oom::fault::FaultKind;
 use crate::oom::xid::{self, Blame};
 use crate::sample::GpuEvent;
 

@@ -5,50 +5,9 @@
 use std::sync::LazyLock;
 
 use regex_lite::Regex;
-use serde::{Deserialize, Serialize};
 
 use super::{Event, Family, Kind, re};
-use crate::oom::failure::{Dialect, Numbers};
-
-/// What CUDA said went wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultKind {
-    /// `cudaErrorIllegalAddress` (700): a kernel touched memory it does not own.
-    IllegalAddress,
-    /// `cudaErrorMisalignedAddress` (716).
-    MisalignedAddress,
-    /// `cudaErrorECCUncorrectable` (214): the GPU's memory failed.
-    UncorrectableEcc,
-    /// `cudaErrorLaunchFailure` (719): a kernel died (often a bad pointer).
-    LaunchFailure,
-    /// `cudaErrorAssert` (710): an assert in a kernel (often an index out of range).
-    DeviceAssert,
-}
-
-impl FaultKind {
-    /// The class name alerts and `explain` use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FaultKind::IllegalAddress => "illegal-address",
-            FaultKind::MisalignedAddress => "misaligned-address",
-            FaultKind::UncorrectableEcc => "uncorrectable-ecc",
-            FaultKind::LaunchFailure => "launch-failure",
-            FaultKind::DeviceAssert => "device-assert",
-        }
-    }
-
-    /// In words, as a sentence's object ("died of …").
-    pub fn words(self) -> &'static str {
-        match self {
-            FaultKind::IllegalAddress => "an illegal memory access",
-            FaultKind::MisalignedAddress => "a misaligned memory access",
-            FaultKind::UncorrectableEcc => "an uncorrectable ECC error",
-            FaultKind::LaunchFailure => "an unspecified launch failure",
-            FaultKind::DeviceAssert => "a device-side assert",
-        }
-    }
-}
+use crate::oom::failure::{Dialect, FaultKind, Numbers};
 
 static FAULT: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(

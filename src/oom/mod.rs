@@ -86,7 +86,7 @@ pub struct Parsed {
     pub allocator: Option<Allocator>,
     pub numbers: Numbers,
     /// A memory fault that is not an OOM (an illegal address, an ECC error, …).
-    pub fault: Option<fault::FaultKind>,
+    pub fault: Option<crate::oom::failure::FaultKind>,
 }
 
 impl Parsed {
@@ -143,7 +143,7 @@ pub(crate) struct Event {
     /// Identifies a repeat when the request alone does not.
     pub key: Option<String>,
     /// A memory fault that is not an OOM.
-    pub fault: Option<fault::FaultKind>,
+    pub fault: Option<crate::oom::failure::FaultKind>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

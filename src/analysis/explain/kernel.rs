@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::gpu_events::remedy;
 use crate::model::units::clock;
-use crate::oom::fault::FaultKind;
+use crate::oom::failure::FaultKind;
 use crate::oom::xid::{self, Blame, KernelXid};
 
 /// One Xid line of a kernel log (the JSON shape).

@@ -1,8 +1,11 @@
+//! GPU events and memory faults into alerts: an ECC death on a GPU with a remap pending, an
+//! illegal access with its Xid 31, an Xid for a GPU no longer listed, health alerts raised once.
+
 use super::*;
 use crate::analysis::findings;
 use crate::model::{Config, Event};
+use crate::oom::failure::FaultKind;
 use crate::oom::failure::{Dialect, Failure};
-use crate::oom::fault::FaultKind;
 use crate::pipeline::apply;
 use crate::sample::Reading;
 use crate::sample::health::{EccCount, EccMode, Health, RemappedRows};

@@ -1,3 +1,6 @@
+//! The event feed: scripted sources on their own threads, a storm capped and counted, a dropped
+//! feed stopping its source, NVML's and the kernel's reports of one Xid merged.
+
 use std::time::{Duration, Instant};
 
 use super::*;

@@ -1,3 +1,6 @@
+//! NVML's event types and data in gpumon's terms, and the wait: a GPU lost mid-wait said once,
+//! retried, then given up; a dropped feed ending it.
+
 use std::collections::VecDeque;
 
 use super::*;
