@@ -21,6 +21,18 @@ pub const FAULT_CLASSES: [&str; 5] = [
     "device-assert",
 ];
 
+/// The classes of the alerts about a GPU's health and events (not risks to a job's memory).
+pub const HEALTH_CLASSES: [&str; 8] = [
+    "xid",
+    "ecc-uncorrected-event",
+    "remap-event",
+    "remap-failure-event",
+    "remap-failure",
+    "remap-pending",
+    "retirement-pending",
+    "ecc-uncorrected",
+];
+
 /// One alert per event.
 pub fn alerts(events: &[GpuEvent], machine: &Machine) -> Vec<Alert> {
     events.iter().map(|e| alert(e, machine)).collect()
