@@ -98,3 +98,104 @@ fn a_kernel_log_alone_and_a_log_cut_mid_line() {
     let cut = explain(&["cut-mid-line.log"]);
     assert_eq!(cut, "no allocation failures found\n");
 }
+
+/// A recording of the live path (what `gpumon record` writes): pid 4121 on GPU0, the kernel's
+/// Xid 31 for it, then its log's illegal access a second later; `explain` replays it into one
+/// joined verdict, and its Xid alert.
+#[test]
+fn a_recordings_fault_is_joined_with_the_recorded_xid() {
+    use gpumon::oom::failure::{Dialect, Failure, FaultKind};
+    use gpumon::sample::GpuEvent;
+    use gpumon::sample::health::{EventOrigin, GpuEventKind};
+    use gpumon::source::scripted::build::{GIB, gpu, machine, process};
+    use gpumon::source::{Framework, Sample};
+
+    const T0: u64 = 1_795_835_520_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fault.ndjson");
+    let file = std::fs::File::create(&path).unwrap();
+    let header = gpumon::recording::Header::new(machine(), 1000);
+    let mut w = gpumon::recording::Writer::new(file, &header).unwrap();
+    let g0 = gpu(0, 80 * GIB, 10 * GIB, GIB);
+    for k in 0..10u64 {
+        let at_ms = T0 + k * 1000;
+        let events = if k == 5 {
+            vec![GpuEvent {
+                at_ms: at_ms - 500,
+                gpu_uuid: Some(g0.uuid.clone()),
+                pci: Some("0000:19:00".into()),
+                kind: GpuEventKind::Xid { code: Some(31) },
+                pid: Some(4121),
+                process: Some("python3".into()),
+                origin: EventOrigin::Nvml,
+                detail: Some("MMU Fault: ENGINE GRAPHICS faulted @ 0x83be_dbe00000".into()),
+            }]
+        } else {
+            Vec::new()
+        };
+        let failures = if k == 6 {
+            vec![Failure {
+                at_ms,
+                log: "/srv/log/4121.out".into(),
+                line: 8,
+                pid: Some(4121),
+                message:
+                    "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+                        .into(),
+                source: Some(Dialect::Pytorch),
+                allocator: None,
+                numbers: Default::default(),
+                fault: Some(FaultKind::IllegalAddress),
+            }]
+        } else {
+            Vec::new()
+        };
+        let processes = if k < 7 {
+            vec![process(
+                4121,
+                &g0,
+                9 * GIB,
+                Framework::Pytorch,
+                "python3 wild.py",
+            )]
+        } else {
+            Vec::new()
+        };
+        w.sample(&Sample {
+            at_ms,
+            gpus: vec![g0.clone()],
+            processes,
+            failures,
+            notices: Vec::new(),
+            events,
+        })
+        .unwrap();
+    }
+    drop(w);
+    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .args(["explain", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alerts = v["recordings"][0]["alerts"].as_array().unwrap();
+    let titles: Vec<&str> = alerts
+        .iter()
+        .map(|a| a["title"].as_str().unwrap())
+        .collect();
+    assert!(
+        titles.contains(&"an illegal memory access (Xid 31) in pid 4121: a bug in the program or one of its kernels, not the GPU"),
+        "{titles:#?}"
+    );
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("Xid 31 (GPU memory page fault) on GPU0 at")),
+        "{titles:#?}"
+    );
+}
