@@ -2,7 +2,8 @@
 # Issue 28 on a GPU machine: gpumon's memory-health readings against nvidia-smi, NVML event
 # registration, and real illegal-address faults (CuPy, and torch through a CuPy kernel) followed
 # by `gpumon record` and classified by `gpumon explain`, with whether an Xid arrived (kernel log
-# and gpumon's event wait). Changes no GPU setting. About 1-2 minutes.
+# and gpumon's event wait). Changes no GPU setting. About a minute (at most 3: each fault program
+# is given 60 s).
 # usage: GPUMON=/path/to/release/gpumon bash scripts/gpu/memory_health_check.sh OUTDIR
 # Writes OUTDIR/summary.json (the verdicts) beside every raw output it compared.
 set -u
@@ -22,15 +23,15 @@ nvidia-smi -q -x > "$out/nvsmi-q.xml" 2>&1
 dmesg 2>/dev/null | grep -c 'NVRM: Xid' > "$out/xid-lines-before.txt" || true
 : > "$out/fault-cupy-illegal.log"
 : > "$out/fault-torch-illegal.log"
-"$gpumon" record "$out/record.ndjson" --duration 75s \
+"$gpumon" record "$out/record.ndjson" --duration 170s \
   --log "$out/fault-cupy-illegal.log" --log "$out/fault-torch-illegal.log" \
   > "$out/record.out" 2>&1 &
 rec=$!
 sleep 5
-python3 "$here/memory_fault_programs.py" cupy-illegal >> "$out/fault-cupy-illegal.log" 2>&1
+timeout 60 python3 "$here/memory_fault_programs.py" cupy-illegal >> "$out/fault-cupy-illegal.log" 2>&1
 echo "exit $?" > "$out/fault-cupy-illegal.status"
 sleep 4
-python3 "$here/memory_fault_programs.py" torch-illegal >> "$out/fault-torch-illegal.log" 2>&1
+timeout 60 python3 "$here/memory_fault_programs.py" torch-illegal >> "$out/fault-torch-illegal.log" 2>&1
 echo "exit $?" > "$out/fault-torch-illegal.status"
 sleep 6
 kill -INT "$rec" 2>/dev/null
