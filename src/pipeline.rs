@@ -17,9 +17,10 @@ pub fn apply(machine: &mut Machine, event: Event) {
     if let Event::Sample(mut sample) = event {
         let failures = std::mem::take(&mut sample.failures);
         let notices = std::mem::take(&mut sample.notices);
+        let events = sample.events.clone();
         let at_ms = sample.at_ms;
         machine.ingest(sample);
-        let alerts = analysis::findings(machine, &failures, &notices, at_ms);
+        let alerts = analysis::findings(machine, &failures, &events, &notices, at_ms);
         machine.add_alerts(alerts);
     }
 }

@@ -41,6 +41,7 @@ fn snapshot(stranded: u64) -> Snapshot {
             processes: vec![p],
             failures: Vec::new(),
             notices: Vec::new(),
+            events: Vec::new(),
         }),
     );
     Snapshot::of_machine(&m, T0)

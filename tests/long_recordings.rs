@@ -30,6 +30,7 @@ fn sample(at_ms: u64) -> Sample {
         processes: vec![train],
         failures: vec![],
         notices: vec![],
+        events: Vec::new(),
     }
 }
 

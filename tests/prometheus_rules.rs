@@ -13,6 +13,14 @@ const METRICS: &[&str] = &[
     "gpumon_gpu_utilization_ratio",
     "gpumon_gpu_temperature_celsius",
     "gpumon_gpu_power_watts",
+    "gpumon_gpu_ecc_mode",
+    "gpumon_gpu_ecc_errors_total",
+    "gpumon_gpu_remapped_rows",
+    "gpumon_gpu_retired_pages",
+    "gpumon_gpu_xid_last_code",
+    "gpumon_gpu_xid_last_timestamp_seconds",
+    "gpumon_gpu_xid_events_total",
+    "gpumon_memory_faults_total",
     "gpumon_process_device_memory_bytes",
     "gpumon_process_virtual_memory_bytes",
     "gpumon_process_resident_memory_bytes",
@@ -61,7 +69,7 @@ fn promtool_checks_the_rules_their_unit_tests_and_the_example_config() {
     let script = asset("scripts/check_prometheus_assets.sh");
     let (ok, out) = run(Command::new("bash").arg(script).arg(&promtool));
     assert!(ok, "{out}");
-    assert!(out.contains("SUCCESS: 7 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 12 rules found"), "{out}");
 }
 
 #[test]

@@ -41,6 +41,20 @@ impl Class {
     }
 }
 
+/// Whether an alert's class is an OOM's (not a memory fault's, an Xid's or a risk's).
+pub fn is_oom(class: &str) -> bool {
+    [
+        Class::Fragmentation,
+        Class::Split,
+        Class::PoolLimit,
+        Class::DeviceFull,
+        Class::Driver,
+        Class::Unknown,
+    ]
+    .iter()
+    .any(|c| c.as_str() == class)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {

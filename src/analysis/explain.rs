@@ -1,5 +1,7 @@
 //! `gpumon explain LOG…`: every allocation failure in whole log files, classified from the
-//! message's own numbers (no state), as text for people (80 columns) or JSON. What a recording
+//! message's own numbers (no state), every memory fault that is not an OOM joined with the
+//! kernel's Xid line for it where the files given hold one (`kernel.rs`), and those Xid lines in
+//! words, as text for people (80 columns) or JSON. What a recording
 //! adds (the alerts its replay raised) is rendered by the caller and appended as [`Extra`].
 
 use std::fs::File;
@@ -8,12 +10,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::analysis::classify::{Class, Confidence, classify};
+use crate::analysis::classify::{Confidence, classify};
 use crate::analysis::context::Context;
 use crate::analysis::remedy::remedy;
 use crate::logs::lines::LineSplitter;
 use crate::oom::OomParser;
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
+use kernel::XidLine;
+
+mod kernel;
 
 pub use crate::format::Format;
 
@@ -35,12 +40,16 @@ struct Explained {
     line: u64,
     source: Option<Dialect>,
     allocator: Option<Allocator>,
-    class: Class,
+    /// An OOM's class (`fragmentation`, …) or a fault's (`illegal-address`, …).
+    class: String,
     confidence: Confidence,
     numbers: Numbers,
     evidence: Vec<String>,
     remedy: String,
     message: String,
+    /// The kernel's Xid line a memory fault is joined with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    xid: Option<XidLine>,
 }
 
 #[derive(Serialize)]
@@ -48,6 +57,9 @@ struct Report<'a> {
     schema: &'static str,
     logs: Vec<String>,
     failures: &'a [Explained],
+    /// The kernel's Xid lines in the files given; absent when none.
+    #[serde(skip_serializing_if = "<[XidLine]>::is_empty")]
+    xids: &'a [XidLine],
     /// Only there when recordings were given, so the report without them is unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     recordings: Option<serde_json::Value>,
@@ -69,37 +81,67 @@ pub fn explain(paths: &[PathBuf], format: Format) -> Result<String, ExplainError
 pub struct Logs {
     paths: Vec<String>,
     failures: Vec<Explained>,
+    xids: Vec<XidLine>,
 }
 
 /// Reads every file whole and classifies each failure in it; an unreadable file is an error.
 pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
-    let mut all = Vec::new();
+    let (mut failures, mut xids) = (Vec::new(), Vec::new());
     for p in paths {
         let name = p.display().to_string();
-        let failures = read(p).map_err(|source| ExplainError::Read {
+        let (found, lines) = read(p).map_err(|source| ExplainError::Read {
             path: name.clone(),
             source,
         })?;
-        all.extend(failures.into_iter().map(|f| {
+        failures.extend(found);
+        xids.extend(lines);
+    }
+    let all = failures
+        .into_iter()
+        .map(|f| {
             let ctx = Context::default();
-            let v = classify(&f, &ctx);
+            let (class, confidence, evidence, remedy, xid) = match f.fault {
+                Some(kind) => {
+                    let xid = kernel::joined(kind, &xids).cloned();
+                    let (class, evidence, remedy) = kernel::verdict(kind, xid.as_ref());
+                    let sure = if xid.is_some() {
+                        Confidence::Certain
+                    } else {
+                        Confidence::Likely
+                    };
+                    (class, sure, evidence, remedy, xid)
+                }
+                None => {
+                    let v = classify(&f, &ctx);
+                    let remedy = remedy(&f, &v, &ctx);
+                    (
+                        v.class.as_str().to_string(),
+                        v.confidence,
+                        v.evidence,
+                        remedy,
+                        None,
+                    )
+                }
+            };
             Explained {
-                remedy: remedy(&f, &v, &ctx),
+                remedy,
                 log: f.log,
                 line: f.line,
                 source: f.source,
                 allocator: f.allocator,
-                class: v.class,
-                confidence: v.confidence,
+                class,
+                confidence,
                 numbers: f.numbers,
-                evidence: v.evidence,
+                evidence,
                 message: f.message,
+                xid,
             }
-        }));
-    }
+        })
+        .collect();
     Ok(Logs {
         paths: paths.iter().map(|p| p.display().to_string()).collect(),
         failures: all,
+        xids,
     })
 }
 
@@ -111,43 +153,53 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
                 schema: "gpumon.explain/1",
                 logs: logs.paths.clone(),
                 failures: &logs.failures,
+                xids: &logs.xids,
                 recordings: extra.map(|e| e.json),
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
         Format::Text => match extra {
-            None => text(&logs.failures),
+            None => text(&logs.failures, &logs.xids),
             Some(e) if logs.paths.is_empty() => e.text,
-            Some(e) => format!("{}\n{}", text(&logs.failures), e.text),
+            Some(e) => format!("{}\n{}", text(&logs.failures, &logs.xids), e.text),
         },
     }
 }
 
-/// The failures of one file, in order.
-fn read(path: &Path) -> std::io::Result<Vec<Failure>> {
+/// The failures of one file, in order, and its kernel Xid lines.
+fn read(path: &Path) -> std::io::Result<(Vec<Failure>, Vec<XidLine>)> {
     let mut file = File::open(path)?;
     let log = path.display().to_string();
     let mut lines = LineSplitter::default();
     let mut parser = OomParser::new();
-    let mut found = Vec::new();
+    let (mut found, mut xids) = (Vec::new(), Vec::new());
+    let mut feed = |no: u64, l: &[u8]| {
+        parser.feed(no, l, &mut found);
+        if l.windows(4).any(|w| w == b"NVRM")
+            && let Some(x) = crate::oom::xid::parse_kernel_line(&crate::oom::clean(l))
+        {
+            xids.push(XidLine::new(&log, no, x));
+        }
+    };
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = file.read(&mut buf)?;
         if n == 0 {
             break;
         }
-        lines.push(&buf[..n], |no, l| parser.feed(no, l, &mut found));
+        lines.push(&buf[..n], &mut feed);
     }
-    lines.finish(|no, l| parser.feed(no, l, &mut found));
+    lines.finish(&mut feed);
     parser.flush(&mut found);
-    Ok(found
+    let failures = found
         .into_iter()
         .map(|p| p.into_failure(0, &log, None))
-        .collect())
+        .collect();
+    Ok((failures, xids))
 }
 
-fn text(all: &[Explained]) -> String {
-    if all.is_empty() {
+fn text(all: &[Explained], xids: &[XidLine]) -> String {
+    if all.is_empty() && xids.is_empty() {
         return "no allocation failures found\n".into();
     }
     let mut out = String::new();
@@ -173,9 +225,38 @@ fn text(all: &[Explained]) -> String {
         }
         out.push_str(&wrap(&e.remedy, "  remedy: ", "    "));
     }
-    out.push_str(&format!("\n{} allocation failure(s)\n", all.len()));
+    for (i, x) in xids.iter().enumerate() {
+        if i > 0 || !all.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&wrap(
+            &format!("{}:{}: {}", x.log, x.line, x.title()),
+            "",
+            "  ",
+        ));
+        for ev in x.meaning.iter().copied().chain(x.detail.as_deref()) {
+            out.push_str(&wrap(ev, "  - ", "    "));
+        }
+        out.push_str(&wrap(&x.remedy, "  remedy: ", "    "));
+    }
+    let faults = all
+        .iter()
+        .filter(|e| FAULTS.contains(&e.class.as_str()))
+        .count();
+    let mut count = format!("\n{} allocation failure(s)", all.len() - faults);
+    if faults > 0 {
+        count.push_str(&format!(", {faults} memory fault(s)"));
+    }
+    if !xids.is_empty() {
+        count.push_str(&format!(", {} Xid line(s) in the kernel log", xids.len()));
+    }
+    out.push_str(&count);
+    out.push('\n');
     out
 }
+
+/// The classes of memory faults that are not OOMs.
+const FAULTS: [&str; 5] = crate::analysis::gpu_events::FAULT_CLASSES;
 
 /// Advice frameworks append to their messages; the quote stops before it (the remedy says
 /// what applies to this failure).

@@ -5,8 +5,11 @@ pub mod causes;
 pub mod classify;
 pub mod context;
 pub mod explain;
+pub mod fault;
 pub mod filling;
+pub mod gpu_events;
 pub mod growth;
+pub mod health;
 pub mod idle;
 pub mod peaks;
 pub mod pool;
@@ -17,21 +20,25 @@ pub mod warnings;
 use crate::model::{Alert, Level, Machine};
 use crate::oom::failure::{Dialect, Failure};
 use crate::oom::sizes::human;
+use crate::sample::GpuEvent;
 use context::Context;
 
-/// Everything to raise after `machine` took in a sample at `at_ms` whose logs showed `failures`
-/// and whose source said `notices`: one alert per failure, the notices, then the risks its
-/// history and its allocator probes show (each raised once).
+/// Everything to raise after `machine` took in a sample at `at_ms` whose logs showed `failures`,
+/// whose GPUs reported `events` and whose source said `notices`: one alert per event and per
+/// failure (a memory fault joined with its Xid), the notices, then what the GPUs' health says and
+/// the risks the history and the allocator probes show (each raised once).
 pub fn findings(
     machine: &Machine,
     failures: &[Failure],
+    events: &[GpuEvent],
     notices: &[String],
     at_ms: u64,
 ) -> Vec<Alert> {
-    let mut alerts: Vec<Alert> = failures
-        .iter()
-        .map(|f| alert_for_failure(f, machine))
-        .collect();
+    let mut alerts = gpu_events::alerts(events, machine);
+    alerts.extend(failures.iter().map(|f| match f.fault {
+        Some(kind) => fault::alert(f, kind, machine),
+        None => alert_for_failure(f, machine),
+    }));
     alerts.extend(notices.iter().map(|n| Alert {
         at_ms,
         gpu_uuid: None,
@@ -43,6 +50,7 @@ pub fn findings(
         evidence: Vec::new(),
         remedy: None,
     }));
+    alerts.extend(health::alerts(machine, at_ms));
     let risks = warnings::scan(machine, &alerts, at_ms);
     alerts.extend(risks);
     alerts

@@ -159,10 +159,15 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
 fn outcomes(alerts: &mut [Raised]) {
     let failures: Vec<(u64, Option<u32>, Option<String>, String)> = alerts
         .iter()
-        .filter(|a| a.level == Level::Failure)
+        .filter(|a| a.level == Level::Failure && crate::analysis::classify::is_oom(&a.class))
         .map(|a| (a.at_ms, a.pid, a.gpu_uuid.clone(), a.class.clone()))
         .collect();
-    for a in alerts.iter_mut().filter(|a| a.level == Level::Suspected) {
+    // A GPU's health is no risk of an OOM: it gets no outcome.
+    let health = crate::analysis::gpu_events::HEALTH_CLASSES;
+    for a in alerts
+        .iter_mut()
+        .filter(|a| a.level == Level::Suspected && !health.contains(&a.class.as_str()))
+    {
         let for_the_gpu = a.pid.is_none()
             || matches!(a.class.as_str(), "idle-preallocation" | "releasable-cache");
         let followed = failures.iter().find(|(at, pid, gpu, _)| {

@@ -12,8 +12,11 @@ use crate::recording;
 use crate::run::no_gpu::NoGpu;
 use crate::sampler::Factory;
 use crate::source::Source;
+use crate::source::events::EventFeed;
+use crate::source::kmsg::KmsgEvents;
 use crate::source::live::LiveSource;
 use crate::source::nvml::NvmlReader;
+use crate::source::nvml::events::NvmlEvents;
 use crate::source::probe::dir::ProbeDirs;
 use crate::source::probe::{PoolReader, default_dir};
 use crate::source::procfs::ProcReader;
@@ -37,7 +40,9 @@ pub(super) fn live_factory(logs: Vec<PathBuf>) -> Factory {
     Arc::new(move || {
         let gpu = NvmlReader::new()?;
         let host = ProcReader::new()?;
-        let live = LiveSource::new(gpu, host, LogWatch::new(&logs)).with_pools(pool_reader());
+        let live = LiveSource::new(gpu, host, LogWatch::new(&logs))
+            .with_pools(pool_reader())
+            .with_events(gpu_events());
         Ok(Box::new(live) as Box<dyn Source>)
     })
 }
@@ -55,13 +60,26 @@ pub(super) fn run_factory(first: LogWatch, logs: Vec<PathBuf>) -> Factory {
             .and_then(|mut w| w.take())
             .unwrap_or_else(|| LogWatch::new(&logs));
         Ok(match NvmlReader::new() {
-            Ok(gpu) => Box::new(LiveSource::new(gpu, host, watch).with_pools(pool_reader()))
-                as Box<dyn Source>,
+            Ok(gpu) => Box::new(
+                LiveSource::new(gpu, host, watch)
+                    .with_pools(pool_reader())
+                    .with_events(gpu_events()),
+            ) as Box<dyn Source>,
             Err(e) => Box::new(
                 LiveSource::new(NoGpu::new(e.to_string()), host, watch).with_pools(pool_reader()),
             ),
         })
     })
+}
+
+/// The GPUs' events: NVML's event wait and the kernel log, each on a thread of its own.
+fn gpu_events() -> EventFeed {
+    let feed = EventFeed::default();
+    feed.listen(Box::new(NvmlEvents));
+    feed.listen(Box::new(KmsgEvents {
+        path: PathBuf::from("/dev/kmsg"),
+    }));
+    feed
 }
 
 pub(super) fn replay_factory<R: BufRead + Send + 'static>(source: ReplaySource<R>) -> Factory {

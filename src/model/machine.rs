@@ -5,8 +5,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::health::{Trouble, XidTally, troubles};
 use crate::model::{Alert, Config, Level, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
-use crate::sample::{GpuSample, GpuStatus, MachineInfo, Sample};
+use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
+
+/// GPU events a machine keeps.
+pub const MAX_EVENTS: usize = 64;
 
 /// Where the samples stand.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,6 +71,10 @@ pub struct GpuTrack {
     pub alerts: usize,
     /// Information-level findings that name this GPU.
     pub infos: usize,
+    /// What its memory health says that is worth a word (empty when all is well).
+    pub troubles: Vec<Trouble>,
+    /// Its Xid events since gpumon started watching it.
+    pub xids: XidTally,
 }
 
 /// One machine: what it is, where its samples stand, and everything derived from them.
@@ -84,6 +92,9 @@ pub struct Machine {
     pub processes: BTreeMap<ProcKey, ProcessTrack>,
     /// Newest first, at most `MAX_ALERTS`.
     pub alerts: Vec<Alert>,
+    /// The GPUs' latest events (Xids, ECC and remap events), oldest first, at most `MAX_EVENTS`:
+    /// what a job's memory fault is joined with.
+    pub events: Vec<GpuEvent>,
     pub alerts_dropped: u64,
 }
 
@@ -98,6 +109,7 @@ impl Machine {
             gpus: BTreeMap::new(),
             processes: BTreeMap::new(),
             alerts: Vec::new(),
+            events: Vec::new(),
             alerts_dropped: 0,
         }
     }
@@ -149,6 +161,9 @@ impl Machine {
         self.last_sample_ms = Some(at);
         self.source = SourceState::Running;
         let cap = self.config.ring_capacity();
+        self.events.extend(s.events.iter().cloned());
+        let over = self.events.len().saturating_sub(MAX_EVENTS);
+        self.events.drain(..over);
 
         for g in s.gpus {
             let track = self.gpus.entry(g.uuid.clone()).or_insert_with(|| GpuTrack {
@@ -160,6 +175,8 @@ impl Machine {
                 unattributed: 0,
                 alerts: 0,
                 infos: 0,
+                troubles: Vec::new(),
+                xids: XidTally::default(),
             });
             match &g.status {
                 GpuStatus::Ok => track.lost_since_ms = None,
@@ -171,6 +188,11 @@ impl Machine {
             if let Some(m) = g.memory.value() {
                 track.total = Some(m.total);
             }
+            // A lost GPU keeps what its last reading said.
+            if let Some(h) = g.health.as_ref().filter(|_| g.status == GpuStatus::Ok) {
+                track.troubles = troubles(h, &g.name);
+            }
+            track.xids.add(&s.events, &g.uuid);
             track.sample = g;
         }
 

@@ -3,6 +3,7 @@
 //! analysis (the pipeline runs analysis on the machine and hands the alerts back).
 
 pub mod alert;
+pub mod health;
 pub mod history;
 pub mod machine;
 pub mod pool_history;

@@ -42,6 +42,7 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         },
         start,
         key: Some(m.as_str().to_string()),
+        fault: None,
     })
 }
 

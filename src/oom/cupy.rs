@@ -30,6 +30,7 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         },
         start: c.get(0)?.start(),
         key: Some(c.get(0)?.as_str().to_string()),
+        fault: None,
     })
 }
 

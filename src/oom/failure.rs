@@ -29,6 +29,49 @@ pub struct Failure {
     /// The numbers the message printed.
     #[serde(default, skip_serializing_if = "Numbers::is_empty")]
     pub numbers: Numbers,
+    /// A memory fault that is not an OOM (an illegal address, an ECC error, …); `None` for an OOM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<FaultKind>,
+}
+
+/// What CUDA said went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// `cudaErrorIllegalAddress` (700): a kernel touched memory it does not own.
+    IllegalAddress,
+    /// `cudaErrorMisalignedAddress` (716).
+    MisalignedAddress,
+    /// `cudaErrorECCUncorrectable` (214): the GPU's memory failed.
+    UncorrectableEcc,
+    /// `cudaErrorLaunchFailure` (719): a kernel died (often a bad pointer).
+    LaunchFailure,
+    /// `cudaErrorAssert` (710): an assert in a kernel (often an index out of range).
+    DeviceAssert,
+}
+
+impl FaultKind {
+    /// The class name alerts and `explain` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::IllegalAddress => "illegal-address",
+            FaultKind::MisalignedAddress => "misaligned-address",
+            FaultKind::UncorrectableEcc => "uncorrectable-ecc",
+            FaultKind::LaunchFailure => "launch-failure",
+            FaultKind::DeviceAssert => "device-assert",
+        }
+    }
+
+    /// In words, as a sentence's object ("died of …").
+    pub fn words(self) -> &'static str {
+        match self {
+            FaultKind::IllegalAddress => "an illegal memory access",
+            FaultKind::MisalignedAddress => "a misaligned memory access",
+            FaultKind::UncorrectableEcc => "an uncorrectable ECC error",
+            FaultKind::LaunchFailure => "an unspecified launch failure",
+            FaultKind::DeviceAssert => "a device-side assert",
+        }
+    }
 }
 
 /// The framework whose message it was.
@@ -41,6 +84,8 @@ pub enum Dialect {
     Cupy,
     /// A raw CUDA runtime/driver/library error.
     Cuda,
+    /// NCCL's wrapping of a CUDA error.
+    Nccl,
 }
 
 impl Dialect {
@@ -51,6 +96,7 @@ impl Dialect {
             Dialect::Jax => "JAX",
             Dialect::Cupy => "CuPy",
             Dialect::Cuda => "CUDA",
+            Dialect::Nccl => "NCCL",
         }
     }
 }
@@ -220,6 +266,7 @@ mod tests {
             source: None,
             allocator: None,
             numbers: Numbers::default(),
+            fault: None,
         };
         let json = serde_json::to_string(&f).unwrap();
         assert_eq!(

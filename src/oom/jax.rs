@@ -42,6 +42,7 @@ pub(super) fn parse(line: &str) -> Option<Event> {
             },
             start: c.get(0)?.start(),
             key: None,
+            fault: None,
         });
     }
     let c = REQUEST.captures(line)?;
@@ -57,6 +58,7 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         },
         start: c.get(0)?.start(),
         key: None,
+        fault: None,
     })
 }
 

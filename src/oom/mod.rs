@@ -8,10 +8,12 @@
 mod cuda;
 mod cupy;
 pub mod failure;
+pub mod fault;
 mod jax;
 mod pytorch;
 pub mod sizes;
 mod tensorflow;
+pub mod xid;
 
 use std::collections::VecDeque;
 use std::sync::LazyLock;
@@ -83,6 +85,8 @@ pub struct Parsed {
     pub dialect: Dialect,
     pub allocator: Option<Allocator>,
     pub numbers: Numbers,
+    /// A memory fault that is not an OOM (an illegal address, an ECC error, …).
+    pub fault: Option<crate::oom::failure::FaultKind>,
 }
 
 impl Parsed {
@@ -96,6 +100,7 @@ impl Parsed {
             source: Some(self.dialect),
             allocator: self.allocator,
             numbers: self.numbers,
+            fault: self.fault,
         }
     }
 }
@@ -122,6 +127,7 @@ pub(crate) enum Family {
     Xla,
     Cupy,
     Raw,
+    Fault,
 }
 
 /// What one line said.
@@ -136,6 +142,8 @@ pub(crate) struct Event {
     pub start: usize,
     /// Identifies a repeat when the request alone does not.
     pub key: Option<String>,
+    /// A memory fault that is not an OOM.
+    pub fault: Option<crate::oom::failure::FaultKind>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -198,7 +206,8 @@ impl OomParser {
             detect(&text)
         } else {
             None
-        };
+        }
+        .or_else(|| fault::parse(&text));
         match event {
             Some(e) => self.handle(line_no, &text, e, out),
             None => self.unmatched(line_no, &text, out),
@@ -303,6 +312,7 @@ fn parsed(line: u64, text: &str, e: Event) -> Parsed {
         dialect: e.dialect,
         allocator: e.allocator,
         numbers: e.numbers,
+        fault: e.fault,
     }
 }
 

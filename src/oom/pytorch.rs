@@ -112,6 +112,7 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         numbers,
         start,
         key: Some(line.get(start..).unwrap_or_default().trim().to_string()),
+        fault: None,
     })
 }
 

@@ -95,6 +95,7 @@ pub(super) fn header(line: &str) -> Option<Event> {
         numbers,
         start: c.get(0)?.start(),
         key: None,
+        fault: None,
     })
 }
 
@@ -114,6 +115,7 @@ pub(super) fn async_header(line: &str) -> Option<Event> {
         },
         start: c.get(0)?.start(),
         key: None,
+        fault: None,
     })
 }
 
@@ -145,6 +147,7 @@ pub(super) fn tensor(line: &str) -> Option<Event> {
         numbers,
         start: c.get(0)?.start(),
         key,
+        fault: None,
     })
 }
 

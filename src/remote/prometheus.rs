@@ -2,7 +2,10 @@
 //! series (`gpumon_gpu_memory_*_bytes`, per-process `gpumon_process_*_memory_bytes`,
 //! `gpumon_alerts_active`) and, for hosts without gpumon, dcgm-exporter's
 //! `DCGM_FI_DEV_FB_{USED,FREE,RESERVED}` (MiB), grouped by the `Hostname` label into one
-//! `Sample` per host (by `instance` too where one `Hostname` comes from several servers).
+//! `Sample` per host (by `instance` too where one `Hostname` comes from several servers); a
+//! GPU's memory health and last Xid from either's series (`health.rs`).
+
+mod health;
 
 use std::collections::BTreeMap;
 
@@ -16,9 +19,14 @@ use crate::sample::{
 
 /// The overview's query: every GPU's memory and the alert kinds active now (no per-process
 /// series: a fleet of 1000 hosts answers in a fifth of the series).
+/// Also each GPU's memory health and last Xid, gpumon's or dcgm-exporter's (`health.rs`).
 pub const QUERY: &str = concat!(
     r#"{__name__=~"gpumon_gpu_memory_(total|used|free|reserved)_bytes"#,
-    r#"|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"} or gpumon_alerts_active > 0"#
+    r#"|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"#,
+    r#"|gpumon_gpu_(ecc_errors_total|ecc_mode|remapped_rows|retired_pages|xid_last_code)"#,
+    r#"|DCGM_FI_DEV_(ECC_(SBE|DBE)_(VOL|AGG)_TOTAL|(UN)?CORRECTABLE_REMAPPED_ROWS"#,
+    r#"|ROW_REMAP_(PENDING|FAILURE)|RETIRED_(SBE|DBE|PENDING)|ECC_(CURRENT|PENDING)|XID_ERRORS)"#,
+    r#""} or gpumon_alerts_active > 0"#
 );
 
 /// The query for the processes of the host the screen has open, picked by its `selector`.
@@ -73,6 +81,8 @@ struct GpuAcc {
     name: String,
     gpumon: BTreeMap<&'static str, u64>,
     dcgm: BTreeMap<&'static str, u64>,
+    /// Memory health fields (`health::field`), from gpumon's or dcgm-exporter's series.
+    health: BTreeMap<&'static str, u64>,
 }
 
 #[derive(Default)]
@@ -102,6 +112,7 @@ impl HostAcc {
             }
             mine.gpumon.extend(g.gpumon);
             mine.dcgm.extend(g.dcgm);
+            mine.health.extend(g.health);
         }
         self.procs.extend(other.procs);
         self.labels.extend(other.labels);
@@ -221,6 +232,19 @@ fn add(hosts: &mut BTreeMap<(String, String), HostAcc>, s: Series) {
     };
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let mib = (value * MIB).round() as u64;
+    if let Some(field) = health::field(name, |k| label(k).map(str::to_string)) {
+        let g = acc.gpus.entry(uuid.clone()).or_default();
+        g.index = index;
+        if let Some(m) = model {
+            g.name = m.to_string();
+        }
+        g.health.insert(field, bytes);
+        if field == "xid" && bytes > 0 && name.starts_with("DCGM") {
+            acc.alerts
+                .push(health::last_xid(index, &uuid, bytes, at_ms));
+        }
+        return;
+    }
     match name {
         "gpumon_gpu_memory_total_bytes" => gpu(acc, "total", bytes, false),
         "gpumon_gpu_memory_used_bytes" => gpu(acc, "used", bytes, false),
@@ -313,6 +337,7 @@ fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
         temperature_c: Reading::na(NOT_QUERIED),
         power_mw: Reading::na(NOT_QUERIED),
         mig: Vec::new(),
+        health: health::reading(&g.health),
     }
 }
 
@@ -379,6 +404,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             processes,
             failures: Vec::new(),
             notices: Vec::new(),
+            events: Vec::new(),
         },
         alerts: acc.alerts,
         selector,

@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::oom::failure::Failure;
 
+pub mod health;
 mod placement;
 mod pool;
+pub use health::{GpuEvent, Health};
 pub use placement::Placement;
 pub use pool::Pool;
 
@@ -170,6 +172,9 @@ pub struct GpuSample {
     pub power_mw: Reading<u32>,
     /// Its MIG instances, when MIG is on (empty when off or unsupported).
     pub mig: Vec<MigInstance>,
+    /// Its memory health (ECC, remapped rows, retired pages); `None` where not read (a
+    /// recording made before it existed, a host read through Prometheus without those series).
+    pub health: Option<Health>,
 }
 
 /// How a process uses a GPU, as NVML lists it.
@@ -294,6 +299,9 @@ pub struct Sample {
     /// Things the source ignored and says once (a probe file it did not trust, and why).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// The GPUs' events heard since the previous sample (Xid errors, ECC and remap events).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<GpuEvent>,
 }
 
 mod wire;
@@ -320,6 +328,7 @@ mod tests {
             temperature_c: Reading::na("NotSupported"),
             power_mw: Reading::Value(120_489),
             mig: Vec::new(),
+            health: None,
         };
         let json = serde_json::to_value(&g).unwrap();
         assert_eq!(json["temperature_c"], serde_json::Value::Null);

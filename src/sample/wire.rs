@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Framework, GpuSample, GpuStatus, Memory, MigInstance, MigMemory, Placement, Pool, ProcessKind,
-    ProcessSample, ProcessUtil, join, split,
+    Framework, GpuSample, GpuStatus, Health, Memory, MigInstance, MigMemory, Placement, Pool,
+    ProcessKind, ProcessSample, ProcessUtil, join, split,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -33,6 +33,9 @@ pub struct GpuWire {
     /// MIG instances; absent when MIG is off and in recordings made before it existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     mig: Vec<MigWire>,
+    /// Memory health; absent where not read and in recordings made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    health: Option<Health>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     unavailable: BTreeMap<String, String>,
 }
@@ -91,6 +94,7 @@ impl From<GpuSample> for GpuWire {
             temperature_c: split(g.temperature_c, "temperature_c", &mut na),
             power_mw: split(g.power_mw, "power_mw", &mut na),
             mig: g.mig.into_iter().map(MigWire::from).collect(),
+            health: g.health,
             uuid: g.uuid,
             index: g.index,
             name: g.name,
@@ -115,6 +119,7 @@ impl From<GpuWire> for GpuSample {
             temperature_c: join(w.temperature_c, "temperature_c", na),
             power_mw: join(w.power_mw, "power_mw", na),
             mig: w.mig.into_iter().map(MigInstance::from).collect(),
+            health: w.health,
             uuid: w.uuid,
             index: w.index,
             name: w.name,

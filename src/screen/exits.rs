@@ -1,6 +1,7 @@
 //! Why a process that is still on screen has exited: an allocation failure read from its log,
 //! `gpumon run`'s own exit status, or a suspected failure; and the process an alert is about.
 
+use crate::analysis::gpu_events::FAULT_CLASSES;
 use crate::model::{Alert, Level, Machine, ProcessTrack};
 use crate::screen::{Pane, RunEnd, State};
 
@@ -17,9 +18,13 @@ pub enum Cause<'a> {
 }
 
 impl Cause<'_> {
-    /// "OOM: fragmentation", "killed by SIGKILL", "exited".
+    /// "OOM: fragmentation", "fault: illegal-address", "Xid", "killed by SIGKILL", "exited".
     pub fn label(&self) -> String {
         match self {
+            Cause::Failure(a) if FAULT_CLASSES.contains(&a.class.as_str()) => {
+                format!("fault: {}", a.class)
+            }
+            Cause::Failure(a) if a.class == "xid" => "Xid".into(),
             Cause::Failure(a) => format!("OOM: {}", a.class),
             Cause::Run(end) => end.describe(),
             Cause::Suspected(_) => "possibly OOM (no log seen)".into(),
@@ -131,6 +136,7 @@ mod tests {
                 processes,
                 failures: Vec::new(),
                 notices: Vec::new(),
+                events: Vec::new(),
             })));
         }
         let cause = |s: &State| {

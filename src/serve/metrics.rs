@@ -15,6 +15,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::Published;
+
+mod health;
 use crate::snapshot::{AlertDoc, Gpu, Process, Snapshot};
 
 /// Failure classes whose counters exist from the start, so `increase()` sees the first one.
@@ -69,7 +71,11 @@ impl Collector for Scrape {
         }
         let hostname = || vec![("Hostname", Cow::Borrowed(host))];
         let mut ooms: BTreeMap<&str, u64> = FAILURE_CLASSES.iter().map(|c| (*c, 0)).collect();
-        ooms.extend(self.published.ooms.iter().map(|(c, n)| (c.as_str(), *n)));
+        ooms.extend(
+            (self.published.ooms.iter())
+                .filter(|(c, _)| FAILURE_CLASSES.contains(&c.as_str()))
+                .map(|(c, n)| (c.as_str(), *n)),
+        );
         let mut fam = enc.encode_descriptor(
             "gpumon_oom_failures",
             "Allocation failures read from followed logs since gpumon started, by class.",
@@ -81,6 +87,7 @@ impl Collector for Scrape {
             labels.push(("class", class.into()));
             ConstCounter::new(n).encode(fam.encode_family(&labels)?)?;
         }
+        health::faults(&mut enc, &self.published.ooms, host)?;
         let active = active_alerts(s);
         let series: Vec<(Labels, &u64)> = active
             .iter()
@@ -209,7 +216,8 @@ fn gpus(enc: &mut DescriptorEncoder, s: &Snapshot, host: &str) -> fmt::Result {
         ("gpumon_gpu_power", "Power draw.", Some(&watts)),
         &series,
         |g| g.power_mw.map(|mw| f64::from(mw) / 1000.0),
-    )
+    )?;
+    health::encode(enc, &series)
 }
 
 fn processes(enc: &mut DescriptorEncoder, s: &Snapshot, host: &str, cmdline: bool) -> fmt::Result {

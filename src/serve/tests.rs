@@ -264,3 +264,73 @@ fn the_compact_snapshot_keeps_each_processes_latest_point_only() {
     assert!(compact.processes[1].history.is_empty());
     assert_eq!(compact.gpus, s.gpus);
 }
+
+#[test]
+fn memory_health_series_with_the_gpu_labels_and_nothing_for_what_is_na() {
+    let mut s = snapshot(vec![], vec![]);
+    s.gpus[0].health = Some(
+        serde_json::from_value(json!({
+            "ecc_mode": { "current": true, "pending": false },
+            "ecc_volatile": { "corrected": 0, "uncorrected": 2 },
+            "ecc_aggregate": null,
+            "remapped_rows": { "corrected": 1, "uncorrected": 3, "pending": true, "failure": false },
+            "retired_pages": null,
+            "unavailable": { "retired_pages": "not supported on this GPU",
+                             "ecc_aggregate": "unknown driver error" }
+        }))
+        .unwrap(),
+    );
+    s.gpus[0].xid = Some(crate::snapshot::XidDoc {
+        count: 2,
+        last_code: Some(48),
+        last_at: "2026-11-22T12:00:07.000Z".into(),
+    });
+    let text = encode(s, ALL);
+    let gpu = format!(r#"Hostname="node\"7\"\nx",gpu="3",UUID="{UUID}",modelName="NVIDIA H100""#);
+    let lines = |name: &str| samples(&text, name).join("\n");
+    assert_eq!(
+        lines("gpumon_gpu_ecc_errors_total"),
+        format!(
+            "gpumon_gpu_ecc_errors_total{{{gpu},counter=\"volatile\",kind=\"corrected\"}} 0\n\
+             gpumon_gpu_ecc_errors_total{{{gpu},counter=\"volatile\",kind=\"uncorrected\"}} 2"
+        ),
+        "zeros are values, the aggregate n/a has no series"
+    );
+    assert_eq!(
+        lines("gpumon_gpu_remapped_rows"),
+        [
+            "corrected\"} 1",
+            "uncorrected\"} 3",
+            "pending\"} 1",
+            "failure\"} 0"
+        ]
+        .map(|s| format!("gpumon_gpu_remapped_rows{{{gpu},state=\"{s}"))
+        .join("\n")
+    );
+    assert_eq!(
+        lines("gpumon_gpu_ecc_mode"),
+        format!(
+            "gpumon_gpu_ecc_mode{{{gpu},mode=\"current\"}} 1\ngpumon_gpu_ecc_mode{{{gpu},mode=\"pending\"}} 0"
+        )
+    );
+    assert!(samples(&text, "gpumon_gpu_retired_pages").is_empty());
+    assert_eq!(
+        lines("gpumon_gpu_xid_last_code"),
+        format!("gpumon_gpu_xid_last_code{{{gpu}}} 48")
+    );
+    assert_eq!(
+        lines("gpumon_gpu_xid_last_timestamp_seconds"),
+        format!("gpumon_gpu_xid_last_timestamp_seconds{{{gpu}}} 1795348807.0")
+    );
+    assert_eq!(
+        lines("gpumon_gpu_xid_events_total"),
+        format!("gpumon_gpu_xid_events_total{{{gpu}}} 2")
+    );
+    assert!(text.contains(
+        r#"gpumon_memory_faults_total{Hostname="node\"7\"\nx",class="illegal-address"} 0"#
+    ));
+    // A GPU without health readings (an older gpumon, a Prometheus-read host) has no such series.
+    let plain = encode(snapshot(vec![], vec![]), ALL);
+    assert!(samples(&plain, "gpumon_gpu_ecc_mode").is_empty());
+    assert!(samples(&plain, "gpumon_gpu_xid_events_total").is_empty());
+}

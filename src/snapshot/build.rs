@@ -165,6 +165,12 @@ fn gpu(t: &GpuTrack, screen_mig: &[MigRow]) -> Gpu {
         processes_without_memory: u64::try_from(t.unattributed).unwrap_or(u64::MAX),
         used_history: points(&t.used),
         mig: mig_docs(screen_mig, &s.uuid),
+        health: s.health.clone(),
+        xid: t.xids.last.map(|(code, at)| super::XidDoc {
+            count: t.xids.count,
+            last_code: code,
+            last_at: time_ms(at),
+        }),
         unavailable: na,
     }
 }

@@ -1,4 +1,5 @@
-//! Writing text in lines of at most 80 columns: wrapped paragraphs, cells, sparklines.
+//! Writing text in lines of at most 80 columns: wrapped paragraphs, cells, sparklines, a GPU's
+//! memory health in one sentence.
 
 use super::Point;
 use crate::model::units;
@@ -104,6 +105,53 @@ pub(crate) fn history(points: &[Point]) -> String {
         size(Some(lo)),
         size(Some(hi)),
         points.len()
+    )
+}
+
+/// "memory health: ECC on; ECC errors since driver load 0 corrected, 0 uncorrected; …", each
+/// reading n/a with its reason.
+pub(super) fn health(h: &crate::sample::Health) -> String {
+    fn or<T>(r: &crate::sample::Reading<T>, f: impl Fn(&T) -> String) -> String {
+        match r {
+            crate::sample::Reading::Value(v) => f(v),
+            crate::sample::Reading::Unavailable(why) => format!("n/a ({why})"),
+        }
+    }
+    let onoff = |b: bool| if b { "on" } else { "off" };
+    let count = |c: &crate::sample::health::EccCount| {
+        format!("{} corrected, {} uncorrected", c.corrected, c.uncorrected)
+    };
+    format!(
+        "memory health: ECC {}; ECC errors since driver load {}, over the GPU's life {}; \
+         remapped rows {}; retired pages {}",
+        or(&h.ecc_mode, |m| if m.current == m.pending {
+            onoff(m.current).to_string()
+        } else {
+            format!("{} ({} at next reset)", onoff(m.current), onoff(m.pending))
+        }),
+        or(&h.ecc_volatile, count),
+        or(&h.ecc_aggregate, count),
+        or(&h.remapped_rows, |r| format!(
+            "{} corrected, {} uncorrected{}{}",
+            r.corrected,
+            r.uncorrected,
+            if r.pending {
+                ", a remap pending (reset the GPU)"
+            } else {
+                ""
+            },
+            if r.failure { ", a remap failed" } else { "" }
+        )),
+        or(&h.retired_pages, |p| format!(
+            "{} single-bit, {} double-bit{}",
+            p.single_bit,
+            p.double_bit,
+            if p.pending {
+                ", a retirement pending"
+            } else {
+                ""
+            }
+        )),
     )
 }
 

@@ -146,8 +146,25 @@ pub struct Gpu {
     /// MIG instances when MIG is on; absent when off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mig: Vec<MigDoc>,
+    /// Memory health (ECC mode and errors, remapped rows, retired pages), each `null` with its
+    /// reason in its own `unavailable`; absent where not read and in older snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<crate::sample::Health>,
+    /// Its Xid events since gpumon started watching; absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xid: Option<XidDoc>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: Unavailable,
+}
+
+/// A GPU's Xid events: how many, and the last one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XidDoc {
+    pub count: u64,
+    /// The last one's code; `null` when NVML did not know it.
+    pub last_code: Option<u64>,
+    pub last_at: String,
 }
 
 /// One MIG instance of a GPU.

@@ -8,6 +8,7 @@ use super::{
     AlertDoc, Gpu, GpuState, LevelDoc, MigDoc, Point, PoolDoc, Process, Snapshot, SourceDoc,
     Unavailable,
 };
+use crate::model::health::XidTally;
 use crate::model::{
     Alert, Config, GpuTrack, HostMemory, Level, Machine, PoolHistory, ProcKey, ProcessTrack, Ring,
     Segments, SourceState,
@@ -131,6 +132,7 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
             temperature_c: join(g.temperature_c, "temperature_c", na),
             power_mw: join(g.power_mw, "power_mw", na),
             mig: g.mig.iter().map(mig).collect(),
+            health: g.health.clone(),
         },
         used,
         lost_since_ms,
@@ -138,6 +140,15 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
         unattributed: usize::try_from(g.processes_without_memory).unwrap_or(usize::MAX),
         alerts: 0,
         infos: 0,
+        troubles: g
+            .health
+            .as_ref()
+            .map(|h| crate::model::health::troubles(h, &g.name))
+            .unwrap_or_default(),
+        xids: g.xid.as_ref().map_or_else(XidTally::default, |x| XidTally {
+            count: x.count,
+            last: ms(&x.last_at).map(|at| (x.last_code, at)),
+        }),
     }
 }
 

@@ -159,6 +159,18 @@ fn gpus(o: &mut Out, s: &Snapshot) {
             );
         }
         o.para(4, &format!("used over time {}", history(&g.used_history)));
+        if let Some(h) = &g.health {
+            o.para(4, &super::lines::health(h));
+        }
+        if let Some(x) = &g.xid {
+            let code = x
+                .last_code
+                .map_or("of unknown code".into(), |c| c.to_string());
+            o.para(
+                4,
+                &format!("Xid: {} heard, the last {code} at {}", x.count, x.last_at),
+            );
+        }
         reasons(o, 4, &g.unavailable);
         for m in &g.mig {
             o.para(

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use super::events::{EventFeed, merge};
 use super::probe::{NOT_PROBED, PoolReader, ProbeScan};
 use super::{
     GpuProcess, GpuReader, HostProcess, HostReader, MachineInfo, ProcessKind, ProcessSample,
@@ -9,6 +10,7 @@ use super::{
 };
 use crate::clock::tick_times::time;
 use crate::logs::{LogStatus, LogWatch};
+use crate::sample::GpuEvent;
 
 /// Why a probed process has no device memory: NVML does not list it (no NVML, another PID
 /// namespace, or a process that has not allocated yet).
@@ -28,7 +30,15 @@ pub struct LiveSource<G, H> {
     pools: Option<Box<dyn PoolReader>>,
     /// The PIDs /proc had last tick: one of them missing now has exited since NVML listed it.
     in_proc: HashSet<u32>,
+    /// GPU events heard by their own threads, and those held back for `HOLD_MS` so that NVML's
+    /// and the kernel's reports of one Xid become one event.
+    events: Option<EventFeed>,
+    held: Vec<GpuEvent>,
 }
+
+/// How long a GPU event is held before it goes out in a sample (its twin from the other origin
+/// arrives within about a second).
+pub const HOLD_MS: u64 = 2_000;
 
 impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
     pub fn new(gpu: G, host: H, logs: LogWatch) -> Self {
@@ -38,7 +48,15 @@ impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
             logs,
             pools: None,
             in_proc: HashSet::new(),
+            events: None,
+            held: Vec::new(),
         }
+    }
+
+    /// Also hands on the GPU events `feed`'s sources hear.
+    pub fn with_events(mut self, feed: EventFeed) -> Self {
+        self.events = Some(feed);
+        self
     }
 
     /// Also reads the allocator probes' files.
@@ -102,13 +120,43 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
             .collect();
         self.in_proc.clear();
         self.in_proc.extend(host.keys());
+        let mut notices = probes.notices;
+        let events = self.events(&readout.gpus, at_ms, &mut notices);
         Ok(Sample {
             at_ms,
             gpus: readout.gpus,
             processes,
             failures,
-            notices: probes.notices,
+            notices,
+            events,
         })
+    }
+}
+
+impl<G, H> LiveSource<G, H> {
+    /// The GPU events due at `at_ms` (held `HOLD_MS`, twins merged, kernel lines named by PCI
+    /// address), and the event sources' notices.
+    fn events(
+        &mut self,
+        gpus: &[super::GpuSample],
+        at_ms: u64,
+        notices: &mut Vec<String>,
+    ) -> Vec<GpuEvent> {
+        let Some(feed) = &mut self.events else {
+            return Vec::new();
+        };
+        let (heard, said) = feed.drain();
+        notices.extend(said);
+        self.held.extend(heard);
+        let named: Vec<(&str, Option<&str>)> = gpus
+            .iter()
+            .map(|g| (g.uuid.as_str(), g.pci_bus_id.value().map(String::as_str)))
+            .collect();
+        let (due, held) = merge(std::mem::take(&mut self.held), &named)
+            .into_iter()
+            .partition(|e| e.at_ms.saturating_add(HOLD_MS) <= at_ms);
+        self.held = held;
+        due
     }
 }
 

@@ -4,7 +4,9 @@
 
 pub mod container;
 pub mod environ;
+pub mod events;
 pub mod framework;
+pub mod kmsg;
 pub mod live;
 pub mod nvml;
 pub mod period;

@@ -5,7 +5,9 @@
 //! listed as `Lost` with what was known of it, and the others keep updating.
 
 pub(crate) mod convert;
+pub mod events;
 mod handles;
+pub mod health;
 pub mod mig;
 mod utilization;
 
@@ -43,6 +45,8 @@ pub struct NvmlReader {
     /// Each GPU's MIG instances were last looked for when; a GPU with MIG off is asked again
     /// once per `period::MIG_MODE`, one with MIG on every tick.
     mig: Vec<(Period, bool)>,
+    /// Each GPU's (by index) memory health, read once per `period::HEALTH`.
+    health: Vec<health::Slow>,
 }
 
 impl NvmlReader {
@@ -65,6 +69,7 @@ impl NvmlReader {
                 last_processes: 0,
                 util: Vec::new(),
                 mig: Vec::new(),
+                health: Vec::new(),
             }),
         }
     }
@@ -104,13 +109,16 @@ impl GpuReader for NvmlReader {
         self.mig.resize_with(n.max(self.mig.len()), || {
             (Period::new(period::MIG_MODE), false)
         });
+        self.health
+            .resize_with(n.max(self.health.len()), health::Slow::default);
         let now_ms = crate::clock::unix_ms();
         let mut out = GpuReadout {
             gpus: Vec::with_capacity(count as usize),
             processes: Vec::with_capacity(self.last_processes),
         };
-        let gpus = self.known.iter_mut().zip(&mut self.util).zip(&mut self.mig);
-        for (index, ((known, util), mig)) in (0..count).zip(gpus) {
+        let gpus = (self.known.iter_mut().zip(&mut self.util))
+            .zip(self.mig.iter_mut().zip(&mut self.health));
+        for (index, ((known, util), (mig, health))) in (0..count).zip(gpus) {
             let dev = match time("nvml.device_by_index", || {
                 self.handles.device(&self.nvml, index)
             }) {
@@ -120,7 +128,12 @@ impl GpuReader for NvmlReader {
                     continue;
                 }
             };
-            let slow = SlowParts { util, mig, now_ms };
+            let slow = SlowParts {
+                util,
+                mig,
+                health,
+                now_ms,
+            };
             if !read_gpu(&dev, index, known, slow, self.stride_bug, &mut out) {
                 self.handles.forget(index);
             }
@@ -134,6 +147,7 @@ impl GpuReader for NvmlReader {
 struct SlowParts<'a> {
     util: &'a mut Slow,
     mig: &'a mut (Period, bool),
+    health: &'a mut health::Slow,
     now_ms: u64,
 }
 
@@ -218,6 +232,7 @@ fn read_gpu(
         })),
         power_mw: field(time("nvml.power_usage", || dev.power_usage())),
         mig,
+        health: Some(slow.health.get(slow.now_ms, dev)),
     });
     true
 }

@@ -11,6 +11,9 @@ pub const LIFETIME: Duration = Duration::from_secs(30);
 pub const PROCESS_UTIL: Duration = Duration::from_secs(5);
 /// Whether MIG is on, for a GPU where it was off (a GPU with MIG on is read every tick).
 pub const MIG_MODE: Duration = Duration::from_secs(10);
+/// A GPU's memory health (ECC mode and counters, remapped rows, retired pages): counters that
+/// change rarely, and whose events (Xid 48, 63, 94, …) are heard at once by the event wait.
+pub const HEALTH: Duration = Duration::from_secs(10);
 
 /// When a slow reading is due: at its first look, then once `every` has passed since the last.
 #[derive(Debug, Clone, Copy)]

@@ -77,6 +77,7 @@ pub mod build {
             temperature_c: Reading::Value(54),
             power_mw: Reading::Value(367_000),
             mig: Vec::new(),
+            health: None,
         }
     }
 

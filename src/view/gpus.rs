@@ -285,6 +285,14 @@ fn second_line(
         let plural = if g.infos == 1 { "" } else { "s" };
         notes.push(Span::raw(format!("{} note{plural}", g.infos)));
     }
+    // Its memory health, only when there is something to say.
+    for t in &g.troubles {
+        notes.push(Span::styled(t.short(), theme.alert));
+    }
+    if let Some((code, _)) = g.xids.last {
+        let code = code.map_or_else(|| "?".to_string(), |c| c.to_string());
+        notes.push(Span::styled(format!("Xid {code}"), theme.alert));
+    }
     if g.unattributed > 0 {
         let plural = if g.unattributed == 1 { "" } else { "s" };
         notes.push(Span::styled(
@@ -326,7 +334,20 @@ fn second_line(
         spans.extend(spark::spans(&g.used, window, top, &marks, theme));
         spans.push(Span::raw(window_label));
     }
-    for n in notes {
+    // Notes that do not fit whole are left out, and an ellipsis says so (the alerts pane has
+    // them all).
+    let mut used: usize = spans.iter().map(Span::width).sum();
+    let last = width.saturating_sub(1);
+    let count = notes.len();
+    for (i, n) in notes.into_iter().enumerate() {
+        let more = if i + 1 < count { 3 } else { 0 };
+        if used + 2 + n.width() + more > last {
+            if used + 3 <= last {
+                spans.push(Span::raw(format!(" {}", theme.g.ellipsis)));
+            }
+            break;
+        }
+        used += 2 + n.width();
         spans.push(Span::raw("  "));
         spans.push(n);
     }

@@ -2,6 +2,7 @@
 //! and `HostReader`s behind the real `LiveSource`, sources behind the real sampler), through
 //! `State::update`, the app loop and the file writers. No GPU, no sleeps: tokio time is paused.
 
+mod events;
 mod files;
 mod gpu;
 mod procs;
@@ -54,7 +55,7 @@ impl<F: FnMut(usize, &[u32]) -> HashMap<u32, HostProcess> + Send> HostReader for
 }
 
 /// The real live source over scripted driver and /proc answers.
-pub fn live<G, H>(gpu: G, host: H) -> impl Source
+pub fn live<G, H>(gpu: G, host: H) -> LiveSource<FakeGpu<G>, FakeHost<H>>
 where
     G: FnMut(usize) -> Result<GpuReadout, SourceError> + Send,
     H: FnMut(usize, &[u32]) -> HashMap<u32, HostProcess> + Send,

@@ -36,6 +36,8 @@ fn track(sample: GpuSample) -> GpuTrack {
         unattributed: 0,
         alerts: 0,
         infos: 0,
+        troubles: Vec::new(),
+        xids: Default::default(),
     }
 }
 

@@ -2,6 +2,7 @@
 //! matter for GPU memory, each difference with both values and one sentence on its effect.
 
 mod explain;
+mod health;
 mod render;
 mod settings;
 
@@ -46,6 +47,8 @@ pub enum Topic {
     /// The allocator probe's figures of the same job (allocated, pool, stranded).
     Pool,
     Setting,
+    /// ECC mode, remapped rows.
+    MemoryHealth,
 }
 
 /// One difference: both values as text (and in bytes where they are sizes), and its effect.
@@ -218,6 +221,7 @@ fn gpu_pair(ga: &Gpu, gb: &Gpu, out: &mut Vec<Difference>) {
             explain::reserved(ga, gb, ra, rb),
         ));
     }
+    health::pair(&gpu, ga.health.as_ref(), gb.health.as_ref(), out);
 }
 
 /// A process as the diff names it: framework and command line.

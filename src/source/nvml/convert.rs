@@ -246,6 +246,7 @@ pub fn lost_gpu(index: u32, known: Option<&Identity>, why: String) -> GpuSample 
         temperature_c: Reading::na(why.clone()),
         power_mw: Reading::na(why.clone()),
         mig: Vec::new(),
+        health: Some(crate::sample::Health::unavailable(&why)),
         status: GpuStatus::Lost { reason: why },
     }
 }

@@ -322,6 +322,7 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         processes: vec![p, unprobed],
         failures: Vec::new(),
         notices: vec!["probe file /x ignored: oversized".into()],
+        events: Vec::new(),
     };
     let mut bytes = Vec::new();
     {

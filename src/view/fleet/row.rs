@@ -172,7 +172,7 @@ fn alert(row: &HostRow, titled: bool, theme: &Theme) -> (String, Style) {
     } else {
         String::new()
     };
-    let oom = if w.level == Level::Failure {
+    let oom = if w.level == Level::Failure && crate::analysis::classify::is_oom(&w.class) {
         "OOM "
     } else {
         ""
