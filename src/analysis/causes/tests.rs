@@ -34,6 +34,7 @@ fn unprobed(secs: u64, held: impl Fn(u64) -> u64, oom: &str) -> Alert {
             processes: vec![p],
             failures,
             notices: Vec::new(),
+            events: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

@@ -212,6 +212,7 @@ mod expandable {
                 processes: vec![p],
                 failures: Vec::new(),
                 notices: Vec::new(),
+                events: Vec::new(),
             };
             pipeline::apply(&mut m, Event::Sample(s));
         }

@@ -97,6 +97,7 @@ fn weights_beside_jax(jax_probed: bool, env: &[(&str, &str)]) -> Vec<Alert> {
             processes: vec![jax(&g, jax_held + 500 * MIB, pool, env), t],
             failures,
             notices: Vec::new(),
+            events: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -212,6 +213,7 @@ fn a_jax_job_with_default_preallocation_that_never_fails_raises_no_warning() {
             ],
             failures: Vec::new(),
             notices: Vec::new(),
+            events: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

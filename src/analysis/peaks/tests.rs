@@ -54,6 +54,7 @@ fn run(secs: u64, f: impl Fn(u64) -> Pool) -> Vec<Alert> {
             processes: vec![p],
             failures: Vec::new(),
             notices: Vec::new(),
+            events: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -257,6 +258,7 @@ fn the_oom_at_the_end_of_a_growing_peak_names_it_with_the_schedule_remedy_first(
             processes: vec![p],
             failures,
             notices: Vec::new(),
+            events: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
