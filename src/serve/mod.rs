@@ -83,6 +83,13 @@ impl Published {
                 for p in &mut s.processes {
                     let keep = p.history.len().saturating_sub(1);
                     p.history.drain(..keep);
+                    p.history_tiers.clear();
+                    if let Some(h) = &mut p.pool_history {
+                        h.tiers = None;
+                    }
+                }
+                for g in &mut s.gpus {
+                    g.used_tiers.clear();
                 }
                 Bytes::from(s.to_json())
             })

@@ -164,6 +164,7 @@ fn gpu(t: &GpuTrack, screen_mig: &[MigRow]) -> Gpu {
         power_mw: split(s.power_mw.clone(), "power_mw", &mut na),
         processes_without_memory: u64::try_from(t.unattributed).unwrap_or(u64::MAX),
         used_history: points(&t.used),
+        used_tiers: super::tiers::docs(&t.used),
         mig: mig_docs(screen_mig, &s.uuid),
         unavailable: na,
     }
@@ -256,11 +257,19 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
         first_seen_at: time_ms(t.first_seen_ms),
         exited_at: t.exited_ms.map(time_ms),
         history: points(&t.history),
+        history_tiers: super::tiers::docs(&t.history),
         pool_history: t.pool_history.as_ref().map(|h| PoolHistoryDoc {
             allocated: points(&h.allocated),
             reserved: points(&h.reserved),
             stranded: points(&h.stranded),
             limit: points(&h.limit),
+            peak: points(&h.peak),
+            tiers: Some(super::PoolTiersDoc {
+                allocated: super::tiers::docs(&h.allocated),
+                reserved: super::tiers::docs(&h.reserved),
+                stranded: super::tiers::docs(&h.stranded),
+                peak: super::tiers::docs(&h.peak),
+            }),
         }),
         host_memory_last: t
             .host_last
