@@ -88,6 +88,16 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
                 remedy,
             ));
         }
+        // A slow leak: warned whatever the distance to the limit (the fast rule, in
+        // `pool::risks`, warns a climb near its limit; the first to see it raises `leak`).
+        let slow = match t.sample.pool.value() {
+            _ if t.exited_ms.is_some() => None,
+            Some(pool) => growth::slow::probed(t, pool, g),
+            None => growth::slow::unprobed(t, g),
+        };
+        if let Some(risk) = slow.filter(|r| !raised(&out, r.class, r.pid, &r.gpu)) {
+            out.push(risk.into_alert(at_ms));
+        }
         let found = exit_no_log(t, g, &logged, &|| !raised(&out, "exit-no-log", pid, gpu));
         if let Some((title, evidence, remedy)) = found {
             out.push(alert(

@@ -196,8 +196,24 @@ impl Tier {
         let skip = from_ms
             .saturating_sub(self.start_ms)
             .div_ceil(self.bucket_ms);
-        self.iter()
-            .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        let skip = usize::try_from(skip)
+            .unwrap_or(usize::MAX)
+            .min(self.buckets.len());
+        let (start, step) = (self.start_ms, self.bucket_ms);
+        self.buckets
+            .range(skip..)
+            .enumerate()
+            .map(move |(i, b)| Bucket {
+                at_ms: start + step * (skip + i) as u64,
+                min: unpack(b.min),
+                max: unpack(b.max),
+                last: unpack(b.last),
+            })
+    }
+
+    /// The newest bucket.
+    pub fn newest(&self) -> Option<Bucket> {
+        self.iter().next_back()
     }
 
     /// A tier rebuilt from its buckets (a snapshot's), oldest first and one `bucket_ms` apart
