@@ -128,8 +128,14 @@ fn certain(ws: &[u64], window_ms: u64) -> Option<Trend> {
     if rising * 3 < steps.len() * 2 || largest.saturating_mul(3) > rise || late * 4 < early * 3 {
         return None;
     }
+    // The rate of its later half: a leak that began inside the run is not averaged with the
+    // flat time before it.
+    let half = (n - 1) / 2;
     #[allow(clippy::cast_precision_loss)]
-    let rate = rise as f64 * 1000.0 / (window_ms * (n as u64 - 1)) as f64;
+    let rate = (to - ws[half]) as f64 * 1000.0 / (window_ms * (n - 1 - half) as u64) as f64;
+    if rate <= 0.0 {
+        return None;
+    }
     Some(Trend {
         from,
         to,
