@@ -32,6 +32,11 @@ on while nothing is released (no point more than 32 MiB above a later one) and i
 build_up_s = OOM time - the climb's start (0 without one), the climb taken on: allocated's floor
 (pool-limit), stranded's floor (fragmentation: PyTorch inactive_split_bytes, else P - A), the
 recording's GPU used memory (device-full). A warning is required >= 20 s ahead when build_up_s >= 30.
+Slow leak (truth.slow_leak, runs of minutes): the job's per-minute floor of allocated climbed,
+with nothing released (no minute 32 MiB above a later one), for >= 5 minutes and >= 64 MiB,
+rising in two minutes of three; it starts at its first rising minute's floor. Its run is not
+healthy; a `leak` warning for the pid is scored as "slow leak warned after (minutes of climb)",
+held to 3 minutes at >= 100 MiB/min and 20 minutes at >= 20 MiB/min.
 near_failure (healthy runs): the job caught an OOM (num_ooms > 0) or a step's own peak allocated
 came within 5 % of its binding limit (cap, else reserved + GPU free); the jobs do not log their
 requests, so 5 % of the limit stands for "one request". A cache flush that succeeded is not one.
