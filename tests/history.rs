@@ -107,8 +107,8 @@ fn a_week_of_samples_stays_bounded_and_reaches_back_days() {
                     assert!(r.len() <= config.ring_capacity() && r.allocated() <= 61);
                     let lens = tier_lens(r);
                     assert!(lens[0] <= caps[0] && lens[1] <= caps[1], "{lens:?}");
-                    for i in 0..2 {
-                        assert!(r.tier(i).unwrap().allocated() <= caps[i]);
+                    for (i, cap) in caps.iter().enumerate() {
+                        assert!(r.tier(i).unwrap().allocated() <= *cap);
                     }
                 }
             }

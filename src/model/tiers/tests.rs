@@ -8,7 +8,9 @@ const R: Resolution = Resolution {
     span_ms: 60_000,
 };
 
-fn figures(t: &Tier) -> Vec<(u64, Option<u64>, Option<u64>, Option<u64>)> {
+type Figures = (u64, Option<u64>, Option<u64>, Option<u64>);
+
+fn figures(t: &Tier) -> Vec<Figures> {
     t.iter().map(|b| (b.at_ms, b.min, b.max, b.last)).collect()
 }
 
@@ -86,7 +88,7 @@ fn a_clock_set_back_joins_the_newest_bucket() {
 fn a_rebuilt_tier_equals_the_original() {
     let mut t = Tier::new(R);
     for k in 0..20u64 {
-        t.push(k * 4_000, (k % 5 != 0).then_some(k * 3 << 20));
+        t.push(k * 4_000, (k % 5 != 0).then_some((k * 3) << 20));
     }
     let buckets: Vec<Bucket> = t.iter().collect();
     let back = Tier::restore(R, buckets[0].at_ms, &buckets);

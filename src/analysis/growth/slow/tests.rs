@@ -76,7 +76,7 @@ fn run(every_ms: u64, for_ms: u64, f: impl Fn(u64, u64) -> Reads) -> Option<(u64
         let s = sample(k, &r);
         let track = t.get_or_insert_with(|| ProcessTrack::new(&s, T0 + at, 600));
         track.observe(s, T0 + at);
-        if at % MINUTE == 0 {
+        if at.is_multiple_of(MINUTE) {
             let found = match (&r, track.sample.pool.value()) {
                 (Reads::Probed(..), Some(p)) => probed(track, p, &g),
                 _ => unprobed(track, &g),
