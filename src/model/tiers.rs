@@ -146,19 +146,20 @@ impl Tier {
     /// Takes in a reading at `at_ms`; `None` (no reading) opens its bucket as a gap. A reading
     /// older than the newest bucket (the clock went back) joins the newest bucket.
     pub fn push(&mut self, at_ms: u64, value: Option<u64>) {
-        let slot = at_ms - at_ms % self.bucket_ms;
-        let newest = self.start_ms + self.bucket_ms * self.buckets.len() as u64;
-        if self.buckets.is_empty()
-            || slot >= newest.saturating_add(self.bucket_ms * self.capacity as u64)
-        {
+        let w = self.bucket_ms;
+        let slot = at_ms - at_ms % w;
+        // Buckets to open up to the reading's (0: it falls in the newest one, or before it).
+        let to_open = match self.buckets.len() as u64 {
+            0 => u64::MAX,
+            n => (slot / w).saturating_sub(self.start_ms / w + (n - 1)),
+        };
+        if to_open > self.capacity as u64 {
             self.buckets.clear();
             self.start_ms = slot;
             self.open(EMPTY);
         } else {
-            let mut end = newest;
-            while end <= slot {
+            for _ in 0..to_open {
                 self.open(EMPTY);
-                end += self.bucket_ms;
             }
         }
         if let (Some(v), Some(b)) = (value, self.buckets.back_mut()) {
@@ -171,7 +172,7 @@ impl Tier {
     fn open(&mut self, b: Packed) {
         if self.buckets.len() == self.capacity {
             self.buckets.pop_front();
-            self.start_ms += self.bucket_ms;
+            self.start_ms = self.start_ms.saturating_add(self.bucket_ms);
         } else if self.buckets.len() == self.buckets.capacity() {
             let len = self.buckets.len();
             self.buckets
@@ -184,7 +185,7 @@ impl Tier {
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Bucket> + ExactSizeIterator + '_ {
         let (start, step) = (self.start_ms, self.bucket_ms);
         self.buckets.iter().enumerate().map(move |(i, b)| Bucket {
-            at_ms: start + step * i as u64,
+            at_ms: start.saturating_add(step.saturating_mul(i as u64)),
             min: unpack(b.min),
             max: unpack(b.max),
             last: unpack(b.last),
@@ -204,7 +205,7 @@ impl Tier {
             .range(skip..)
             .enumerate()
             .map(move |(i, b)| Bucket {
-                at_ms: start + step * (skip + i) as u64,
+                at_ms: start.saturating_add(step.saturating_mul((skip + i) as u64)),
                 min: unpack(b.min),
                 max: unpack(b.max),
                 last: unpack(b.last),

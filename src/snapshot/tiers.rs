@@ -55,7 +55,9 @@ pub fn restore(docs: &[TierDoc]) -> Option<Tiers> {
                 |d| {
                     let buckets: Vec<Bucket> = (0..d.min.len())
                         .map(|i| Bucket {
-                            at_ms: d.start_ms + d.bucket_ms * i as u64,
+                            at_ms: d
+                                .start_ms
+                                .saturating_add(d.bucket_ms.saturating_mul(i as u64)),
                             min: d.min[i],
                             max: d.max.get(i).copied().flatten(),
                             last: d.last.get(i).copied().flatten(),

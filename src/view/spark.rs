@@ -68,8 +68,8 @@ impl Window {
                 return cols;
             };
             let w = tier.bucket_ms();
-            for b in tier.since(self.end_ms.saturating_sub(self.span_ms + w)) {
-                let Some(col) = self.column(b.at_ms + w / 2) else {
+            for b in tier.since(self.end_ms.saturating_sub(self.span_ms.saturating_add(w))) {
+                let Some(col) = self.column(b.at_ms.saturating_add(w / 2)) else {
                     continue;
                 };
                 if let Some(v) = b.max {

@@ -91,8 +91,8 @@ fn floors(tier: &Tier, group: u64, since_ms: u64, max: usize) -> Vec<Option<u64>
     // The window holding the newest bucket is still filling.
     let end = newest.at_ms - newest.at_ms % w;
     let from = end
-        .saturating_sub(w * max as u64)
-        .max(since_ms.div_ceil(w) * w);
+        .saturating_sub(w.saturating_mul(max as u64))
+        .max(since_ms.div_ceil(w).saturating_mul(w));
     let mut out: Vec<Option<u64>> = Vec::new();
     let mut current: Option<(u64, Option<u64>)> = None;
     for b in tier.since(from).take_while(|b| b.at_ms < end) {

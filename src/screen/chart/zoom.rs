@@ -94,7 +94,7 @@ fn coarse_runs(t: &crate::model::Tier, end_ms: u64, span_ms: u64) -> Vec<Run> {
     for group in buckets.chunks(k) {
         let low = group.iter().filter_map(|b| b.min).min();
         let high = group.iter().filter_map(|b| b.max).max();
-        let mid = group[0].at_ms + w * group.len() as u64 / 2;
+        let mid = group[0].at_ms.saturating_add(w * group.len() as u64 / 2);
         #[allow(clippy::cast_precision_loss)]
         let x = -(end_ms.saturating_sub(mid) as f64) / 1000.0;
         match low.zip(high) {
