@@ -1,5 +1,6 @@
 //! Risks read from the memory history, each raised once per (class, pid or GPU): preallocation
-//! (information, unless it crowds another process), a growth step larger than what is free, a GPU
+//! (information, unless it crowds another process), a growth step larger than what is free, a slow
+//! leak (`growth/slow.rs`: a floor that climbs window after window, probed or not), a GPU
 //! filling up with memory that cannot be released (a probed process's cache never counts), and a
 //! process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
 

@@ -50,6 +50,8 @@ pub struct Published {
     json: OnceLock<Bytes>,
     /// `/snapshot?history=0`'s body, made and shared the same way.
     compact: OnceLock<Bytes>,
+    /// `/snapshot?tiers=0`'s body (the fine history, no coarse tiers), made and shared the same way.
+    fine: OnceLock<Bytes>,
 }
 
 impl Published {
@@ -64,6 +66,7 @@ impl Published {
             sampled_at,
             json: OnceLock::new(),
             compact: OnceLock::new(),
+            fine: OnceLock::new(),
         }
     }
 
@@ -71,6 +74,18 @@ impl Published {
     pub fn json(&self) -> Bytes {
         self.json
             .get_or_init(|| tick_times::time("serve.json", || Bytes::from(self.snapshot.to_json())))
+            .clone()
+    }
+
+    /// The document with its fine history and without the coarse tiers (days of buckets): what
+    /// a fleet's open host is polled for every interval.
+    pub fn fine_json(&self) -> Bytes {
+        self.fine
+            .get_or_init(|| {
+                let mut s = self.snapshot.clone();
+                crate::snapshot::tiers::strip(&mut s);
+                Bytes::from(s.to_json())
+            })
             .clone()
     }
 
@@ -83,14 +98,8 @@ impl Published {
                 for p in &mut s.processes {
                     let keep = p.history.len().saturating_sub(1);
                     p.history.drain(..keep);
-                    p.history_tiers.clear();
-                    if let Some(h) = &mut p.pool_history {
-                        h.tiers = None;
-                    }
                 }
-                for g in &mut s.gpus {
-                    g.used_tiers.clear();
-                }
+                crate::snapshot::tiers::strip(&mut s);
                 Bytes::from(s.to_json())
             })
             .clone()

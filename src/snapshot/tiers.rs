@@ -40,6 +40,19 @@ pub fn docs(ring: &Ring) -> Vec<TierDoc> {
         .collect()
 }
 
+/// Drops every coarse tier from a snapshot (a poll that needs only the fine history).
+pub fn strip(s: &mut super::Snapshot) {
+    for g in &mut s.gpus {
+        g.used_tiers.clear();
+    }
+    for p in &mut s.processes {
+        p.history_tiers.clear();
+        if let Some(h) = &mut p.pool_history {
+            h.tiers = None;
+        }
+    }
+}
+
 /// The tiers back from their documents: each tier of this gpumon's resolutions from the
 /// document of the same bucket length (empty where there is none); `None` when there are no
 /// documents (the snapshot had no tiers: an older one, or a compact one).
