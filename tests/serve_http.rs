@@ -87,8 +87,14 @@ fn endpoints_answer_with_the_negotiated_formats() {
         let r = server.get(query, &[]);
         let s = gpumon::snapshot::parse("/snapshot".as_ref(), r.body.as_bytes()).unwrap();
         assert!(s.gpus.iter().all(|g| g.used_tiers.is_empty()), "{query}");
-        assert!(s.processes.iter().all(|p| p.history_tiers.is_empty()), "{query}");
-        assert_eq!(s.gpus[0].used_history.len(), snap.gpus[0].used_history.len());
+        assert!(
+            s.processes.iter().all(|p| p.history_tiers.is_empty()),
+            "{query}"
+        );
+        assert_eq!(
+            s.gpus[0].used_history.len(),
+            snap.gpus[0].used_history.len()
+        );
     }
     assert_eq!(server.get("/nope", &[]).status, 404);
     let post = exchange(
