@@ -53,6 +53,28 @@ pub fn strip(s: &mut super::Snapshot) {
     }
 }
 
+/// Copies `from`'s coarse tiers into `into` (a later snapshot of the same machine made without
+/// them): each GPU's by UUID, each process's by PID, GPU and start time; a GPU or process `from`
+/// does not have keeps none.
+pub fn graft(from: &super::Snapshot, into: &mut super::Snapshot) {
+    for g in &mut into.gpus {
+        if let Some(f) = from.gpus.iter().find(|f| f.uuid == g.uuid) {
+            g.used_tiers.clone_from(&f.used_tiers);
+        }
+    }
+    for p in &mut into.processes {
+        let same = |f: &&super::Process| {
+            (f.pid, &f.gpu_uuid, &f.started_at) == (p.pid, &p.gpu_uuid, &p.started_at)
+        };
+        if let Some(f) = from.processes.iter().find(same) {
+            p.history_tiers.clone_from(&f.history_tiers);
+            if let (Some(h), Some(fh)) = (&mut p.pool_history, &f.pool_history) {
+                h.tiers.clone_from(&fh.tiers);
+            }
+        }
+    }
+}
+
 /// The tiers back from their documents: each tier of this gpumon's resolutions from the
 /// document of the same bucket length (empty where there is none); `None` when there are no
 /// documents (the snapshot had no tiers: an older one, or a compact one).
