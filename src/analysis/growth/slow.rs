@@ -221,12 +221,21 @@ fn evidence(what: &str, tr: &Trend, limit: &str, headroom: u64, eta: u64) -> Vec
     ]
 }
 
-/// A probed process's slow leak: its allocated memory's floor climbs for certain.
+/// A probed process's slow leak: its allocated memory's floor climbs for certain. Its steps
+/// need room above that floor, what its pool caches between them (or more, where the probe's
+/// peak says so): the limit is reached when the floor is that far below it, not at it. (A pool
+/// that keeps cache its steps no longer use makes the time stated shorter than it will be.)
 pub fn probed(t: &ProcessTrack, pool: &Pool, g: &GpuTrack) -> Option<Risk> {
     let h = t.pool_history.as_ref()?;
     let tr = trend(&h.allocated, t.first_seen_ms.saturating_add(SETTLE_MS))?;
     let limit = binding(pool, g)?;
-    let eta = eta_ms(limit.headroom, tr.rate);
+    let peak = pool
+        .peak_allocated
+        .zip(pool.allocated)
+        .map_or(0, |(p, a)| p.saturating_sub(a));
+    let in_step = peak.max(pool.releasable().unwrap_or(0));
+    let headroom = limit.headroom.saturating_sub(in_step);
+    let eta = eta_ms(headroom, tr.rate);
     let fw = pool.framework;
     let name = limit_name(&limit, fw, g);
     let pid = t.sample.pid;
@@ -235,6 +244,16 @@ pub fn probed(t: &ProcessTrack, pool: &Pool, g: &GpuTrack) -> Option<Risk> {
         LimitKind::Gpu => format!("GPU{} full in about {}", g.sample.index, duration_ms(eta)),
     };
     let mut ev = evidence("allocated memory", &tr, &name, limit.headroom, eta);
+    if in_step > 0 {
+        ev.insert(
+            2,
+            format!(
+                "its steps use up to {} above what stays allocated (its pool's cache between steps, or the probe's peak), so {} of it is left to the leak",
+                human(in_step),
+                human(headroom)
+            ),
+        );
+    }
     ev.extend(figures(pool));
     Some(Risk {
         class: "leak",

@@ -113,8 +113,22 @@ fn a_leak_of_150_mib_a_minute_under_a_4_gib_cap_is_warned_within_3_minutes() {
         r.title
     );
     assert!(r.title.contains("reaches its 4.00 GiB cap"), "{}", r.title);
-    // About 3 GiB left at 150 MiB a minute, less what it kept before the warning.
-    assert!(r.title.contains("in about 1"), "{}", r.title);
+    // Its pool holds 3 GiB between steps, which its steps use: what is left under the cap
+    // above that, about 1 GiB, is what the leak has, some 7 minutes at 150 MiB a minute.
+    let minutes: u64 = r
+        .title
+        .rsplit("in about ")
+        .next()
+        .unwrap()
+        .trim_end_matches('m')
+        .parse()
+        .unwrap();
+    assert!((5..=9).contains(&minutes), "{}", r.title);
+    assert!(
+        r.evidence.iter().any(|e| e.contains("left to the leak")),
+        "{:?}",
+        r.evidence
+    );
     assert!(r.remedy.contains("keeps memory alive"));
 }
 
