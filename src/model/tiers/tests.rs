@@ -96,3 +96,54 @@ fn a_rebuilt_tier_equals_the_original() {
     assert_eq!(t.since(40_000).next().unwrap().at_ms, 40_000);
     assert_eq!(t.since(40_001).next().unwrap().at_ms, 50_000);
 }
+
+/// A tier as a plain list of (slot, readings) kept by scanning: what `Tier` must equal.
+fn by_scan(pushes: &[(u64, Option<u64>)], r: Resolution) -> Vec<Figures> {
+    let (w, cap) = (r.bucket_ms, r.capacity() as u64);
+    let mut slots: Vec<(u64, Vec<u64>)> = Vec::new();
+    for &(at, v) in pushes {
+        let slot = at / w * w;
+        match slots.last() {
+            Some((newest, _)) if slot > newest + w * cap => slots.clear(),
+            _ => {}
+        }
+        let mut next = slots.last().map_or(slot, |(n, _)| n + w);
+        while next <= slot {
+            slots.push((next, Vec::new()));
+            next += w;
+        }
+        slots.last_mut().unwrap().1.extend(v);
+        let keep = slots.len().saturating_sub(cap as usize);
+        slots.drain(..keep);
+    }
+    slots
+        .iter()
+        .map(|(at, vs)| {
+            let min = vs.iter().min().map(|v| v / 1024 * 1024);
+            let max = vs.iter().max().map(|v| v.div_ceil(1024) * 1024);
+            let last = vs.last().map(|v| v / 1024 * 1024);
+            (*at, min, max, last)
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #[test]
+    fn a_tier_equals_its_scan(
+        steps in proptest::collection::vec(
+            (0u64..25_000, proptest::option::weighted(0.8, 0u64..(1 << 40)), proptest::bool::weighted(0.03)),
+            0..200,
+        ),
+    ) {
+        let mut t = Tier::new(R);
+        let mut at = 1_000_000u64;
+        let mut pushes = Vec::new();
+        for (dt, v, silence) in steps {
+            at += if silence { 100_000 } else { dt };
+            t.push(at, v);
+            pushes.push((at, v));
+            proptest::prop_assert_eq!(figures(&t), by_scan(&pushes, R));
+            proptest::prop_assert!(t.allocated() <= R.capacity().max(16));
+        }
+    }
+}
