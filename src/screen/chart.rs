@@ -80,7 +80,11 @@ impl ChartData {
         };
         let end = machine.last_sample_ms.unwrap_or(machine.now_ms);
         let span_ms = zoom.unwrap_or_else(|| span_ms(machine));
-        let resolution = Resolution::for_span(span_ms, machine.config.history_ms);
+        // A GPU without tiers (a remote host's, polled without them) is drawn from its samples.
+        let resolution = match Resolution::for_span(span_ms, machine.config.history_ms) {
+            Resolution::Tier(i) if gpu.used.tier(i).is_none() => Resolution::Samples,
+            r => r,
+        };
         let track = selected
             .filter(|k| k.gpu_uuid == gpu.sample.uuid)
             .and_then(|k| machine.processes.get(k));

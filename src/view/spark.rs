@@ -63,10 +63,9 @@ impl Window {
     pub fn columns(&self, ring: &Ring) -> Vec<Option<u64>> {
         let mut cols = vec![None; self.width];
         let mut touched = vec![false; self.width];
-        if let Resolution::Tier(i) = self.resolution {
-            let Some(tier) = ring.tier(i) else {
-                return cols;
-            };
+        if let Resolution::Tier(i) = self.resolution
+            && let Some(tier) = ring.tier(i)
+        {
             let w = tier.bucket_ms();
             for b in tier.since(self.end_ms.saturating_sub(self.span_ms.saturating_add(w))) {
                 let Some(col) = self.column(b.at_ms.saturating_add(w / 2)) else {

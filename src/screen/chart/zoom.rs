@@ -68,14 +68,12 @@ pub fn step(span_ms: u64, out: bool) -> u64 {
     .unwrap_or(span_ms)
 }
 
-/// The ring's readings inside the window ending at `end_ms`, at `res`, split at gaps.
+/// The ring's readings inside the window ending at `end_ms`, at `res`, split at gaps; a ring
+/// without tiers (a remote host's, polled without them) gives the samples it has.
 pub fn runs_at(ring: &Ring, end_ms: u64, span_ms: u64, res: Resolution) -> Vec<Run> {
     match res {
-        Resolution::Samples => super::runs(ring, end_ms, span_ms),
-        Resolution::Tier(i) => ring
-            .tier(i)
-            .map(|t| coarse_runs(t, end_ms, span_ms))
-            .unwrap_or_default(),
+        Resolution::Tier(i) if let Some(t) = ring.tier(i) => coarse_runs(t, end_ms, span_ms),
+        _ => super::runs(ring, end_ms, span_ms),
     }
 }
 
@@ -160,5 +158,10 @@ mod tests {
             "peaks and floors survive"
         );
         assert!(runs.iter().map(Vec::len).sum::<usize>() <= 2 * MAX_COLUMNS);
+        // A ring without tiers (a remote host's) draws the samples it has.
+        let mut fine = Ring::new(10);
+        fine.push(end, Some(1 << 30));
+        let runs = runs_at(&fine, end, 2 * 3_600_000, Resolution::Tier(0));
+        assert_eq!(runs, vec![vec![(0.0, 1.0)]]);
     }
 }
