@@ -30,6 +30,7 @@ fn scrape(c: &mut Criterion) {
         let snapshot = Snapshot::from_state(&state, state.machine().now_ms);
         let published = Arc::new(Published::new(
             snapshot,
+            None,
             BTreeMap::new(),
             Some(Instant::now()),
         ));

@@ -1,6 +1,9 @@
 //! Cost of one tick: `State::update` with one sample, `view::render` into a 120x40 `TestBackend`,
 //! and both together, at 1x10, 8x100 and 8x500 (GPUs x processes in all), with a full ten-minute
-//! history; and update under PID churn (every process replaced every tick).
+//! history; update under PID churn (every process replaced every tick); and update after three
+//! days and an hour of history at 1x10, every coarse tier full (a tick costs what it costs with
+//! ten minutes: the tiers' pushes are O(1) amortised and the slow-leak rule reads a bounded
+//! number of buckets).
 //!
 //! `cargo bench --bench tick -- --warm-up-time 1 --measurement-time 3`
 
@@ -46,6 +49,28 @@ fn updates(c: &mut Criterion, name: &str, warm: u64, churn: bool) {
 
 fn update(c: &mut Criterion) {
     updates(c, "update", WARM, false);
+}
+
+fn after_days(c: &mut Criterion) {
+    let mut group = c.benchmark_group("update_after_days");
+    let (gpus, procs) = SIZES[0];
+    let warm = 73 * 3600;
+    let mut state = warm_state(gpus, procs, warm, false);
+    let mut k = warm;
+    group.bench_function(
+        BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
+        |b| {
+            b.iter_batched(
+                || {
+                    k += 1;
+                    sample(gpus, procs, k, false)
+                },
+                |s| state.update(Msg::from(Event::Sample(s))),
+                BatchSize::SmallInput,
+            );
+        },
+    );
+    group.finish();
 }
 
 fn churn(c: &mut Criterion) {
@@ -99,5 +124,5 @@ fn tick(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, update, churn, render, tick);
+criterion_group!(benches, update, after_days, churn, render, tick);
 criterion_main!(benches);

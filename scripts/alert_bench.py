@@ -39,6 +39,11 @@ cap), stranded's floor (fragmentation: PyTorch inactive_split_bytes, else P - A,
 under expandable segments, where inactive_split_bytes stays 0: the job's PYTORCH_ALLOC_CONF or
 PYTORCH_CUDA_ALLOC_CONF in meta.json, else its start line's "alloc_conf"), the recording's GPU used
 memory (device-full). A warning is required >= 20 s ahead when build_up_s >= 30.
+Slow leak (truth.slow_leak, runs of minutes): the job's per-minute floor of allocated climbed,
+with nothing released (no minute 32 MiB above a later one), for >= 5 minutes and >= 64 MiB,
+rising in two minutes of three; it starts at its first rising minute's floor. Its run is not
+healthy; a `leak` warning for the pid is scored as "slow leak warned after (minutes of climb)",
+held to 3 minutes at >= 100 MiB/min and 20 minutes at >= 20 MiB/min.
 near_failure (healthy runs): the job caught an OOM (num_ooms > 0) or a step's own peak allocated
 came within 5 % of its binding limit (cap, else reserved + GPU free); the jobs do not log their
 requests, so 5 % of the limit stands for "one request". A cache flush that succeeded is not one.

@@ -10,6 +10,13 @@ screen part.
 
 usage: bench_long_replay.py [--bin target/release/gpumon] [--samples 200000] [--gpus 4]
                             [--slots 3] [--screen-seconds 15] [--keep DIR]
+       bench_long_replay.py --week [--days 7] [--interval-ms 10000] [--gpus 4] [--slots 3]
+
+--week: a simulated week instead (history that reaches back days): on each GPU `--slots` jobs
+that run the whole time, each probed (allocator pool figures: allocated, reserved, stranded,
+peak) with steps, an evaluation every 30 minutes, and one of them leaking 20 MiB an hour; then
+the peak RSS of `gpumon snapshot --replay`, with every ring and coarse tier full, against the
+bytes the tiers hold by design (docs/guide/history.md). Only `snapshot --replay` is measured.
 """
 import argparse, copy, json, os, random, resource, shutil, subprocess, sys, tempfile, time
 
@@ -74,6 +81,69 @@ def generate(path, n, gpus, slots, interval_ms):
             s = {"at_ms": at, "gpus": sample_gpus, "processes": sample_procs, "failures": fails}
             out.write(json.dumps(s, separators=(",", ":")) + "\n")
     return os.path.getsize(path)
+
+
+def generate_week(path, days, gpus, slots, interval_ms):
+    """A recording of `days` days: every job lives the whole time, probed; returns samples."""
+    header, gpu0, procs, _ = demo_shapes()
+    header = dict(header, interval_ms=interval_ms)
+    uuids = [f"GPU-55c380d6-235f-44c0-6f6d-7d86712{i:05x}" for i in range(gpus)]
+    total = gpu0["memory"]["total"]
+    t0 = header.get("at_ms", 1795321828415)
+    base = next(p for p in procs if p.get("pool"))
+    jobs = []
+    for g in range(gpus):
+        for k in range(slots):
+            p = copy.deepcopy(base)
+            p.update(pid=20_000 + g * 100 + k, gpu_uuid=uuids[g], start_time=t0 // 1000)
+            jobs.append((g, k, p))
+    n = days * 86_400_000 // interval_ms
+    with open(path, "w") as out:
+        out.write(json.dumps(header, separators=(",", ":")) + "\n")
+        for i in range(n):
+            ms = i * interval_ms
+            at = t0 + ms
+            used = [500 << 20] * gpus
+            sample_procs = []
+            for g, k, p in jobs:
+                leak = ms * (20 << 20) // 3_600_000 if (g, k) == (0, 0) else 0
+                evaluating = ms % 1_800_000 < 240_000
+                alloc = 4 * GIB + leak + (i * 7919 % 5) * (128 << 20) + (GIB if evaluating else 0)
+                reserved = max(alloc + GIB, 7 * GIB + leak)
+                p["device_memory"] = reserved + (500 << 20)
+                p["pool"] = dict(p["pool"], framework="pytorch", at_ms=at, allocated=alloc,
+                                 reserved=reserved, cached_free=reserved - alloc, stranded=0,
+                                 limit=None, peak_allocated=alloc + GIB, alloc_retries=0, ooms=0)
+                used[g] += p["device_memory"]
+                sample_procs.append(p)
+            sample_gpus = []
+            for g in range(gpus):
+                g_s = copy.copy(gpu0)
+                g_s.update(uuid=uuids[g], index=g, memory=dict(gpu0["memory"], used=used[g],
+                                                               free=total - used[g]))
+                sample_gpus.append(g_s)
+            s = {"at_ms": at, "gpus": sample_gpus, "processes": sample_procs, "failures": []}
+            out.write(json.dumps(s, separators=(",", ":")) + "\n")
+    return n
+
+
+def week(args, binary, work):
+    path = os.path.join(work, f"week-{args.days}d-{args.interval_ms}ms.ndjson")
+    if not os.path.exists(path):
+        t = time.monotonic()
+        n = generate_week(path, args.days, args.gpus, args.slots, args.interval_ms)
+        print(f"generated {n} samples in {time.monotonic() - t:.0f} s", file=sys.stderr)
+    procs = args.gpus * args.slots
+    # Coarse tiers: 2160 + 4320 buckets of 12 bytes per series; a probed process has five
+    # tiered series (device memory, allocated, reserved, stranded, peak), a GPU one.
+    tiers = (2160 + 4320) * 12
+    design = (procs * 5 + args.gpus) * tiers
+    took, rss, code = snapshot(binary, path)
+    print(f"binary {binary}")
+    print(f"{os.path.basename(path)} ({os.path.getsize(path) / 1e6:.0f} MB): {args.days} days, "
+          f"{args.gpus} GPUs, {procs} probed processes")
+    print(f"  snapshot --replay: {took:.1f} s, peak RSS {rss / 1024:.1f} MB, exit {code}")
+    print(f"  coarse tiers by design: {design / 1e6:.2f} MB ({tiers} B per series at full history)")
 
 
 def snapshot(binary, path):
@@ -145,15 +215,27 @@ def main():
     ap.add_argument("--samples", type=int, default=200_000)
     ap.add_argument("--gpus", type=int, default=4)
     ap.add_argument("--slots", type=int, default=3, help="jobs at once on each GPU")
-    ap.add_argument("--interval-ms", type=int, default=500)
+    ap.add_argument("--interval-ms", type=int, default=None,
+                    help="sampling interval (default 500; with --week 10000)")
     ap.add_argument("--screen-seconds", type=float, default=15,
                     help="how long the screen replays after its first frame")
     ap.add_argument("--speed", default="1000", help="replay speed on the screen")
     ap.add_argument("--keep", help="write the recordings here and keep them (reused if present)")
+    ap.add_argument("--week", action="store_true", help="a simulated week of long-lived jobs")
+    ap.add_argument("--days", type=int, default=7, help="with --week: days simulated")
     args = ap.parse_args()
+    if args.interval_ms is None:
+        args.interval_ms = 10_000 if args.week else 500
     binary = os.path.abspath(args.bin)
     work = args.keep or tempfile.mkdtemp(prefix="gpumon-long-")
     os.makedirs(work, exist_ok=True)
+    if args.week:
+        try:
+            week(args, binary, work)
+        finally:
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         path = os.path.join(work, f"long-{args.samples}.ndjson")
         if not os.path.exists(path):

@@ -140,6 +140,20 @@ class Climbs(unittest.TestCase):
                                         whole_free=True), 30.5)
         self.assertEqual(truth.build_up("fragmentation", events, [], None, 30.5, None), 0.0)
 
+    def test_a_slow_leak_is_a_floor_that_climbs_minute_after_minute(self):
+        # 2 MiB a step, a step every 0.8 s (150 MiB a minute), in-step temporaries on top.
+        steps = [{"ev": "step", "t": 10 + k * 0.8,
+                  "allocated": GiB + k * 2 * MiB + (k % 3) * 300 * MiB} for k in range(900)]
+        s = truth.slow_leak(steps)
+        self.assertIsNotNone(s)
+        self.assertAlmostEqual(s["rate_mib_min"], 150, delta=5)
+        self.assertLess(s["start_ms"], 71_000)
+        # Flat between steps, or a climb that was released, is none.
+        flat = [dict(e, allocated=GiB + (i % 3) * 300 * MiB) for i, e in enumerate(steps)]
+        self.assertIsNone(truth.slow_leak(flat))
+        saw = [dict(e, allocated=GiB + (i % 150) * 2 * MiB) for i, e in enumerate(steps)]
+        self.assertIsNone(truth.slow_leak(saw))
+
     def test_one_cache_flush_is_not_a_near_failure(self):
         ok = [{"ev": "step", "allocated": GiB, "peak_allocated": 3 * GiB, "retries": 1,
                "ooms": 0, "limit": 4 * GiB, "reserved": 3 * GiB, "gpu_free": 70 * GiB}]
@@ -197,6 +211,20 @@ class Scoring(unittest.TestCase):
         self.assertEqual(len(score.goals([r])), 1)
         r = self.run_with(alerts, oom=None, near=True)
         self.assertEqual([w["verdict"] for w in r["warnings"]], ["excused"])
+
+    def test_a_slow_leak_is_scored_in_minutes_of_climb(self):
+        t = {"name": "slow", "group": "leak", "healthy": False, "near_failure": False,
+             "recorded_s": 600.0, "oom": None,
+             "slow_leak": {"pid": 7, "start_ms": 60_000, "rate_mib_min": 150.0, "minutes": 9}}
+        alerts = [{"at_ms": 200_000, "level": "suspected", "class": "leak", "pid": 7},
+                  {"at_ms": 210_000, "level": "suspected", "class": "pool-near-limit", "pid": 7}]
+        r = score.score_run(t, alerts)
+        self.assertEqual(r["slow_leak_min"], 2.3)
+        self.assertEqual([w["verdict"] for w in r["warnings"]], ["slow-leak", "off-cause"])
+        self.assertEqual(score.goals([r]), [])
+        late = score.score_run(t, [dict(alerts[0], at_ms=300_000)])
+        self.assertEqual(len(score.goals([late])), 1)
+        self.assertEqual(len(score.goals([score.score_run(t, [])])), 1)
 
     def test_a_wrong_class_and_a_late_warning_fail_the_goals(self):
         alerts = [{"at_ms": 95_000, "level": "suspected", "class": "pool-near-limit", "pid": 7},

@@ -80,6 +80,22 @@ fn endpoints_answer_with_the_negotiated_formats() {
         snap.gpus[0].memory.as_ref().map(|m| m.total),
         Some(85_520_809_984)
     );
+    // The whole document carries the coarse history; `?tiers=0` the fine history only, and
+    // `?history=0` neither.
+    assert!(!snap.gpus[0].used_tiers.is_empty());
+    for query in ["/snapshot?tiers=0", "/snapshot?history=0"] {
+        let r = server.get(query, &[]);
+        let s = gpumon::snapshot::parse("/snapshot".as_ref(), r.body.as_bytes()).unwrap();
+        assert!(s.gpus.iter().all(|g| g.used_tiers.is_empty()), "{query}");
+        assert!(
+            s.processes.iter().all(|p| p.history_tiers.is_empty()),
+            "{query}"
+        );
+        assert_eq!(
+            s.gpus[0].used_history.len(),
+            snap.gpus[0].used_history.len()
+        );
+    }
     assert_eq!(server.get("/nope", &[]).status, 404);
     let post = exchange(
         server.addr,

@@ -13,6 +13,9 @@ def secs(s):
 
 def truth_word(r):
     oom = r["oom"]
+    slow = r.get("slow_leak")
+    if oom is None and slow is not None:
+        return f"slow leak {slow['rate_mib_min']:g} MiB/min for {slow['minutes']:g} min"
     if oom is None:
         return "healthy" + (" (near failure)" if r["near_failure"] else "")
     grows = "+growing-peak" if oom.get("peak_growth") else ""
@@ -37,8 +40,13 @@ def run_rows(results):
                 right += ", leak named" if r["leak_named"] else ", leak NOT named"
         lead = f"{secs(r['lead_s'])} ({r['lead_kind']})" if r["lead_s"] is not None else "-"
         fa = sum(w["verdict"] == "false-alarm" for w in r["warnings"])
-        rows.append([r["name"], truth_word(r), alerts, right, lead, str(fa)])
-    return ["run", "truth", "alerts", "class", "lead", "false alarms"], rows
+        slow = "-"
+        if r.get("slow_leak") is not None:
+            took = r.get("slow_leak_min")
+            slow = "never" if took is None else f"{took:g} min"
+        rows.append([r["name"], truth_word(r), alerts, right, lead, slow, str(fa)])
+    return ["run", "truth", "alerts", "class", "lead",
+            "slow leak warned after (minutes of climb)", "false alarms"], rows
 
 
 def kind_rows(s):

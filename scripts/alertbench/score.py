@@ -1,5 +1,7 @@
 """Scores gpumon's alerts (`gpumon explain --format json` on each fixture's recording) against
-the fixture's truth.json: per run a line, per alert kind a table row, and the goals (--check)."""
+the fixture's truth.json: per run a line, per alert kind a table row, and the goals (--check).
+A run whose truth has a slow leak (truth.slow_leak) is scored in minutes of climb before its
+first `leak` warning for that pid (SLOW_GOALS)."""
 import json
 import os
 import re
@@ -12,6 +14,9 @@ from . import report
 LEAD_GOAL_S = 20.0     # a warning at least this far ahead ...
 BUILD_UP_GOAL_S = 30.0  # ... of every OOM whose cause built up for this long
 FAILURE_SLACK_MS = 5000  # a failure alert may be stamped a little before the job's own OOM line
+# A slow leak is warned within this many minutes of its climb: 3 at 150 MiB/min or faster (the
+# rate a run must show to be held to it: 100), 20 at 20 MiB/min or faster; slower ones, no goal.
+SLOW_GOALS = ((100.0, 3.0), (20.0, 20.0))
 
 OWN_LIMIT = re.compile(r"\b(cap|capped|allowed|limit|fraction|bytes_limit|set_limit|pool)\b", re.I)
 GPU_FREE = re.compile(r"\b(GPU ?\d* (?:is )?full|full|free memory|GPU's free|free)\b", re.I)
@@ -76,13 +81,24 @@ def score_run(t, alerts):
     verdict (lead / off-cause / false alarm / excused by near_failure)."""
     warnings = [a for a in alerts if a["level"] == "suspected"]
     failures = [a for a in alerts if a["level"] == "failure"]
+    slow = t.get("slow_leak")
     r = {"name": t["name"], "group": t["group"], "healthy": t["healthy"],
          "near_failure": t["near_failure"], "recorded_s": t["recorded_s"], "oom": t["oom"],
          "alerts": [a["class"] for a in alerts], "warnings": [], "failure": None,
-         "class_right": None, "leak_named": None, "lead_s": None, "lead_kind": None}
+         "class_right": None, "leak_named": None, "lead_s": None, "lead_kind": None,
+         "slow_leak": slow, "slow_leak_min": None}
     oom = t["oom"]
+    if slow is not None:
+        first = min((a["at_ms"] for a in warnings if a["class"] == "leak"
+                     and a.get("pid") == slow["pid"]
+                     and (oom is None or a["at_ms"] < oom["t_ms"])), default=None)
+        if first is not None:
+            r["slow_leak_min"] = round((first - slow["start_ms"]) / 60_000, 1)
     for a in warnings:
-        if oom is None:
+        if oom is None and slow is not None:
+            on_it = a["class"] == "leak" and a.get("pid") == slow["pid"]
+            verdict = "slow-leak" if on_it else "off-cause"
+        elif oom is None:
             verdict = "excused" if t["near_failure"] else "false-alarm"
         elif (a["at_ms"] < oom["t_ms"] and names_target(a, oom) and oom["class"] in causes(a)):
             verdict = "lead"
@@ -121,6 +137,14 @@ def goals(results):
             if oom["build_up_s"] >= BUILD_UP_GOAL_S and (r["lead_s"] or 0) < LEAD_GOAL_S:
                 out.append(f"{r['name']}: cause built up {oom['build_up_s']}s, lead "
                            f"{r['lead_s'] if r['lead_s'] is not None else 'none'}")
+        slow = r.get("slow_leak")
+        if slow is not None:
+            limit = next((m for rate, m in SLOW_GOALS if slow["rate_mib_min"] >= rate), None)
+            took = r["slow_leak_min"]
+            if limit is not None and (took is None or took > limit):
+                out.append(f"{r['name']}: slow leak ({slow['rate_mib_min']} MiB/min) warned "
+                           f"after {took if took is not None else 'never'} min of climb, "
+                           f"goal {limit:g} min")
         fa = [w["class"] for w in r["warnings"] if w["verdict"] == "false-alarm"]
         if fa:
             out.append(f"{r['name']}: false alarm(s) on a healthy run: {', '.join(fa)}")
@@ -135,8 +159,8 @@ def kinds(results):
         for w in r["warnings"]:
             k = rows.setdefault(w["class"], {"true": 0, "off": 0, "false": 0, "excused": 0,
                                              "leads": []})
-            key = {"lead": "true", "off-cause": "off", "false-alarm": "false",
-                   "excused": "excused"}[w["verdict"]]
+            key = {"lead": "true", "slow-leak": "true", "off-cause": "off",
+                   "false-alarm": "false", "excused": "excused"}[w["verdict"]]
             k[key] += 1
             if w["verdict"] == "lead":
                 firsts[w["class"]] = max(firsts.get(w["class"], 0), w["lead_s"])

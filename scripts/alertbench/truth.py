@@ -10,6 +10,8 @@ FRAG_SHARE = 0.05      # stranded memory must be at least this share of the pool
 LEAK_MIN_S = 20.0      # a leak's floor climbs for at least this long
 LEAK_HEADROOM = 0.5    # ... and by at least this share of the headroom it started with
 NEAR_SHARE = 0.05      # healthy: a step's peak within this share of the binding limit
+SLOW_MIN_MINUTES = 5   # a slow leak: the per-minute floor of allocated climbs this many minutes
+SLOW_MIN_RISE = 64 * MiB  # ... by at least this much
 
 
 def read_log(path):
@@ -196,6 +198,49 @@ def build_up(cls, events, samples, gpu_uuid, t_oom, alloc_climb, peak_climb=None
     return round(t_oom - c[0], 1) if c else 0.0
 
 
+def slow_leak(events, before=None):
+    """A slow leak: the job's per-minute floor of allocated (the smallest step figure in each
+    whole minute since its first step) climbs, walking back from the last whole minute (before
+    `before`, its OOM, if any), with nothing released (no minute's floor more than series.TOL
+    above a later one) for at least SLOW_MIN_MINUTES minutes, by at least SLOW_MIN_RISE, rising
+    in at least two minutes of three. The climb starts where its first rising minute's floor
+    was read. Returns {"start_ms", "rate_mib_min", "minutes"} or None."""
+    pts = [(t, v) for t, v in job_points(events, "allocated") if v is not None
+           and (before is None or t < before)]
+    if not pts:
+        return None
+    t0 = pts[0][0]
+    minutes = {}
+    for t, v in pts:
+        k = int((t - t0) // 60)
+        if k not in minutes or v < minutes[k][1]:
+            minutes[k] = (t, v)
+    last = max(minutes)
+    if pts[-1][0] - t0 < (last + 1) * 60:
+        last -= 1  # the last minute is not whole
+    if last < 0 or any(k not in minutes for k in range(last + 1)):
+        return None
+    floors = [minutes[k] for k in range(last + 1)]
+    start, lowest_later = last, floors[last][1]
+    for i in range(last - 1, -1, -1):
+        if floors[i][1] > lowest_later + series.TOL:
+            break
+        lowest_later = min(lowest_later, floors[i][1])
+        start = i
+    run = floors[start:]
+    # The climb begins where the floor first rose.
+    while len(run) > 1 and run[1][1] <= run[0][1]:
+        run = run[1:]
+    steps = [b[1] - a[1] for a, b in zip(run, run[1:])]
+    rise = run[-1][1] - run[0][1] if run else 0
+    if (len(steps) < SLOW_MIN_MINUTES or rise < SLOW_MIN_RISE
+            or 3 * sum(d > 0 for d in steps) < 2 * len(steps)):
+        return None
+    span_min = (run[-1][0] - run[0][0]) / 60
+    return {"start_ms": int(run[0][0] * 1000), "minutes": round(span_min, 1),
+            "rate_mib_min": round(rise / MiB / span_min, 1)}
+
+
 def near_failure(events):
     """Healthy runs: did the job's own figures come within one request of failing? The jobs do
     not log their requests, so: an OOM it caught (num_ooms > 0), or a step whose own peak came
@@ -269,6 +314,15 @@ def run_truth(run_dir):
                                    pc if grows else None, whole_free),
             "text": (oom.get("text") or "")[:300],
         }
+    for job, events in zip(meta["jobs"], logs):
+        oom = truth["oom"]
+        if oom is not None and oom["pid"] != job["pid"]:
+            continue
+        slow = slow_leak(events, oom["t_ms"] / 1000 if oom else None)
+        if slow is not None:
+            truth["slow_leak"] = dict(slow, pid=job["pid"])
+            truth["healthy"] = False
+            break
     if truth["healthy"]:
         truth["near_failure"] = any(near_failure(ev) for ev in logs)
     return truth

@@ -10,6 +10,8 @@ use crate::sample::{Framework, Pool};
 
 use super::risk::{Risk, context, figures};
 
+pub mod slow;
+
 /// The windows a climb is looked for in, longest first: a long climb is the stronger evidence,
 /// a short one warns early.
 const WINDOWS_MS: [u64; 3] = [60_000, 30_000, 12_000];

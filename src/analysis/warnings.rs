@@ -1,5 +1,6 @@
 //! Risks read from the memory history, each raised once per (class, pid or GPU): preallocation
-//! (information, unless it crowds another process), a growth step larger than what is free, a GPU
+//! (information, unless it crowds another process), a growth step larger than what is free, a slow
+//! leak (`growth/slow.rs`: a floor that climbs window after window, probed or not), a GPU
 //! filling up with memory that cannot be released (a probed process's cache never counts), and a
 //! process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
 
@@ -87,6 +88,16 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
                 evidence,
                 remedy,
             ));
+        }
+        // A slow leak: warned whatever the distance to the limit (the fast rule, in
+        // `pool::risks`, warns a climb near its limit; the first to see it raises `leak`).
+        let slow = match t.sample.pool.value() {
+            _ if t.exited_ms.is_some() => None,
+            Some(pool) => growth::slow::probed(t, pool, g),
+            None => growth::slow::unprobed(t, g),
+        };
+        if let Some(risk) = slow.filter(|r| !raised(&out, r.class, r.pid, &r.gpu)) {
+            out.push(risk.into_alert(at_ms));
         }
         let found = exit_no_log(t, g, &logged, &|| !raised(&out, "exit-no-log", pid, gpu));
         if let Some((title, evidence, remedy)) = found {

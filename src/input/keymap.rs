@@ -73,6 +73,10 @@ pub const KEYMAP: &[Binding] = &[
         help: "chart and sparklines: fit the scale to the data / show the whole GPU",
     },
     Binding {
+        keys: "-  +",
+        help: "chart and sparklines: zoom out / in, a minute to 3 days (the title says the resolution)",
+    },
+    Binding {
         keys: "mouse",
         help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
     },
@@ -131,6 +135,8 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('r') => Action::ResetPeaks,
         KeyCode::Char('c') => Action::ToggleChart,
         KeyCode::Char('g') => Action::ToggleScale,
+        KeyCode::Char('-') => Action::Zoom(true),
+        KeyCode::Char('+' | '=') => Action::Zoom(false),
         KeyCode::Char('s') => Action::Snapshot,
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char('K') | KeyCode::F(9) => Action::Signal,

@@ -38,6 +38,8 @@ pub enum Action {
     ToggleChart,
     /// `g`: fit the chart's and sparklines' y axis to the data, or show the whole GPU.
     ToggleScale,
+    /// `-` (true) and `+`: the chart's and sparklines' span out and in, a minute to three days.
+    Zoom(bool),
     /// A click on row `n` of the process table (an index into the rows shown).
     SelectRow(usize),
     /// A click on GPU `n`'s bar (by position): focus it, or show all when it has the focus.

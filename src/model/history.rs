@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::tiers::{Tier, Tiers};
+
 /// One reading in time; `value` is `None` when it could not be read (a gap, never a zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Point {
@@ -42,6 +44,8 @@ pub struct Ring {
     largest: VecDeque<Step>,
     /// The newest step still in the ring.
     latest: Option<Step>,
+    /// The coarse tiers behind the points (`Ring::with_tiers`), reaching back days.
+    tiers: Option<Box<Tiers>>,
 }
 
 impl PartialEq for Ring {
@@ -63,10 +67,38 @@ impl Ring {
             last_reading: None,
             largest: VecDeque::new(),
             latest: None,
+            tiers: None,
         }
     }
 
+    /// A ring with coarse tiers behind its points: every reading pushed goes into both.
+    pub fn with_tiers(capacity: usize) -> Self {
+        Ring {
+            tiers: Some(Box::default()),
+            ..Ring::new(capacity)
+        }
+    }
+
+    /// A ring rebuilt from its points and tiers (a snapshot's): the points do not go into the
+    /// tiers again.
+    pub fn restore(capacity: usize, points: &[Point], tiers: Option<Tiers>) -> Self {
+        let mut ring = Ring::new(capacity.max(points.len()));
+        for p in points {
+            ring.push(p.at_ms, p.value);
+        }
+        ring.tiers = tiers.map(Box::new);
+        ring
+    }
+
+    /// Tier `i` (0: the finest coarse tier), when the ring has tiers.
+    pub fn tier(&self, i: usize) -> Option<&Tier> {
+        self.tiers.as_ref().and_then(|t| t.0.get(i))
+    }
+
     pub fn push(&mut self, at_ms: u64, value: Option<u64>) {
+        if let Some(t) = &mut self.tiers {
+            t.push(at_ms, value);
+        }
         if self.points.len() == self.capacity {
             self.pop_front();
         } else if self.points.len() == self.points.capacity() {

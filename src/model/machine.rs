@@ -169,7 +169,7 @@ impl Machine {
             let track = self.gpus.entry(g.uuid.clone()).or_insert_with(|| GpuTrack {
                 sample: g.clone(),
                 segments: None,
-                used: Ring::new(cap),
+                used: Ring::with_tiers(cap),
                 lost_since_ms: None,
                 total: None,
                 unattributed: 0,

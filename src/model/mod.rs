@@ -8,6 +8,7 @@ pub mod history;
 pub mod machine;
 pub mod pool_history;
 pub mod process;
+pub mod tiers;
 pub mod units;
 
 use crate::sample::Reading;
@@ -16,6 +17,7 @@ pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
 pub use pool_history::PoolHistory;
 pub use process::{Change, HOST_MEMORY_GONE, HostMemory, ProcKey, ProcessTrack};
+pub use tiers::{Bucket, Resolution, TIERS, Tier, Tiers};
 
 /// How long an exited process is kept (on screen, for analysis and snapshots) before it is
 /// dropped, unless `Config::keep_exited_ms` says otherwise (`--keep-exited`).

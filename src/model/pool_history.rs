@@ -1,5 +1,6 @@
 //! A probed process's allocator pool over the history window: allocated, reserved (the pool),
-//! stranded, limit and peak, one ring each, pushed with its device memory in `ProcessTrack::observe`.
+//! stranded, the probe's peak and limit, one ring each, pushed with its device memory in
+//! `ProcessTrack::observe`; all but the limit with coarse tiers behind them (days of history).
 //!
 //! A tick without probe figures is a gap in every ring (never a zero), so a probe file that
 //! went stale splits the chart's lines instead of dropping them to the floor.
@@ -15,11 +16,11 @@ pub struct PoolHistory {
     pub reserved: Ring,
     /// Free bytes stuck in partly used blocks, where the framework reports them.
     pub stranded: Ring,
-    /// The pool's cap, where it has one.
-    pub limit: Ring,
-    /// The framework's peak of allocated memory (since the process started or the job last reset
-    /// it): what the largest step needed.
+    /// The probe's high-water mark of allocated bytes (`peak_allocated`: since the process started
+    /// or the job last reset it, what the largest step needed), where it reports one.
     pub peak: Ring,
+    /// The pool's cap, where it has one (fine points only: it rarely changes).
+    pub limit: Ring,
     /// When the allocator's retry count rose (a cache flush), newest last, at most
     /// `RETRIES_KEPT`: enough to tell one flush from flushes that repeat.
     pub retries_at: Vec<u64>,
@@ -30,11 +31,11 @@ const RETRIES_KEPT: usize = 8;
 impl PoolHistory {
     pub fn new(capacity: usize) -> Self {
         PoolHistory {
-            allocated: Ring::new(capacity),
-            reserved: Ring::new(capacity),
-            stranded: Ring::new(capacity),
+            allocated: Ring::with_tiers(capacity),
+            reserved: Ring::with_tiers(capacity),
+            stranded: Ring::with_tiers(capacity),
+            peak: Ring::with_tiers(capacity),
             limit: Ring::new(capacity),
-            peak: Ring::new(capacity),
             retries_at: Vec::new(),
         }
     }
@@ -45,8 +46,8 @@ impl PoolHistory {
         self.allocated.push(at_ms, pool.and_then(|p| p.allocated));
         self.reserved.push(at_ms, pool.and_then(|p| p.reserved));
         self.stranded.push(at_ms, pool.and_then(|p| p.stranded));
-        self.limit.push(at_ms, pool.and_then(|p| p.limit));
         self.peak.push(at_ms, pool.and_then(|p| p.peak_allocated));
+        self.limit.push(at_ms, pool.and_then(|p| p.limit));
         let rose = match (
             pool.and_then(|p| p.alloc_retries),
             before.and_then(|p| p.alloc_retries),

@@ -73,7 +73,7 @@ impl ProcessTrack {
         ProcessTrack {
             key: ProcKey::of(p),
             sample: p.clone(),
-            history: Ring::new(capacity),
+            history: Ring::with_tiers(capacity),
             peak: None,
             growth: None,
             last_change: None,

@@ -118,9 +118,15 @@ impl Client {
     }
 
     /// A host's `/snapshot`; without `history`, the compact one (`?history=0`: each process
-    /// carries only its latest point; a server that predates it sends the whole).
+    /// carries only its latest point), with it the fine history without the coarse tiers
+    /// (`?tiers=0`: a poll every interval would otherwise carry days of buckets); a server that
+    /// predates either sends the whole.
     pub fn snapshot_with(&self, base: &str, history: bool) -> Result<Snapshot, FetchError> {
-        let query: &[(&str, &str)] = if history { &[] } else { &[("history", "0")] };
+        let query: &[(&str, &str)] = if history {
+            &[("tiers", "0")]
+        } else {
+            &[("history", "0")]
+        };
         let bytes = self.get(&format!("{base}/snapshot"), query)?;
         snapshot::parse(Path::new("/snapshot"), &bytes).map_err(|e| {
             FetchError::BadAnswer(match e {

@@ -1,8 +1,8 @@
 //! The pollers' schedule on the one runtime: a task per host (no thread per host) that waits
 //! its turn for one of `CONCURRENCY` permits, makes its blocking HTTP exchange on tokio's
 //! blocking pool, sends the report, then sleeps the interval (or the backoff while it fails).
-//! A host the screen opens is polled at once and asked for its whole history; the others get
-//! the compact snapshot (`/snapshot?history=0`).
+//! A host the screen opens is polled at once and asked for its fine history (`/snapshot?tiers=0`:
+//! without the days of coarse tiers); the others get the compact snapshot (`/snapshot?history=0`).
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};

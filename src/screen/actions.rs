@@ -101,6 +101,14 @@ impl State {
                 };
             }
             Action::ToggleScale => self.screen.scale = self.screen.scale.toggled(),
+            Action::Zoom(out) => {
+                let now = self
+                    .screen
+                    .chart
+                    .as_ref()
+                    .map_or_else(|| super::chart::span_ms(self.machine()), |c| c.span_ms);
+                self.screen.zoom = Some(super::chart::zoom::step(now, out));
+            }
             Action::SelectRow(n) => {
                 if let Some(k) = self.screen.rows.get(n) {
                     self.screen.selected = Some(k.clone());

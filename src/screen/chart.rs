@@ -7,13 +7,18 @@
 //! The axes fit what is shown: the time axis spans the history there is until the window fills
 //! (`span_ms`; a probed process's story: its own life, if shorter), and the y axis the highest reading shown (`Scale::Fit`, rounded up to a round
 //! size, never past the GPU's total) or the whole GPU (`Scale::Gpu`); `g` toggles the two.
+//! `-` and `+` set the span instead (a minute to three days, `zoom.rs`), drawn from the coarse
+//! tiers where it reaches past the fine ring.
 
 mod pool;
 mod scale;
+pub mod zoom;
 
 use crate::model::{Machine, ProcKey, Ring};
 pub use pool::PoolChart;
 pub use scale::{Scale, fit_span, nice_top, span_ms};
+pub use zoom::Resolution;
+use zoom::runs_at;
 
 /// One contiguous run of points: (seconds before the last sample, GiB).
 pub type Run = Vec<(f64, f64)>;
@@ -53,39 +58,56 @@ pub struct ChartData {
     /// The y axis's top, bytes.
     pub top: u64,
     pub scale: Scale,
+    /// What the series are drawn from: every sample, or a coarse tier's buckets.
+    pub resolution: Resolution,
+    /// Whether the span was set with the zoom keys (else it fits the history there is).
+    pub zoomed: bool,
 }
 
 impl ChartData {
-    /// The chart of the focused GPU (by UUID), or of the first GPU; `None` without GPUs.
+    /// The chart of the focused GPU (by UUID), or of the first GPU; `None` without GPUs. `zoom`:
+    /// the span the zoom keys set, if they did.
     pub fn of(
         machine: &Machine,
         focus: Option<&str>,
         selected: Option<&ProcKey>,
         scale: Scale,
+        zoom: Option<u64>,
     ) -> Option<Self> {
         let gpu = match focus.and_then(|f| machine.gpu(f)) {
             Some(g) => g,
             None => *machine.gpus_in_order().first()?,
         };
         let end = machine.last_sample_ms.unwrap_or(machine.now_ms);
-        let span_ms = span_ms(machine);
+        let span_ms = zoom.unwrap_or_else(|| span_ms(machine));
+        // A GPU without tiers (a remote host's, polled without them) is drawn from its samples.
+        let resolution = match Resolution::for_span(span_ms, machine.config.history_ms) {
+            Resolution::Tier(i) if gpu.used.tier(i).is_none() => Resolution::Samples,
+            r => r,
+        };
         let track = selected
             .filter(|k| k.gpu_uuid == gpu.sample.uuid)
             .and_then(|k| machine.processes.get(k));
         // A probed process's story covers its own life while that is shorter than the history.
         let pool_span = track.map(|t| {
             let window = machine.config.history_ms.max(1);
-            fit_span(end.saturating_sub(t.first_seen_ms), window).min(span_ms)
+            match zoom {
+                Some(z) => z,
+                None => fit_span(end.saturating_sub(t.first_seen_ms), window).min(span_ms),
+            }
         });
         let pool = track
             .zip(pool_span)
-            .and_then(|(t, span)| PoolChart::of(machine, t, end, span));
+            .and_then(|(t, span)| PoolChart::of(machine, t, end, span, resolution));
         let span_ms = match (&pool, pool_span) {
             (Some(_), Some(span)) => span,
             _ => span_ms,
         };
-        let selected = track.map(|t| (t.sample.pid, runs(&t.history, end, span_ms)));
-        let used = runs(&gpu.used, end, span_ms);
+        let selected = track.map(|t| {
+            let r = runs_at(&t.history, end, span_ms, resolution);
+            (t.sample.pid, r)
+        });
+        let used = runs_at(&gpu.used, end, span_ms, resolution);
         // What the y axis must hold: the pool's series, else used memory and the selection.
         let shown = match &pool {
             Some(p) => p.highest(),
@@ -107,6 +129,8 @@ impl ChartData {
             pool,
             top,
             scale,
+            resolution,
+            zoomed: zoom.is_some(),
         })
     }
 }

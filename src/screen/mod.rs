@@ -101,6 +101,9 @@ pub struct Screen {
     pub emphasis: Emphasis,
     /// The chart's and sparklines' y axis: fitted to the data or the whole GPU (`g`).
     pub scale: Scale,
+    /// The chart's and sparklines' span set with `-` and `+`; `None`: the history there is, up
+    /// to the window.
+    pub zoom: Option<u64>,
 }
 
 impl Default for Screen {
@@ -128,6 +131,7 @@ impl Default for Screen {
             mig: Vec::new(),
             emphasis: Emphasis::Table,
             scale: Scale::Fit,
+            zoom: None,
         }
     }
 }

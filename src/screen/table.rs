@@ -146,6 +146,7 @@ impl Screen {
             self.focus.as_deref(),
             self.selected.as_ref(),
             self.scale,
+            self.zoom,
         );
         self.mig = super::mig::rows(machine);
     }

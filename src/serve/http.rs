@@ -1,5 +1,6 @@
 //! The HTTP/1 server of `gpumon serve` (hyper on the tokio runtime, over TLS when configured):
-//! GET `/metrics`, `/snapshot` (`?history=0`: the compact one a fleet's overview asks for) and
+//! GET `/metrics`, `/snapshot` (`?history=0`: the compact one a fleet's overview asks for;
+//! `?tiers=0`: the fine history without the days of coarse tiers, what a fleet's open host gets) and
 //! `/healthz` from the latest published snapshot, with bounded connections, header size, header
 //! read time and connection lifetime, and the optional bearer token or basic-auth users. Each
 //! connection is its own task: a panic while answering one ends that one only (the panic hook logs
@@ -222,12 +223,15 @@ fn respond(req: &Request<Incoming>, latest: &Latest, config: &Config, allowed: b
         return plain(StatusCode::SERVICE_UNAVAILABLE, "no sample yet\n");
     };
     if path == "/snapshot" {
-        let compact = req
-            .uri()
-            .query()
-            .is_some_and(|q| q.split('&').any(|kv| kv == "history=0"));
-        let body = if compact {
+        let asked = |what: &str| {
+            req.uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|kv| kv == what))
+        };
+        let body = if asked("history=0") {
             published.compact_json()
+        } else if asked("tiers=0") {
+            published.fine_json()
         } else {
             published.json()
         };

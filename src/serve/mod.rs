@@ -39,7 +39,11 @@ const HISTORY_MS: u64 = 600_000;
 /// What a request reads: the latest snapshot and what the server counted over time.
 #[derive(Debug)]
 pub struct Published {
+    /// The latest snapshot, without the coarse tiers (`Snapshot::of_machine_fine`).
     pub snapshot: Snapshot,
+    /// A snapshot with them, made at most once a minute (their newest buckets lag by as much;
+    /// the fine history covers that time); `None` until the first.
+    pub days: Option<Arc<Snapshot>>,
     /// Allocation failures since the server started, by class; failures dropped from the
     /// snapshot's bounded alert list stay counted.
     pub ooms: BTreeMap<String, u64>,
@@ -50,27 +54,49 @@ pub struct Published {
     json: OnceLock<Bytes>,
     /// `/snapshot?history=0`'s body, made and shared the same way.
     compact: OnceLock<Bytes>,
+    /// `/snapshot?tiers=0`'s body (the fine history, no coarse tiers), made and shared the same way.
+    fine: OnceLock<Bytes>,
 }
 
 impl Published {
     pub fn new(
         snapshot: Snapshot,
+        days: Option<Arc<Snapshot>>,
         ooms: BTreeMap<String, u64>,
         sampled_at: Option<Instant>,
     ) -> Self {
         Published {
             snapshot,
+            days,
             ooms,
             sampled_at,
             json: OnceLock::new(),
             compact: OnceLock::new(),
+            fine: OnceLock::new(),
         }
     }
 
-    /// The snapshot as `gpumon snapshot` writes it.
+    /// The snapshot as `gpumon snapshot` writes it: with the coarse tiers of `days`.
     pub fn json(&self) -> Bytes {
         self.json
-            .get_or_init(|| tick_times::time("serve.json", || Bytes::from(self.snapshot.to_json())))
+            .get_or_init(|| {
+                tick_times::time("serve.json", || match &self.days {
+                    Some(days) => {
+                        let mut s = self.snapshot.clone();
+                        crate::snapshot::tiers::graft(days, &mut s);
+                        Bytes::from(s.to_json())
+                    }
+                    None => Bytes::from(self.snapshot.to_json()),
+                })
+            })
+            .clone()
+    }
+
+    /// The document with its fine history and without the coarse tiers (days of buckets): what
+    /// a fleet's open host is polled for every interval.
+    pub fn fine_json(&self) -> Bytes {
+        self.fine
+            .get_or_init(|| Bytes::from(self.snapshot.to_json()))
             .clone()
     }
 
@@ -84,6 +110,7 @@ impl Published {
                     let keep = p.history.len().saturating_sub(1);
                     p.history.drain(..keep);
                 }
+                crate::snapshot::tiers::strip(&mut s);
                 Bytes::from(s.to_json())
             })
             .clone()
@@ -209,6 +236,7 @@ async fn publish_all(
     let mut ooms = BTreeMap::new();
     let mut counted = 0;
     let mut sampled_at = None;
+    let mut days: Option<(Option<u64>, Arc<Snapshot>)> = None;
     tokio::pin!(shutdown);
     loop {
         let event = tokio::select! {
@@ -234,14 +262,21 @@ async fn publish_all(
         } else {
             machine.last_sample_ms.unwrap_or(machine.now_ms)
         };
-        let mut snapshot =
-            tick_times::time("serve.snapshot", || Snapshot::of_machine(&machine, now));
+        let mut snapshot = tick_times::time("serve.snapshot", || {
+            Snapshot::of_machine_fine(&machine, now)
+        });
         if let Some(name) = &hostname {
             snapshot.machine.host = Some(name.clone());
             snapshot.machine.unavailable.remove("host");
         }
         count_failures(&mut ooms, &mut counted, &snapshot);
-        let published = Published::new(snapshot, ooms.clone(), sampled_at);
+        // The days of history, at most once a minute: a tick costs what it did without them.
+        let minute = machine.last_sample_ms.map(|t| t / 60_000);
+        if days.as_ref().is_none_or(|(m, _)| *m != minute) {
+            days = Some((minute, Arc::new(Snapshot::of_machine(&machine, now))));
+        }
+        let full = days.as_ref().map(|(_, s)| Arc::clone(s));
+        let published = Published::new(snapshot, full, ooms.clone(), sampled_at);
         publish.send_replace(Some(Arc::new(published)));
     }
 }

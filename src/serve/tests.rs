@@ -60,7 +60,7 @@ fn alert(class: &str, level: &str, pid: Option<u32>, at: &str) -> serde_json::Va
 
 fn encode(s: Snapshot, select: Select) -> String {
     let ooms = BTreeMap::from([("fragmentation".to_string(), 2)]);
-    let p = Published::new(s, ooms, None);
+    let p = Published::new(s, None, ooms, None);
     metrics::encode(Arc::new(p), Some(1.5), select)
 }
 
@@ -256,9 +256,24 @@ fn the_compact_snapshot_keeps_each_processes_latest_point_only() {
         ],
         vec![],
     );
-    let p = Published::new(s.clone(), BTreeMap::new(), None);
+    let p = Published::new(s.clone(), None, BTreeMap::new(), None);
     let full: Snapshot = serde_json::from_slice(&p.json()).unwrap();
     assert_eq!(full, s);
+    // With a snapshot of days, the whole document carries its tiers; `?tiers=0` does not.
+    let tier = gpumon_tier();
+    let mut days = s.clone();
+    days.processes[0].history_tiers = vec![tier.clone()];
+    let p = Published::new(
+        s.clone(),
+        Some(std::sync::Arc::new(days)),
+        BTreeMap::new(),
+        None,
+    );
+    let full: Snapshot = serde_json::from_slice(&p.json()).unwrap();
+    assert_eq!(full.processes[0].history_tiers, vec![tier]);
+    assert!(full.processes[1].history_tiers.is_empty());
+    let fine: Snapshot = serde_json::from_slice(&p.fine_json()).unwrap();
+    assert_eq!(fine, s);
     let compact: Snapshot = serde_json::from_slice(&p.compact_json()).unwrap();
     assert_eq!(compact.processes[0].history, s.processes[0].history[2..]);
     assert!(compact.processes[1].history.is_empty());
@@ -333,4 +348,14 @@ fn memory_health_series_with_the_gpu_labels_and_nothing_for_what_is_na() {
     let plain = encode(snapshot(vec![], vec![]), ALL);
     assert!(samples(&plain, "gpumon_gpu_ecc_mode").is_empty());
     assert!(samples(&plain, "gpumon_gpu_xid_events_total").is_empty());
+}
+
+fn gpumon_tier() -> crate::snapshot::TierDoc {
+    crate::snapshot::TierDoc {
+        bucket_ms: 10_000,
+        start_ms: 0,
+        min: vec![Some(1024), None],
+        max: vec![Some(4096), None],
+        last: vec![Some(2048), None],
+    }
 }

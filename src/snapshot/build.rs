@@ -31,8 +31,21 @@ impl Snapshot {
         Snapshot::of(data, &screen, now_ms)
     }
 
+    /// The same without the coarse tiers (days of buckets): what `serve` publishes every sample,
+    /// grafting the tiers of a snapshot made once a minute where a client asks for them.
+    pub fn of_machine_fine(data: &MachineData, now_ms: u64) -> Snapshot {
+        let mut screen = Screen::default();
+        screen.derive_rows(data);
+        Snapshot::build(data, &screen, now_ms, false)
+    }
+
     /// `data` as `screen` shows it.
     pub fn of(data: &MachineData, screen: &Screen, now_ms: u64) -> Snapshot {
+        Snapshot::build(data, screen, now_ms, true)
+    }
+
+    fn build(data: &MachineData, screen: &Screen, now_ms: u64, tiers: bool) -> Snapshot {
+        let process = |screen, t, shown| process(screen, t, shown, tiers);
         let mut processes: Vec<Process> = screen
             .rows
             .iter()
@@ -56,7 +69,7 @@ impl Snapshot {
             gpus: data
                 .gpus_in_order()
                 .into_iter()
-                .map(|g| gpu(g, &screen.mig))
+                .map(|g| gpu(g, &screen.mig, tiers))
                 .collect(),
             processes,
             alerts: data.alerts.iter().map(alert).collect(),
@@ -130,7 +143,15 @@ fn points(ring: &Ring) -> Vec<super::Point> {
     ring.iter().copied().collect()
 }
 
-fn gpu(t: &GpuTrack, screen_mig: &[MigRow]) -> Gpu {
+/// `tiers`: with the rings' coarse tiers.
+fn gpu(t: &GpuTrack, screen_mig: &[MigRow], tiers: bool) -> Gpu {
+    let docs = |r: &Ring| {
+        if tiers {
+            super::tiers::docs(r)
+        } else {
+            Vec::new()
+        }
+    };
     let s = &t.sample;
     let mut na = Unavailable::new();
     let memory = split(s.memory.clone(), "memory", &mut na).map(|m| {
@@ -164,6 +185,7 @@ fn gpu(t: &GpuTrack, screen_mig: &[MigRow]) -> Gpu {
         power_mw: split(s.power_mw.clone(), "power_mw", &mut na),
         processes_without_memory: u64::try_from(t.unattributed).unwrap_or(u64::MAX),
         used_history: points(&t.used),
+        used_tiers: docs(&t.used),
         mig: mig_docs(screen_mig, &s.uuid),
         health: s.health.clone(),
         xid: t.xids.last.map(|(code, at)| super::XidDoc {
@@ -216,7 +238,14 @@ fn mig_docs(rows: &[MigRow], uuid: &str) -> Vec<MigDoc> {
         .collect()
 }
 
-fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
+fn process(screen: &Screen, t: &ProcessTrack, shown: bool, tiers: bool) -> Process {
+    let docs = |r: &Ring| {
+        if tiers {
+            super::tiers::docs(r)
+        } else {
+            Vec::new()
+        }
+    };
     let s = &t.sample;
     let mut na = Unavailable::new();
     let peak = match (t.peak, s.device_memory.reason()) {
@@ -262,12 +291,19 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool) -> Process {
         first_seen_at: time_ms(t.first_seen_ms),
         exited_at: t.exited_ms.map(time_ms),
         history: points(&t.history),
+        history_tiers: docs(&t.history),
         pool_history: t.pool_history.as_ref().map(|h| PoolHistoryDoc {
             allocated: points(&h.allocated),
             reserved: points(&h.reserved),
             stranded: points(&h.stranded),
             limit: points(&h.limit),
             peak: points(&h.peak),
+            tiers: tiers.then(|| super::PoolTiersDoc {
+                allocated: docs(&h.allocated),
+                reserved: docs(&h.reserved),
+                stranded: docs(&h.stranded),
+                peak: docs(&h.peak),
+            }),
         }),
         host_memory_last: t
             .host_last

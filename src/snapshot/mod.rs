@@ -12,6 +12,7 @@ mod lines;
 mod read;
 mod restore;
 pub mod text;
+pub mod tiers;
 pub mod timeline;
 mod write;
 
@@ -25,6 +26,7 @@ pub use crate::model::Point;
 pub use crate::sample::{Framework, ProcessKind};
 pub use lines::WIDTH;
 pub use read::{MAX_BYTES, parse, read};
+pub use tiers::TierDoc;
 pub use write::{file_name, write_atomic, write_to_dir};
 
 /// The schema this gpumon writes and reads.
@@ -143,6 +145,10 @@ pub struct Gpu {
     pub processes_without_memory: u64,
     /// Used memory over the history window, oldest first.
     pub used_history: Vec<Point>,
+    /// Used memory over days: the coarse tiers, finest first (absent in a compact snapshot and
+    /// in older ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub used_tiers: Vec<TierDoc>,
     /// MIG instances when MIG is on; absent when off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mig: Vec<MigDoc>,
@@ -249,6 +255,10 @@ pub struct Process {
     pub exited_at: Option<String>,
     /// Device memory over the history window, oldest first.
     pub history: Vec<Point>,
+    /// Device memory over days: the coarse tiers, finest first (absent in a compact snapshot
+    /// and in older ones).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history_tiers: Vec<TierDoc>,
     /// The allocator pool over the history window; absent without the probe (and in snapshots
     /// made before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,9 +279,23 @@ pub struct PoolHistoryDoc {
     pub reserved: Vec<Point>,
     pub stranded: Vec<Point>,
     pub limit: Vec<Point>,
-    /// The framework's peak of allocated memory; absent in older snapshots.
+    /// The probe's peak allocated (absent in older snapshots).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peak: Vec<Point>,
+    /// The same series over days, each's coarse tiers finest first (absent in a compact
+    /// snapshot and in older ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<PoolTiersDoc>,
+}
+
+/// A pool's series over days: each one's coarse tiers, finest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolTiersDoc {
+    pub allocated: Vec<TierDoc>,
+    pub reserved: Vec<TierDoc>,
+    pub stranded: Vec<TierDoc>,
+    pub peak: Vec<TierDoc>,
 }
 
 /// Host memory as last read before the process's address space went away.

@@ -6,7 +6,7 @@ use std::time::UNIX_EPOCH;
 
 use super::{
     AlertDoc, Gpu, GpuState, LevelDoc, MigDoc, Point, PoolDoc, Process, Snapshot, SourceDoc,
-    Unavailable,
+    TierDoc, Unavailable,
 };
 use crate::model::health::XidTally;
 use crate::model::{
@@ -79,12 +79,9 @@ fn info(s: &Snapshot) -> MachineInfo {
     }
 }
 
-fn ring(points: &[Point], cap: usize) -> Ring {
-    let mut ring = Ring::new(cap.max(points.len()));
-    for p in points {
-        ring.push(p.at_ms, p.value);
-    }
-    ring
+/// A ring back from its points and, where the snapshot has them, its coarse tiers.
+fn ring(points: &[Point], tiers: &[TierDoc], cap: usize) -> Ring {
+    Ring::restore(cap, points, super::tiers::restore(tiers))
 }
 
 fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
@@ -107,7 +104,7 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
             ms(since),
         ),
     };
-    let used = ring(&g.used_history, cap);
+    let used = ring(&g.used_history, &g.used_tiers, cap);
     let total = g
         .memory
         .as_ref()
@@ -181,7 +178,7 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
             }),
         },
     };
-    let history = ring(&p.history, cap);
+    let history = ring(&p.history, &p.history_tiers, cap);
     let first_seen_ms = ms(&p.first_seen_at).unwrap_or_default();
     let last_seen_ms = history.iter().last().map_or(first_seen_ms, |pt| pt.at_ms);
     #[allow(clippy::cast_precision_loss)]
@@ -200,13 +197,17 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         exited_ms: p.exited_at.as_deref().and_then(ms),
         last_change: None,
         prev_pool: None,
-        pool_history: p.pool_history.as_ref().map(|h| PoolHistory {
-            allocated: ring(&h.allocated, cap),
-            reserved: ring(&h.reserved, cap),
-            stranded: ring(&h.stranded, cap),
-            limit: ring(&h.limit, cap),
-            peak: ring(&h.peak, cap),
-            retries_at: Vec::new(),
+        pool_history: p.pool_history.as_ref().map(|h| {
+            let t = h.tiers.as_ref();
+            let tiers = |f: fn(&super::PoolTiersDoc) -> &[TierDoc]| t.map_or(&[][..], f);
+            PoolHistory {
+                allocated: ring(&h.allocated, tiers(|t| &t.allocated), cap),
+                reserved: ring(&h.reserved, tiers(|t| &t.reserved), cap),
+                stranded: ring(&h.stranded, tiers(|t| &t.stranded), cap),
+                peak: ring(&h.peak, tiers(|t| &t.peak), cap),
+                limit: ring(&h.limit, &[], cap),
+                retries_at: Vec::new(),
+            }
         }),
         host_last: p.host_memory_last.as_ref().map(|h| HostMemory {
             vms: h.vms,

@@ -40,7 +40,15 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         Scale::Fit => "fitted (g: whole GPU)",
         Scale::Gpu => "whole GPU (g: fit)",
     };
-    let span = units::duration_label(c.span_ms);
+    let span = if c.zoomed || c.resolution != crate::screen::chart::Resolution::Samples {
+        format!(
+            "{}, {}",
+            units::duration_label(c.span_ms),
+            c.resolution.label()
+        )
+    } else {
+        units::duration_label(c.span_ms)
+    };
     let title = match &c.pool {
         Some(p) => format!(
             " pid {} pool on GPU{}, last {span}, {scale} ",

@@ -14,7 +14,6 @@ use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
 use crate::sample::Reading;
 use crate::screen::State;
-use crate::screen::chart::span_ms;
 
 /// Why VMS is so much larger than device memory for CUDA processes.
 const VMS_CAPTION: &str =
@@ -58,7 +57,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
     let s = &t.sample;
     let na = |text: &str| Span::styled(text.to_string(), theme.na);
     let or_na = |v: Option<String>| v.map_or_else(|| na("n/a"), Span::raw);
-    let window_label = format!(" ({})", units::duration_label(span_ms(state.machine())));
+    let window_label = format!(" ({})", units::duration_label(spark::shown_span(state)));
     let room = usize::from(width).saturating_sub("device ".len() + window_label.len());
     let marks: Vec<u64> = state
         .machine()

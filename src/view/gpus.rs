@@ -10,7 +10,6 @@ use super::text::fit;
 use super::theme::Theme;
 use crate::model::{GpuTrack, Level, Segments, units};
 use crate::sample::{GpuStatus, Reading};
-use crate::screen::chart::span_ms;
 use crate::screen::mig::MigRow;
 use crate::screen::{Scale, State};
 
@@ -300,7 +299,7 @@ fn second_line(
             theme.na,
         ));
     }
-    let window_label = format!(" ({})", units::duration_label(span_ms(state.machine())));
+    let window_label = format!(" ({})", units::duration_label(spark::shown_span(state)));
     let fixed: usize = readings.iter().map(Span::width).sum::<usize>()
         + 2 * readings.len()
         + "mem ".len()

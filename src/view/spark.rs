@@ -1,12 +1,21 @@
 //! Sparklines over a history ring: one column per slice of time, gaps left blank (never drawn as
-//! zero), failures marked at the column where they happened.
+//! zero), failures marked at the column where they happened. They span what the chart spans:
+//! zoomed out past the fine ring (`-`), a column is the highest peak of the coarse buckets in it.
 
 use ratatui::text::Span;
 
 use super::theme::Theme;
-use crate::model::Ring;
+use crate::model::{Ring, TIERS};
 use crate::screen::State;
-use crate::screen::chart::{nice_top, span_ms};
+use crate::screen::chart::{Resolution, nice_top, span_ms};
+
+/// The time the chart and the sparklines cover: the zoom's span, else the history there is.
+pub fn shown_span(state: &State) -> u64 {
+    state
+        .screen
+        .zoom
+        .unwrap_or_else(|| span_ms(state.machine()))
+}
 
 /// The time a sparkline covers, cut into `width` equal columns ending at `end_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +23,8 @@ pub struct Window {
     pub end_ms: u64,
     pub span_ms: u64,
     pub width: usize,
+    /// Every sample, or a coarse tier's buckets (the chart's zoom).
+    pub resolution: Resolution,
 }
 
 impl Window {
@@ -23,13 +34,18 @@ impl Window {
     /// sample, so a paused screen stands still.
     pub fn of(state: &State, avail: usize) -> Self {
         let machine = state.machine();
-        let span_ms = span_ms(machine).max(1);
-        let samples =
-            usize::try_from(span_ms / machine.config.interval_ms.max(1)).unwrap_or(usize::MAX);
+        let span_ms = state.screen.zoom.unwrap_or_else(|| span_ms(machine)).max(1);
+        let resolution = Resolution::for_span(span_ms, machine.config.history_ms);
+        let step = match resolution {
+            Resolution::Samples => machine.config.interval_ms,
+            Resolution::Tier(i) => TIERS[i].bucket_ms,
+        };
+        let samples = usize::try_from(span_ms / step.max(1)).unwrap_or(usize::MAX);
         Window {
             end_ms: machine.last_sample_ms.unwrap_or(machine.now_ms),
             span_ms,
             width: avail.min(samples).max(1),
+            resolution,
         }
     }
 
@@ -47,6 +63,20 @@ impl Window {
     pub fn columns(&self, ring: &Ring) -> Vec<Option<u64>> {
         let mut cols = vec![None; self.width];
         let mut touched = vec![false; self.width];
+        if let Resolution::Tier(i) = self.resolution
+            && let Some(tier) = ring.tier(i)
+        {
+            let w = tier.bucket_ms();
+            for b in tier.since(self.end_ms.saturating_sub(self.span_ms.saturating_add(w))) {
+                let Some(col) = self.column(b.at_ms.saturating_add(w / 2)) else {
+                    continue;
+                };
+                if let Some(v) = b.max {
+                    cols[col] = Some(cols[col].map_or(v, |old: u64| old.max(v)));
+                }
+            }
+            return cols;
+        }
         for p in ring.iter() {
             let Some(col) = self.column(p.at_ms) else {
                 continue;
@@ -140,6 +170,7 @@ mod tests {
             end_ms: 9000,
             span_ms: 10_000,
             width: 10,
+            resolution: Resolution::Samples,
         };
         assert_eq!(w.column(9000), Some(9));
         assert_eq!(w.column(0), Some(0));
@@ -173,6 +204,7 @@ mod tests {
             end_ms: 9000,
             span_ms: 10_000,
             width: 10,
+            resolution: Resolution::Samples,
         };
         let cols = w.columns(&ring);
         assert_eq!(cols[4], Some(2), "between two samples: {cols:?}");
@@ -192,6 +224,7 @@ mod tests {
             end_ms: 9000,
             span_ms: 10_000,
             width: 5,
+            resolution: Resolution::Samples,
         };
         assert_eq!(
             w.columns(&ring),

@@ -2,6 +2,7 @@
 //! allocated in it, the stranded part of the pool marked above the allocated line, its limit,
 //! and the moments of its alerts and failures, all over the same window.
 
+use super::zoom::{Resolution, runs_at};
 use super::{Run, highest, runs};
 use crate::model::{Level, Machine, ProcessTrack, Ring};
 
@@ -34,11 +35,19 @@ pub struct PoolChart {
 }
 
 impl PoolChart {
-    /// `None` unless the probe has reported the process's pool inside the window.
-    pub fn of(machine: &Machine, t: &ProcessTrack, end_ms: u64, span_ms: u64) -> Option<Self> {
+    /// `None` unless the probe has reported the process's pool inside the window. At a coarse
+    /// `res`, each series is drawn from floor to peak; the stranded band needs the two readings
+    /// of one moment, so it is drawn only from samples, and so is the limit (it has no tiers).
+    pub fn of(
+        machine: &Machine,
+        t: &ProcessTrack,
+        end_ms: u64,
+        span_ms: u64,
+        res: Resolution,
+    ) -> Option<Self> {
         let h = t.pool_history.as_ref().filter(|h| h.has_readings())?;
-        let reserved = runs(&h.reserved, end_ms, span_ms);
-        let allocated = runs(&h.allocated, end_ms, span_ms);
+        let reserved = runs_at(&h.reserved, end_ms, span_ms, res);
+        let allocated = runs_at(&h.allocated, end_ms, span_ms, res);
         if reserved.is_empty() && allocated.is_empty() {
             return None;
         }
@@ -63,10 +72,13 @@ impl PoolChart {
         let last = |r: &Ring| r.last().and_then(|p| p.value);
         Some(PoolChart {
             pid: t.sample.pid,
-            device: runs(&t.history, end_ms, span_ms),
+            device: runs_at(&t.history, end_ms, span_ms, res),
             reserved,
             allocated,
-            stranded_top: runs(&top, end_ms, span_ms),
+            stranded_top: match res {
+                Resolution::Samples => runs(&top, end_ms, span_ms),
+                Resolution::Tier(_) => Vec::new(),
+            },
             limit: runs(&h.limit, end_ms, span_ms),
             now: PoolNow {
                 device: last(&t.history),
