@@ -74,6 +74,7 @@ fn sample(ms: u64) -> Sample {
         processes: vec![probed, healthy],
         failures: Vec::new(),
         notices: Vec::new(),
+        events: Vec::new(),
     }
 }
 
