@@ -242,6 +242,7 @@ mod tests {
             processes: vec![],
             failures: vec![],
             notices: Vec::new(),
+            probes: Vec::new(),
         };
         w.sample(&s).unwrap();
         assert_eq!(read_all(&buf).unwrap(), vec![s]);

@@ -134,6 +134,7 @@ mod tests {
             processes: vec![],
             failures: vec![],
             notices: Vec::new(),
+            probes: Vec::new(),
         }
     }
 

@@ -41,6 +41,7 @@ fn snapshot(stranded: u64) -> Snapshot {
             processes: vec![p],
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         }),
     );
     Snapshot::of_machine(&m, T0)

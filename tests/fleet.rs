@@ -50,6 +50,7 @@ fn scripted(name: &str, gb: u64) -> Machine {
             gpus: vec![g0, g1],
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         })
     });
     let info = MachineInfo {

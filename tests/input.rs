@@ -36,6 +36,7 @@ fn sample(k: u64) -> Sample {
         gpus: vec![g0, g1],
         failures: vec![],
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

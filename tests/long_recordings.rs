@@ -30,6 +30,7 @@ fn sample(at_ms: u64) -> Sample {
         processes: vec![train],
         failures: vec![],
         notices: vec![],
+        probes: vec![],
     }
 }
 

@@ -30,6 +30,7 @@ fn source(name: &str, pid: u32, gb: u64, command: &str) -> ScriptedSource {
             processes: vec![process(pid, &g, gb * GIB, Framework::Pytorch, command)],
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         })
     });
     ScriptedSource::new(host(name), samples)

@@ -93,6 +93,7 @@ fn mig_sample(k: u64) -> Sample {
         processes,
         failures: Vec::new(),
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -42,6 +42,7 @@ fn state() -> State {
             ],
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         })));
     }
     s

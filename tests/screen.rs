@@ -126,6 +126,7 @@ fn main_sample(k: u64) -> Sample {
         processes,
         failures,
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 
@@ -246,6 +247,7 @@ fn na_sample(k: u64) -> Sample {
         processes: vec![outside, hidden, mine],
         failures: Vec::new(),
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

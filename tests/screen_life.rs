@@ -76,6 +76,7 @@ fn sample(k: u64) -> Sample {
         processes,
         failures,
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -113,6 +113,7 @@ fn scripted(ticks: u64, ascii: bool, pool: impl Fn(u64) -> Pool) -> State {
             processes: vec![torch],
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         })));
     }
     select(&mut s, 873);

@@ -58,6 +58,7 @@ fn state(config: Config) -> State {
             processes: vec![torch, jax],
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         })));
     }
     s

@@ -100,6 +100,7 @@ fn scripted() -> State {
                     vec![]
                 },
                 notices: Vec::new(),
+                probes: Vec::new(),
             }
         })
         .collect();
@@ -400,6 +401,7 @@ fn machine_snapshot(m: &Machine) -> Snapshot {
         processes,
         failures: vec![],
         notices: Vec::new(),
+        probes: Vec::new(),
     };
     let snap = Snapshot::from_state(&run(info, vec![sample], &[]), T0);
     assert_schema_valid(&serde_json::to_value(&snap).unwrap());

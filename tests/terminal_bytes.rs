@@ -39,6 +39,7 @@ fn sample(k: u64) -> Sample {
         processes,
         failures: Vec::new(),
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

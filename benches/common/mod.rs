@@ -62,6 +62,7 @@ pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
         processes,
         failures: Vec::new(),
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -28,6 +28,7 @@ fn sample(
         processes,
         failures,
         notices: Vec::new(),
+        probes: Vec::new(),
     }))
 }
 

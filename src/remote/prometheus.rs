@@ -379,6 +379,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             processes,
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         },
         alerts: acc.alerts,
         selector,

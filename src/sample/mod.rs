@@ -12,8 +12,10 @@ use crate::oom::failure::Failure;
 
 mod placement;
 mod pool;
+pub mod pool_map;
 pub use placement::Placement;
 pub use pool::Pool;
+pub use pool_map::{PoolMap, ProbeNews};
 
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -288,6 +290,10 @@ pub struct Sample {
     /// Things the source ignored and says once (a probe file it did not trust, and why).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notices: Vec<String>,
+    /// What probes said besides their figures, only when it changed: a new block map, an answer
+    /// to a request, recording turned on or off (absent in recordings made before maps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeNews>,
 }
 
 mod wire;

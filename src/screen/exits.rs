@@ -131,6 +131,7 @@ mod tests {
                 processes,
                 failures: Vec::new(),
                 notices: Vec::new(),
+                probes: Vec::new(),
             })));
         }
         let cause = |s: &State| {

@@ -145,3 +145,5 @@ pub mod build {
         p
     }
 }
+
+pub mod maps;

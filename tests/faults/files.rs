@@ -28,6 +28,7 @@ fn sample(at_ms: u64) -> Sample {
         processes: vec![],
         failures: vec![],
         notices: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

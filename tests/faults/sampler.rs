@@ -134,6 +134,7 @@ impl Source for Slow {
             processes: vec![],
             failures: vec![],
             notices: Vec::new(),
+            probes: Vec::new(),
         })
     }
 }
@@ -283,6 +284,7 @@ impl Source for Panics {
             processes: vec![],
             failures: vec![],
             notices: Vec::new(),
+            probes: Vec::new(),
         })
     }
 }

@@ -58,6 +58,7 @@ fn run(samples: Vec<(GpuSample, Vec<ProcessSample>)>) -> Vec<Alert> {
             processes,
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -286,6 +287,7 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
         processes: vec![],
         failures: Vec::new(),
         notices: vec!["probe file /tmp/gpumon-0/probe/9.json ignored: oversized".into()],
+        probes: Vec::new(),
     };
     pipeline::apply(&mut m, Event::Sample(s));
     assert_eq!(m.alerts.len(), 1);

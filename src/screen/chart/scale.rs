@@ -90,6 +90,7 @@ mod tests {
             processes: Vec::new(),
             failures: Vec::new(),
             notices: Vec::new(),
+            probes: Vec::new(),
         }
     }
 
