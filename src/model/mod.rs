@@ -5,6 +5,7 @@
 pub mod alert;
 pub mod history;
 pub mod machine;
+pub mod maps;
 pub mod pool_history;
 pub mod process;
 pub mod units;
@@ -13,6 +14,7 @@ use crate::sample::Reading;
 pub use alert::{Alert, Level};
 pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
+pub use maps::MapTrack;
 pub use pool_history::PoolHistory;
 pub use process::{Change, HOST_MEMORY_GONE, HostMemory, ProcKey, ProcessTrack};
 

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use crate::sample::PoolMap;
+use crate::sample::pool_map::MapReason;
 
 /// The version of the format this gpumon reads.
 pub const SCHEMA: &str = "gpumon.map/1";
@@ -48,6 +49,14 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<PoolMap, String> {
             "describes pid {} but is named for pid {pid}",
             map.pid
         ));
+    }
+    // The probe cannot tell why gpumon asked: the request's id says it (request.rs).
+    if map.reason == MapReason::Request
+        && map
+            .request_id
+            .is_some_and(|id| super::request::purpose_of(id) == super::request::Purpose::Alert)
+    {
+        map.reason = MapReason::Alert;
     }
     let devices: Vec<_> = map
         .frameworks
