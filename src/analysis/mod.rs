@@ -6,6 +6,7 @@ pub mod context;
 pub mod explain;
 pub mod filling;
 pub mod growth;
+pub mod maps;
 pub mod pool;
 pub mod remedy;
 pub mod risk;
@@ -60,6 +61,9 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     let mut evidence = v.evidence.clone();
     if let Some(p) = ctx.process_memory {
         evidence.push(format!("the process held {}", human(p)));
+    }
+    if let Some(at_failure) = f.pid.and_then(|p| maps::at_failure(machine, p, ctx.gpu_uuid.as_deref())) {
+        evidence.insert(0, at_failure);
     }
     evidence.push(format!("{} line {}", f.log, f.line));
     let mut remedy = remedy;

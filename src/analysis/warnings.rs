@@ -7,7 +7,7 @@ use std::cell::OnceCell;
 
 use crate::analysis::filling::time_to_full;
 use crate::analysis::risk::{Finding, IsNew};
-use crate::analysis::{growth, pool};
+use crate::analysis::{growth, maps, pool};
 use crate::model::units::duration_ms;
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -104,8 +104,13 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     let failed_since = |pid: u32, since: u64| {
         alerts_of(Some(pid)).any(|a| a.level == Level::Failure && a.at_ms >= since)
     };
-    for risk in pool::risks(machine, at_ms, &failed_since) {
+    for mut risk in pool::risks(machine, at_ms, &failed_since) {
         if !raised(&out, risk.class, risk.pid, &risk.gpu) {
+            if let Some(pid) = risk.pid {
+                let failure = risk.level == Level::Failure || risk.class == "exit-at-limit";
+                let more = maps::evidence(machine, risk.class, pid, &risk.gpu, failure);
+                risk.evidence.splice(0..0, more);
+            }
             out.push(risk.into_alert(at_ms));
         }
     }

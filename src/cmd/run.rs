@@ -72,6 +72,7 @@ pub(super) async fn run_command(
     });
     state.screen.run = Some(RunInfo::new(pid, command.clone(), log.shown.clone()));
     state.screen.signals_off = super::live::signals_off(&args);
+    state.screen.requests_off = super::live::requests_off(&args, true);
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let mut handle = run::child::watch(child, tx.clone());
     let sampler = sampler::spawn(sources::run_factory(watch, logs), args.interval, tx);
@@ -82,6 +83,7 @@ pub(super) async fn run_command(
         start_times: sources::start_times(state.screen.signals_off.is_none()),
         mouse: !args.no_mouse,
         opened: None,
+        requests: sources::requests(state.screen.requests_off.is_none()),
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();

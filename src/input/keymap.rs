@@ -77,6 +77,14 @@ pub const KEYMAP: &[Binding] = &[
         help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
     },
     Binding {
+        keys: "m",
+        help: "the selected process's block map: segments, holes, the code that holds them (probed processes)",
+    },
+    Binding {
+        keys: "M  R  e",
+        help: "ask its probe: a map now / allocation recording on or off / export the full map to --snapshot-dir",
+    },
+    Binding {
         keys: "r",
         help: "reset peaks",
     },
@@ -129,6 +137,10 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('a') => Action::TogglePane,
         KeyCode::Char('h') | KeyCode::Backspace => Action::Overview,
         KeyCode::Char('r') => Action::ResetPeaks,
+        KeyCode::Char('m') => Action::MapPane,
+        KeyCode::Char('M') => Action::AskMap,
+        KeyCode::Char('R') => Action::ToggleRecording,
+        KeyCode::Char('e') => Action::Export,
         KeyCode::Char('c') => Action::ToggleChart,
         KeyCode::Char('g') => Action::ToggleScale,
         KeyCode::Char('s') => Action::Snapshot,

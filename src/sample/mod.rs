@@ -13,6 +13,7 @@ use crate::oom::failure::Failure;
 mod placement;
 mod pool;
 pub mod pool_map;
+pub mod request;
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};

@@ -223,6 +223,7 @@ async fn keys_are_answered_while_the_sampler_is_stuck_in_a_slow_call() {
         start_times: None,
         mouse: false,
         opened: None,
+        requests: None,
     };
     let user = async {
         h.entered.notified().await;

@@ -1,0 +1,141 @@
+//! What block maps add to alerts: the map at an OOM in the failure's evidence ("at the failure:
+//! 2.25 GiB free in 312 holes, largest 8 MiB; held by train.py:87 collate (1.5 GiB, 190 blocks),
+//! …"), the site whose bytes climb between maps for a leak, the sites that strand holes for a
+//! fragmentation; and which processes' alerts are active, so a front end asks their probes for
+//! maps (`pipeline::alert_maps`).
+
+use crate::model::maps::{DeviceView, SiteChange, SiteRow, view_for};
+use crate::model::{Machine, ProcessTrack};
+use crate::oom::sizes::human;
+
+/// Alert classes whose process gets a map asked for while they hold.
+pub const MAP_CLASSES: [&str; 2] = ["leak", "fragmentation-risk"];
+/// Sites named in one evidence line.
+const NAMED: usize = 3;
+
+/// `train.py:87 collate (1.50 GiB, 190 blocks)`.
+fn site_words(s: &SiteRow) -> String {
+    format!("{} ({}, {} blocks)", s.label, human(s.bytes), s.blocks)
+}
+
+fn sites_words(sites: &[SiteRow]) -> String {
+    let mut words: Vec<String> = sites.iter().take(NAMED).map(site_words).collect();
+    if sites.len() > NAMED {
+        words.push("…".into());
+    }
+    words.join(", ")
+}
+
+/// The failing process's map at its OOM, as one evidence line; `None` without such a map.
+pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>) -> Option<String> {
+    let track = machine
+        .maps
+        .iter()
+        .filter(|((p, _), _)| *p == pid)
+        .find_map(|(_, t)| t.at_oom.as_ref())?;
+    let view = match gpu {
+        Some(uuid) => view_for(&track.views, uuid),
+        None => track.views.first(),
+    }?;
+    Some(failure_words(view))
+}
+
+/// "at the failure: … free in … holes, largest …; held by …".
+pub fn failure_words(view: &DeviceView) -> String {
+    let free = view.free_words.clone().unwrap_or_else(|| view.fit.clone());
+    let held = if view.sites.is_empty() {
+        match &view.sites_reason {
+            Some(why) => format!("no sites ({why})"),
+            None => "no sites".into(),
+        }
+    } else {
+        format!("held by {}", sites_words(&view.sites))
+    };
+    format!("at the failure: {free}; {held}")
+}
+
+/// What the maps add to a probe-based finding of `pid` on `gpu`: a failure gets the map at its
+/// OOM, a leak or fragmentation risk its sites (nothing without a map).
+pub fn evidence(machine: &Machine, class: &str, pid: u32, gpu: &str, failure: bool) -> Vec<String> {
+    if failure {
+        return at_failure(machine, pid, Some(gpu)).into_iter().collect();
+    }
+    if !MAP_CLASSES.contains(&class) {
+        return Vec::new();
+    }
+    crate::model::processes_on(&machine.processes, gpu)
+        .find(|t| t.sample.pid == pid && t.exited_ms.is_none())
+        .map(|t| risk_evidence(machine, t, class))
+        .unwrap_or_default()
+}
+
+/// The evidence a map adds to a leak or fragmentation alert of `t` (empty without a map).
+pub fn risk_evidence(machine: &Machine, t: &ProcessTrack, class: &str) -> Vec<String> {
+    let Some(view) = machine
+        .map_of(t.sample.pid, t.key.start_time)
+        .and_then(|m| m.view_for(&t.sample.gpu_uuid))
+    else {
+        return Vec::new();
+    };
+    match class {
+        "leak" => climbing(view)
+            .map(|s| {
+                format!(
+                    "the site whose bytes climb between maps: {} (+{} since the previous map)",
+                    site_words(s),
+                    human(match s.change {
+                        SiteChange::By(b) => u64::try_from(b).unwrap_or(0),
+                        _ => s.bytes,
+                    })
+                )
+            })
+            .into_iter()
+            .collect(),
+        _ if !view.stranding.is_empty() => vec![format!(
+            "the blocks between the holes are held by {}",
+            sites_words(&view.stranding)
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The site that grew most since the previous map (a new site counts with all its bytes).
+fn climbing(view: &DeviceView) -> Option<&SiteRow> {
+    view.sites
+        .iter()
+        .filter_map(|s| match s.change {
+            SiteChange::By(b) if b > 0 => Some((b, s)),
+            SiteChange::New => Some((i128::from(s.bytes), s)),
+            _ => None,
+        })
+        .max_by_key(|(b, _)| *b)
+        .map(|(_, s)| s)
+}
+
+/// The live, probed processes (pid, start time) with a leak or fragmentation alert whose risk
+/// still shows at `at_ms`.
+pub fn wanted(machine: &Machine, at_ms: u64) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    for a in &machine.alerts {
+        let (Some(pid), Some(gpu)) = (a.pid, a.gpu_uuid.as_deref()) else {
+            continue;
+        };
+        if !MAP_CLASSES.contains(&a.class.as_str()) {
+            continue;
+        }
+        let Some(g) = machine.gpu(gpu) else { continue };
+        for t in crate::model::processes_on(&machine.processes, gpu) {
+            let (Some(pool), Some(start)) = (t.sample.pool.value(), t.key.start_time) else {
+                continue;
+            };
+            if t.sample.pid == pid
+                && t.exited_ms.is_none()
+                && !out.contains(&(pid, start))
+                && super::pool::still_at_risk(t, pool, g, at_ms)
+            {
+                out.push((pid, start));
+            }
+        }
+    }
+    out
+}
