@@ -14,12 +14,12 @@ use tokio::sync::mpsc;
 use std::sync::Arc;
 
 use crate::clock::tick_times;
-use crate::pipeline::alert_maps::AlertMaps;
-use crate::sample::request::Ask;
-use crate::source::probe::request::Requests;
 use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
+use crate::pipeline::alert_maps::AlertMaps;
+use crate::sample::request::Ask;
 use crate::screen::{Command, Msg, State};
+use crate::source::probe::request::Requests;
 use crate::view;
 
 /// Reports of remote hosts that arrive within this of each other are drawn in one frame (a
@@ -243,7 +243,11 @@ fn take_export(options: &Options, pid: u32, name: String, status: &mpsc::Sender<
     let Some(requests) = options.requests.clone() else {
         return;
     };
-    let ext = if name.ends_with(".pb.gz") { "pb.gz" } else { "pickle" };
+    let ext = if name.ends_with(".pb.gz") {
+        "pb.gz"
+    } else {
+        "pickle"
+    };
     let to = options.snapshot_dir.join(format!(
         "gpumon-export-{pid}-{}.{ext}",
         crate::clock::unix_ms() / 1000

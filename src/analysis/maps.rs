@@ -4,27 +4,12 @@
 //! fragmentation; and which processes' alerts are active, so a front end asks their probes for
 //! maps (`pipeline::alert_maps`).
 
-use crate::model::maps::{DeviceView, SiteChange, SiteRow, view_for};
+use crate::model::maps::{DeviceView, SiteChange, SiteRow, site_words, sites_words, view_for};
 use crate::model::{Machine, ProcessTrack};
 use crate::oom::sizes::human;
 
 /// Alert classes whose process gets a map asked for while they hold.
 pub const MAP_CLASSES: [&str; 2] = ["leak", "fragmentation-risk"];
-/// Sites named in one evidence line.
-const NAMED: usize = 3;
-
-/// `train.py:87 collate (1.50 GiB, 190 blocks)`.
-fn site_words(s: &SiteRow) -> String {
-    format!("{} ({}, {} blocks)", s.label, human(s.bytes), s.blocks)
-}
-
-fn sites_words(sites: &[SiteRow]) -> String {
-    let mut words: Vec<String> = sites.iter().take(NAMED).map(site_words).collect();
-    if sites.len() > NAMED {
-        words.push("…".into());
-    }
-    words.join(", ")
-}
 
 /// The failing process's map at its OOM, as one evidence line; `None` without such a map.
 pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>) -> Option<String> {
@@ -37,21 +22,7 @@ pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>) -> Option<Stri
         Some(uuid) => view_for(&track.views, uuid),
         None => track.views.first(),
     }?;
-    Some(failure_words(view))
-}
-
-/// "at the failure: … free in … holes, largest …; held by …".
-pub fn failure_words(view: &DeviceView) -> String {
-    let free = view.free_words.clone().unwrap_or_else(|| view.fit.clone());
-    let held = if view.sites.is_empty() {
-        match &view.sites_reason {
-            Some(why) => format!("no sites ({why})"),
-            None => "no sites".into(),
-        }
-    } else {
-        format!("held by {}", sites_words(&view.sites))
-    };
-    format!("at the failure: {free}; {held}")
+    Some(view.failure_words())
 }
 
 /// What the maps add to a probe-based finding of `pid` on `gpu`: a failure gets the map at its

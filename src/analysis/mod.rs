@@ -62,7 +62,10 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     if let Some(p) = ctx.process_memory {
         evidence.push(format!("the process held {}", human(p)));
     }
-    if let Some(at_failure) = f.pid.and_then(|p| maps::at_failure(machine, p, ctx.gpu_uuid.as_deref())) {
+    if let Some(at_failure) = f
+        .pid
+        .and_then(|p| maps::at_failure(machine, p, ctx.gpu_uuid.as_deref()))
+    {
         evidence.insert(0, at_failure);
     }
     evidence.push(format!("{} line {}", f.log, f.line));

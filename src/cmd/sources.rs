@@ -113,8 +113,7 @@ fn probe_dirs() -> ProbeDirs {
 /// Requests to the probes of the directories gpumon reads (`None` when `on` is false).
 pub(crate) fn requests(on: bool) -> Option<Arc<dyn Requests>> {
     on.then(|| {
-        Arc::new(ProbeRequests::new(probe_dirs(), PathBuf::from("/proc")))
-            as Arc<dyn Requests>
+        Arc::new(ProbeRequests::new(probe_dirs(), PathBuf::from("/proc"))) as Arc<dyn Requests>
     })
 }
 

@@ -28,11 +28,15 @@ pub struct MapTrack {
 pub struct OomView {
     pub at_ms: u64,
     pub views: Vec<DeviceView>,
+    /// The map itself (for snapshots, once a later map replaced it as the latest).
+    pub map: PoolMap,
 }
 
 /// One framework's pool on one device, as the screen, alerts and snapshots show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceView {
+    /// Where its device is in the map: `frameworks[at.0].devices[at.1]`.
+    pub at: (usize, usize),
     pub framework: Framework,
     pub index: u32,
     pub uuid: Option<String>,
@@ -51,7 +55,7 @@ pub struct DeviceView {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HoleRow {
-    /// "< 1 MiB", "1–8 MiB", "≥ 512 MiB".
+    /// "<1M", "1-8M", ">=512M" (ASCII: also the text form's and `--ascii`'s).
     pub label: String,
     pub count: u64,
     pub bytes: u64,
@@ -96,6 +100,7 @@ impl MapTrack {
             self.at_oom = Some(OomView {
                 at_ms: map.at_ms,
                 views: views.clone(),
+                map: map.clone(),
             });
         }
         self.views = views;
@@ -106,6 +111,46 @@ impl MapTrack {
     pub fn view_for(&self, uuid: &str) -> Option<&DeviceView> {
         view_for(&self.views, uuid)
     }
+
+    /// The map's device a view shows.
+    pub fn device(&self, view: &DeviceView) -> Option<&MapDevice> {
+        let f = self.map.as_ref()?.frameworks.get(view.at.0)?;
+        f.devices.get(view.at.1)
+    }
+}
+
+impl DeviceView {
+    /// "at the failure: 2.25 GiB free in 312 holes, largest 8.00 MiB; held by train.py:87
+    /// collate (1.50 GiB, 190 blocks), …".
+    pub fn failure_words(&self) -> String {
+        let free = self.free_words.clone().unwrap_or_else(|| self.fit.clone());
+        let held = if self.sites.is_empty() {
+            match &self.sites_reason {
+                Some(why) => format!("no sites ({why})"),
+                None => "no sites".into(),
+            }
+        } else {
+            format!("held by {}", sites_words(&self.sites))
+        };
+        format!("at the failure: {free}; {held}")
+    }
+}
+
+/// Sites named in one evidence line.
+const NAMED: usize = 3;
+
+/// `train.py:87 collate (1.50 GiB, 190 blocks)`.
+pub fn site_words(s: &SiteRow) -> String {
+    format!("{} ({}, {} blocks)", s.label, human(s.bytes), s.blocks)
+}
+
+/// The first sites' words, "…" after them when there are more.
+pub fn sites_words(sites: &[SiteRow]) -> String {
+    let mut words: Vec<String> = sites.iter().take(NAMED).map(site_words).collect();
+    if sites.len() > NAMED {
+        words.push("…".into());
+    }
+    words.join(", ")
 }
 
 pub fn view_for<'a>(views: &'a [DeviceView], uuid: &str) -> Option<&'a DeviceView> {
@@ -120,8 +165,8 @@ pub fn view_for<'a>(views: &'a [DeviceView], uuid: &str) -> Option<&'a DeviceVie
 
 fn views(map: &PoolMap, previous: Option<&PoolMap>) -> Vec<DeviceView> {
     let mut out = Vec::new();
-    for f in &map.frameworks {
-        for d in &f.devices {
+    for (fi, f) in map.frameworks.iter().enumerate() {
+        for (di, d) in f.devices.iter().enumerate() {
             let before = previous.and_then(|p| {
                 p.frameworks
                     .iter()
@@ -131,6 +176,7 @@ fn views(map: &PoolMap, previous: Option<&PoolMap>) -> Vec<DeviceView> {
             });
             let oom = map.oom.filter(|o| o.device == d.index);
             out.push(DeviceView {
+                at: (fi, di),
                 framework: f.framework,
                 index: d.index,
                 uuid: d.uuid.clone(),
@@ -206,9 +252,13 @@ fn holes(d: &MapDevice) -> Vec<HoleRow> {
     let mut out = Vec::new();
     for h in d.holes.iter().flatten() {
         let label = match (lower, h.0) {
-            (None, Some(u)) => format!("< {}", size_word(u)),
-            (Some(l), Some(u)) => format!("{}–{}", size_word(l), size_word(u)),
-            (Some(l), None) => format!("≥ {}", size_word(l)),
+            (None, Some(u)) => format!("<{}", size_word(u)),
+            (Some(l), Some(u)) => format!(
+                "{}-{}",
+                size_word(l).trim_end_matches(['M', 'G']),
+                size_word(u)
+            ),
+            (Some(l), None) => format!(">={}", size_word(l)),
             (None, None) => "all".into(),
         };
         out.push(HoleRow {
@@ -221,19 +271,20 @@ fn holes(d: &MapDevice) -> Vec<HoleRow> {
     out
 }
 
-/// A bucket bound: "1 MiB", "512 MiB", "2 GiB".
+/// A bucket bound: "1M", "512M", "2G" (binary units, as the screen writes sizes).
 fn size_word(bytes: u64) -> String {
     if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
-        format!("{} GiB", bytes >> 30)
-    } else if bytes >= 1 << 20 {
-        format!("{} MiB", bytes >> 20)
+        format!("{}G", bytes >> 30)
+    } else if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{}M", bytes >> 20)
     } else {
-        human(bytes)
+        crate::model::units::compact(bytes)
     }
 }
 
 fn rows(sites: Option<&[Site]>, before: Option<&[Site]>) -> Vec<SiteRow> {
-    let same = |a: &Site, b: &Site| a.file == b.file && a.line == b.line && a.function == b.function;
+    let same =
+        |a: &Site, b: &Site| a.file == b.file && a.line == b.line && a.function == b.function;
     sites
         .into_iter()
         .flatten()

@@ -314,7 +314,10 @@ mod tests {
             blocks: 1,
             bytes: 1,
         };
-        assert_eq!(site("/home/a/proj/train.py").label(), "proj/train.py:87 collate");
+        assert_eq!(
+            site("/home/a/proj/train.py").label(),
+            "proj/train.py:87 collate"
+        );
         assert_eq!(site("train.py").label(), "train.py:87 collate");
         assert_eq!(site("/train.py").label(), "/train.py:87 collate");
     }

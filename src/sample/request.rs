@@ -61,4 +61,3 @@ impl Ask {
         format!("gpumon.request/1 {} {}\n", self.verb.word(), self.id)
     }
 }
-

@@ -59,7 +59,10 @@ pub enum Command {
     /// Write a request for a process's probe (`<pid>.request`).
     Probe(crate::sample::request::Ask),
     /// Move the export `name` that pid's probe wrote into the snapshot directory.
-    TakeExport { pid: u32, name: String },
+    TakeExport {
+        pid: u32,
+        name: String,
+    },
 }
 
 /// Which list Up/Down moves in.

@@ -36,6 +36,7 @@ mod header;
 mod help;
 mod layout;
 mod life;
+mod map;
 pub mod mouse;
 mod pool;
 mod processes;
@@ -175,6 +176,9 @@ fn body(
         chart::render(frame, area, block(), state, theme);
     }
     processes::render(frame, r.table, block(), state, theme);
+    if let Some(area) = r.map {
+        map::render(frame, area, block(), state, theme);
+    }
     let Some(bottom) = r.bottom else { return };
     let left_w = bottom.width / 2 + 1;
     let left = Rect {

@@ -32,15 +32,25 @@ fn the_sentence_answers_whether_the_request_fits() {
         fit(d, None),
         "the largest request that fits without new memory from CUDA is 8.00 MiB: 2.25 GiB is free in 312 holes"
     );
-    assert!(fit(d, Some(MIB)).starts_with("a 1.00 MiB request failed though the largest hole is 8.00 MiB"));
+    assert!(
+        fit(d, Some(MIB))
+            .starts_with("a 1.00 MiB request failed though the largest hole is 8.00 MiB")
+    );
     d.holes = Some(vec![Holes(Some(MIB), 0, 0), Holes(None, 0, 0)]);
     d.free = Some(0);
     d.largest_free = Some(0);
-    assert_eq!(fit(d, None), "no free block in the pool: every request takes new memory from CUDA");
+    assert_eq!(
+        fit(d, None),
+        "no free block in the pool: every request takes new memory from CUDA"
+    );
     d.holes = None;
     d.largest_free = None;
     d.segments_reason = Some("JAX gives no block map".into());
-    assert_eq!(fit(d, None), "n/a: JAX gives no block map", "absent is not zero");
+    assert_eq!(
+        fit(d, None),
+        "n/a: JAX gives no block map",
+        "absent is not zero"
+    );
 }
 
 #[test]
@@ -48,7 +58,7 @@ fn holes_read_as_size_buckets() {
     let map = fragmented(7, GPU, 1000, 4);
     let rows = holes(&map.frameworks[0].devices[0]);
     let labels: Vec<&str> = rows.iter().map(|r| r.label.as_str()).collect();
-    assert_eq!(labels, ["< 1 MiB", "1 MiB–8 MiB", "8 MiB–64 MiB", "64 MiB–512 MiB", "≥ 512 MiB"]);
+    assert_eq!(labels, ["<1M", "1-8M", "8-64M", "64-512M", ">=512M"]);
     assert_eq!((rows[1].count, rows[1].bytes), (4, 8 * MIB));
 }
 
@@ -76,13 +86,21 @@ fn sites_say_how_they_changed_since_the_previous_map_and_the_oom_map_is_kept() {
     assert_eq!(v.sites[0].change, SiteChange::By(i128::from(64 * MIB)));
     assert_eq!(v.sites[1].change, SiteChange::By(0));
     assert_eq!(v.sites[3].change, SiteChange::New);
-    assert!(v.fit.starts_with("a 1.00 GiB request does not fit"), "{}", v.fit);
+    assert!(
+        v.fit.starts_with("a 1.00 GiB request does not fit"),
+        "{}",
+        v.fit
+    );
     assert_eq!(v.sites[0].label, "proj/train.py:87 collate");
     let mut later = first;
     later.at_ms = 3000;
     ingest(&mut maps, vec![news(later)]);
     let t = &maps[&key];
     assert_eq!(t.map.as_ref().unwrap().at_ms, 3000);
-    assert_eq!(t.at_oom.as_ref().unwrap().at_ms, 2000, "the OOM's map stays");
+    assert_eq!(
+        t.at_oom.as_ref().unwrap().at_ms,
+        2000,
+        "the OOM's map stays"
+    );
     assert!(t.view_for(GPU).is_some() && t.view_for("GPU-other").is_none());
 }

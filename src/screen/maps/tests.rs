@@ -79,7 +79,11 @@ fn a_key_asks_the_probe_and_its_answer_reaches_the_status_line() {
     assert_eq!(ask.start_time, Some(1_763_800_000 + u64::from(PID)));
     assert_eq!(s.update(sample(2_000, true, Vec::new())), None);
     assert_eq!(s.screen.asks.len(), 1, "still waiting");
-    s.update(sample(3_000, true, answer(ask.id, false, "map", "rate limited")));
+    s.update(sample(
+        3_000,
+        true,
+        answer(ask.id, false, "map", "rate limited"),
+    ));
     assert_eq!(
         s.screen.status.as_deref(),
         Some("pid 4312's probe refused map: rate limited")
@@ -108,12 +112,21 @@ fn requests_that_cannot_be_made_are_answered_on_the_status_line() {
     let mut s = state(false);
     assert_eq!(s.update(Msg::Action(Action::ToggleRecording)), None);
     let said = s.screen.status.clone().unwrap();
-    assert!(said.starts_with("pid 4312 has no probe: not probed"), "{said}");
+    assert!(
+        said.starts_with("pid 4312 has no probe: not probed"),
+        "{said}"
+    );
 
     let mut s = state(true);
     s.screen.requests_off = Some("a replay's processes are not this machine's".into());
     assert_eq!(s.update(Msg::Action(Action::AskMap)), None);
-    assert!(s.screen.status.clone().unwrap().starts_with("requests to probes are off"));
+    assert!(
+        s.screen
+            .status
+            .clone()
+            .unwrap()
+            .starts_with("requests to probes are off")
+    );
 
     // Exited: the process is no longer listed.
     let mut s = state(true);

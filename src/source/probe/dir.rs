@@ -118,7 +118,13 @@ impl ProbeDirs {
     /// The file's bytes when it passes the checks every probe file must (regular, not a link,
     /// owned by the user pid runs as, at most `max` bytes); `None` after saying why not, or
     /// when it is gone. A file of an ended process is removed if it is this user's.
-    pub(super) fn checked(&mut self, path: &Path, pid: u32, max: u64, scan: &mut ProbeScan) -> Option<Vec<u8>> {
+    pub(super) fn checked(
+        &mut self,
+        path: &Path,
+        pid: u32,
+        max: u64,
+        scan: &mut ProbeScan,
+    ) -> Option<Vec<u8>> {
         // Replaced or removed between listing and reading: next scan.
         let meta = fs::symlink_metadata(path).ok()?;
         if meta.file_type().is_symlink() {

@@ -26,7 +26,11 @@ fn probe_doc(pid: u32, extra: &str) -> String {
 fn proc_with(root: &Path, pid: u32, uid: u32) {
     let dir = root.join(pid.to_string());
     fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join("status"), format!("Name:\tpython\nUid:\t{uid}\t{uid}\n")).unwrap();
+    fs::write(
+        dir.join("status"),
+        format!("Name:\tpython\nUid:\t{uid}\t{uid}\n"),
+    )
+    .unwrap();
 }
 
 fn me() -> u32 {
@@ -53,11 +57,24 @@ fn bad_maps_are_refused_with_a_reason() {
         (b"".to_vec(), "malformed"),
         (b"{\"schema\":".to_vec(), "malformed"),
         (b"{\"pid\":873}".to_vec(), "no schema"),
-        (good.replace("gpumon.map/1", "gpumon.map/2").into_bytes(), "schema \"gpumon.map/2\""),
-        (good.replace("\"pid\":873", "\"pid\":874").into_bytes(), "describes pid 874"),
-        (good.replace("\"request\"", "\"whim\"").into_bytes(), "malformed"),
+        (
+            good.replace("gpumon.map/1", "gpumon.map/2").into_bytes(),
+            "schema \"gpumon.map/2\"",
+        ),
+        (
+            good.replace("\"pid\":873", "\"pid\":874").into_bytes(),
+            "describes pid 874",
+        ),
+        (
+            good.replace("\"request\"", "\"whim\"").into_bytes(),
+            "malformed",
+        ),
         (good.replace("[\"f\",", "[\"z\",").into_bytes(), "malformed"),
-        (good.replace("\"took_us\":1480", "\"took_us\":-1").into_bytes(), "malformed"),
+        (
+            good.replace("\"took_us\":1480", "\"took_us\":-1")
+                .into_bytes(),
+            "malformed",
+        ),
         (vec![b' '; MAX_BYTES as usize + 1], "oversized"),
     ];
     for (bytes, want) in cases {
@@ -87,9 +104,15 @@ fn hostile_names_arrive_escaped_and_bounded() {
     let d = &back.frameworks[0].devices[0];
     let s = &d.sites.as_ref().unwrap()[0];
     assert!(!s.file.chars().any(char::is_control) && s.file.starts_with("/w/\\u{1b}[2J"));
-    assert!(s.file.ends_with("aaa") && s.file.chars().count() < crate::sample::pool_map::MAX_FILE + 20);
+    assert!(
+        s.file.ends_with("aaa") && s.file.chars().count() < crate::sample::pool_map::MAX_FILE + 20
+    );
     assert_eq!(s.function, "f\\u{a}rm -rf /\\u{d}\\u{202e}");
-    assert_eq!(d.sites.as_ref().unwrap().len(), 20, "cut to the contract's 20");
+    assert_eq!(
+        d.sites.as_ref().unwrap().len(),
+        20,
+        "cut to the contract's 20"
+    );
 }
 
 #[test]
@@ -103,19 +126,32 @@ fn the_scan_reads_a_map_once_and_refuses_bad_map_files_once() {
         proc_with(proc_root.path(), pid, me());
         fs::write(dir.join(format!("{pid}.json")), probe_doc(pid, "")).unwrap();
     }
-    fs::write(dir.join("200.map.json"), json(&fragmented(200, GPU, NOW, 8))).unwrap();
+    fs::write(
+        dir.join("200.map.json"),
+        json(&fragmented(200, GPU, NOW, 8)),
+    )
+    .unwrap();
     symlink(dir.join("200.map.json"), dir.join("201.map.json")).unwrap();
-    fs::write(dir.join("202.map.json"), vec![b' '; MAX_BYTES as usize + 10]).unwrap();
+    fs::write(
+        dir.join("202.map.json"),
+        vec![b' '; MAX_BYTES as usize + 10],
+    )
+    .unwrap();
     let other = json(&fragmented(204, GPU, NOW, 2)).replace("gpumon.map/1", "gpumon.map/7");
     fs::write(dir.join("204.map.json"), other).unwrap();
     let mut earlier = fragmented(205, GPU, NOW, 2);
     earlier.start_time -= 3600;
     fs::write(dir.join("205.map.json"), json(&earlier)).unwrap();
 
-    let mut reader =
-        ProbeDirs::new(vec![dir.to_path_buf()], false, me()).with_proc_root(proc_root.path().into());
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+        .with_proc_root(proc_root.path().into());
     let scan = reader.scan(NOW);
-    let maps: Vec<u32> = scan.news.iter().filter(|n| n.map.is_some()).map(|n| n.pid).collect();
+    let maps: Vec<u32> = scan
+        .news
+        .iter()
+        .filter(|n| n.map.is_some())
+        .map(|n| n.pid)
+        .collect();
     assert_eq!(maps, vec![200]);
     let said = scan.notices.join("\n");
     for (file, why) in [
@@ -125,7 +161,9 @@ fn the_scan_reads_a_map_once_and_refuses_bad_map_files_once() {
         ("205.map.json", "earlier process"),
     ] {
         assert!(
-            scan.notices.iter().any(|n| n.contains(file) && n.contains(why)),
+            scan.notices
+                .iter()
+                .any(|n| n.contains(file) && n.contains(why)),
             "{file}: {why} in\n{said}"
         );
     }
@@ -139,14 +177,18 @@ fn the_scan_reads_a_map_once_and_refuses_bad_map_files_once() {
     let tmp = dir.join(".200.map.json.tmp");
     fs::write(&tmp, json(&next)).unwrap();
     fs::rename(&tmp, dir.join("200.map.json")).unwrap();
-    let answer = r#","answer":{"id":17638001000001,"verb":"map","ok":true,"detail":"\u001b[31mok"}"#;
+    let answer =
+        r#","answer":{"id":17638001000001,"verb":"map","ok":true,"detail":"\u001b[31mok"}"#;
     fs::write(dir.join("200.json"), probe_doc(200, answer)).unwrap();
     let third = reader.scan(NOW + 2000);
     assert_eq!(third.news.len(), 1);
     let n = &third.news[0];
     assert_eq!(n.map.as_ref().map(|m| m.reason), Some(MapReason::Oom));
     let a = n.answer.as_ref().unwrap();
-    assert_eq!((a.id, a.ok, a.detail.as_str()), (17_638_001_000_001, true, "\\u{1b}[31mok"));
+    assert_eq!(
+        (a.id, a.ok, a.detail.as_str()),
+        (17_638_001_000_001, true, "\\u{1b}[31mok")
+    );
 }
 
 #[test]
@@ -155,11 +197,19 @@ fn a_map_of_another_owner_is_refused() {
     let proc_root = tempfile::tempdir().unwrap();
     // The process runs as another user than the one owning the files (this test's).
     proc_with(proc_root.path(), 300, me() + 1);
-    fs::write(probe.path().join("300.map.json"), json(&fragmented(300, GPU, NOW, 2))).unwrap();
+    fs::write(
+        probe.path().join("300.map.json"),
+        json(&fragmented(300, GPU, NOW, 2)),
+    )
+    .unwrap();
     let mut reader = ProbeDirs::new(vec![probe.path().into()], false, me())
         .with_proc_root(proc_root.path().into());
     let mut scan = ProbeScan::default();
     let path = probe.path().join("300.map.json");
     assert_eq!(reader.checked(&path, 300, MAX_BYTES, &mut scan), None);
-    assert!(scan.notices[0].contains("owned by uid"), "{:?}", scan.notices);
+    assert!(
+        scan.notices[0].contains("owned by uid"),
+        "{:?}",
+        scan.notices
+    );
 }

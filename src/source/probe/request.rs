@@ -51,7 +51,10 @@ impl ProbeRequests {
         if !self.proc_root.join(pid.to_string()).exists() {
             return Err(format!("pid {pid} has exited"));
         }
-        let mut dirs = self.dirs.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut dirs = self
+            .dirs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         dirs.dirs()
             .iter()
             .find(|d| {
@@ -59,7 +62,9 @@ impl ProbeRequests {
             })
             .cloned()
             .ok_or_else(|| {
-                format!("pid {pid} has no probe (start it under `gpumon run` or `gpumon probe env`)")
+                format!(
+                    "pid {pid} has no probe (start it under `gpumon run` or `gpumon probe env`)"
+                )
             })
     }
 
@@ -108,8 +113,10 @@ impl Requests for ProbeRequests {
         let (dirfd, uid, gid) = open_dir(&dir)?;
         let name = format!("{pid}.request");
         let tmp = format!(".{pid}.request.tmp");
-        let fail = |e: rustix::io::Errno| format!("cannot write {}: {e}", dir.join(&name).display());
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fail =
+            |e: rustix::io::Errno| format!("cannot write {}: {e}", dir.join(&name).display());
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mode = Mode::from_raw_mode(0o600);
         let fd = match openat(&dirfd, &tmp, flags, mode) {
             Err(rustix::io::Errno::EXIST) => {
@@ -145,7 +152,9 @@ impl Requests for ProbeRequests {
 
     fn take_export(&self, pid: u32, name: &str, to: &Path) -> Result<PathBuf, String> {
         if !export_name(name, pid) {
-            return Err(format!("the probe named an export {name:?}: not an export file"));
+            return Err(format!(
+                "the probe named an export {name:?}: not an export file"
+            ));
         }
         let dir = self.dir_of(pid)?;
         let (dirfd, uid, _) = open_dir(&dir)?;
@@ -188,7 +197,11 @@ fn copy_private(mut from: fs::File, to: &Path) -> Result<PathBuf, String> {
     let name = to
         .file_name()
         .ok_or_else(|| format!("{}: not a file name", to.display()))?;
-    let tmp = to.with_file_name(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let tmp = to.with_file_name(format!(
+        ".{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let fail = |e: std::io::Error| format!("{}: {e}", to.display());
     let mut out = fs::OpenOptions::new()
         .write(true)

@@ -2,11 +2,11 @@
 //! PyTorch `_snapshot()`: a fragmented pool of large segments with small holes between kept
 //! tensors, the sites that hold it, and the probe file's JSON form of a map.
 
+use crate::sample::Framework;
 use crate::sample::pool_map::{
     BlockState, Holes, MapDevice, MapFramework, MapReason, PoolMap, Run, Segment, SegmentKind,
     Site, Unattributed,
 };
-use crate::sample::Framework;
 
 const MIB: u64 = 1 << 20;
 
@@ -67,9 +67,9 @@ pub fn fragmented(pid: u32, gpu: &str, at_ms: u64, segments: usize) -> PoolMap {
         segments_total: n,
         elided: None,
         sites: Some(vec![
-            site("/home/ana/proj/train.py", 87, "collate", 2 * n, 12 * MIB * n),
-            site("/home/ana/proj/model.py", 41, "forward", n / 2, 4 * MIB * n),
-            site("/home/ana/proj/train.py", 112, "step", n / 2, 2 * MIB * n),
+            site("/home/ana/proj/train.py", 87, "collate", 2 * n, 8 * MIB * n),
+            site("/home/ana/proj/model.py", 41, "forward", n / 2, 6 * MIB * n),
+            site("/home/ana/proj/train.py", 112, "step", n / 2, 3 * MIB * n),
         ]),
         sites_reason: None,
         stranding_sites: Some(vec![site(
@@ -77,9 +77,12 @@ pub fn fragmented(pid: u32, gpu: &str, at_ms: u64, segments: usize) -> PoolMap {
             87,
             "collate",
             2 * n,
-            12 * MIB * n,
+            8 * MIB * n,
         )]),
-        unattributed: Some(Unattributed { blocks: 0, bytes: 0 }),
+        unattributed: Some(Unattributed {
+            blocks: 0,
+            bytes: 0,
+        }),
         shapes: None,
         free_blocks: None,
     };

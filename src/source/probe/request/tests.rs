@@ -68,7 +68,12 @@ fn a_request_is_one_fixed_line_in_a_private_file() {
     symlink(&target, f.probe.path().join(".400.request.tmp")).unwrap();
     f.requests.send(&ask(400, Verb::Map)).unwrap();
     assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
-    assert!(!fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+    assert!(
+        !fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(purpose_of(request_id(5, Purpose::Alert)), Purpose::Alert);
 }
 
@@ -95,14 +100,23 @@ fn an_export_is_moved_out_private_and_a_bad_name_or_link_is_not_taken() {
     fs::write(f.probe.path().join("404.json"), probe_doc(404, answer)).unwrap();
     let a = f.requests.answer(404).unwrap().unwrap();
     assert_eq!(a.detail, "404.export.7.pickle");
-    fs::write(f.probe.path().join("404.export.7.pickle"), b"\x80\x04pickled").unwrap();
+    fs::write(
+        f.probe.path().join("404.export.7.pickle"),
+        b"\x80\x04pickled",
+    )
+    .unwrap();
     let out = tempfile::tempdir().unwrap();
     let to = out.path().join("snap.pickle");
     assert_eq!(f.requests.take_export(404, &a.detail, &to).unwrap(), to);
     assert_eq!(fs::read(&to).unwrap(), b"\x80\x04pickled");
     assert_eq!(fs::metadata(&to).unwrap().mode() & 0o777, 0o600);
     assert!(!f.probe.path().join("404.export.7.pickle").exists());
-    for bad in ["../404.export.7.pickle", "404.export.7.sh", "404.export..pickle", "405.export.7.pickle"] {
+    for bad in [
+        "../404.export.7.pickle",
+        "404.export.7.sh",
+        "404.export..pickle",
+        "405.export.7.pickle",
+    ] {
         assert!(!export_name(bad, 404), "{bad}");
         assert!(f.requests.take_export(404, bad, &to).is_err());
     }
