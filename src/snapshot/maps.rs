@@ -105,7 +105,7 @@ pub fn restore(machine: &mut Machine, docs: &[MapDoc]) {
 }
 
 /// The text form: per process and device, the sentence, the holes and the top sites.
-pub fn text(o: &mut Out, docs: &[MapDoc]) {
+pub(crate) fn text(o: &mut Out, docs: &[MapDoc]) {
     if docs.is_empty() {
         return;
     }
