@@ -1,11 +1,13 @@
 //! What block maps add to alerts: the map at an OOM in the failure's evidence ("at the failure:
 //! 2.25 GiB free in 312 holes, largest 8 MiB; held by train.py:87 collate (1.5 GiB, 190 blocks),
 //! …"), the site whose bytes climb between maps for a leak, the sites that strand holes for a
-//! fragmentation; and which processes' alerts are active, so a front end asks their probes for
-//! maps (`pipeline::alert_maps`).
+//! fragmentation (in the alert itself when maps came before it, else as a finding of their own
+//! once they arrive); and which processes' alerts are active, so a front end asks their probes
+//! for maps (`pipeline::alert_maps`).
 
+use crate::analysis::risk::Risk;
 use crate::model::maps::{DeviceView, SiteChange, SiteRow, site_words, sites_words, view_for};
-use crate::model::{Machine, ProcessTrack};
+use crate::model::{Level, Machine, ProcessTrack};
 use crate::oom::sizes::human;
 
 /// Alert classes whose process gets a map asked for while they hold.
@@ -70,6 +72,62 @@ pub fn risk_evidence(machine: &Machine, t: &ProcessTrack, class: &str) -> Vec<St
     }
 }
 
+/// Findings maps make once they arrive during an alert (raised once each, as every risk): the
+/// site whose bytes climbed between the last two maps of a leaking process (`leak-site`), and
+/// the sites whose blocks keep a fragmenting pool's holes (`fragmentation-sites`).
+pub fn site_risks(machine: &Machine) -> Vec<Risk> {
+    let mut out = Vec::new();
+    for a in &machine.alerts {
+        let (Some(pid), Some(gpu)) = (a.pid, a.gpu_uuid.as_deref()) else {
+            continue;
+        };
+        let Some(t) = crate::model::processes_on(&machine.processes, gpu)
+            .find(|t| t.sample.pid == pid && t.exited_ms.is_none())
+        else {
+            continue;
+        };
+        let Some(view) = machine
+            .map_of(pid, t.key.start_time)
+            .and_then(|m| m.view_for(gpu))
+        else {
+            continue;
+        };
+        let fw = view.framework.label();
+        let found = match a.class.as_str() {
+            "leak" => climbing(view).map(|s| {
+                (
+                    "leak-site",
+                    format!("pid {pid} {fw} leak: {} climbs between its maps", s.label),
+                    risk_evidence(machine, t, "leak"),
+                )
+            }),
+            "fragmentation-risk" if !view.stranding.is_empty() => Some((
+                "fragmentation-sites",
+                format!(
+                    "pid {pid} {fw} fragmentation: its holes sit between the blocks of {}",
+                    view.stranding[0].label
+                ),
+                risk_evidence(machine, t, "fragmentation-risk"),
+            )),
+            _ => None,
+        };
+        if let Some((class, title, mut evidence)) = found {
+            evidence.push(view.fit.clone());
+            out.push(Risk {
+                class,
+                pid: Some(pid),
+                gpu: gpu.to_string(),
+                level: Level::Suspected,
+                confidence: None,
+                title,
+                evidence,
+                remedy: a.remedy.clone().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
 /// The site that grew most since the previous map (a new site counts with all its bytes).
 fn climbing(view: &DeviceView) -> Option<&SiteRow> {
     view.sites
@@ -110,3 +168,6 @@ pub fn wanted(machine: &Machine, at_ms: u64) -> Vec<(u32, u64)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

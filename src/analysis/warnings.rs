@@ -114,6 +114,11 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
             out.push(risk.into_alert(at_ms));
         }
     }
+    for risk in maps::site_risks(machine) {
+        if !raised(&out, risk.class, risk.pid, &risk.gpu) {
+            out.push(risk.into_alert(at_ms));
+        }
+    }
     for g in machine.gpus.values() {
         let gpu = g.sample.uuid.as_str();
         // Asked only once the GPU would warn: a process's own growth alert already names this

@@ -119,7 +119,12 @@ pub enum Command {
         replay: Option<PathBuf>,
         /// Instead of a snapshot, ask the probe of process PID for its framework's own full map
         /// (PyTorch's snapshot pickle, JAX's pprof) and move it to the file given with -o
-        #[arg(long, value_name = "PID", requires = "output", conflicts_with = "replay")]
+        #[arg(
+            long,
+            value_name = "PID",
+            requires = "output",
+            conflicts_with = "replay"
+        )]
         export: Option<u32>,
     },
     /// Record samples to an NDJSON file without the screen

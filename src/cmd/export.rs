@@ -23,8 +23,8 @@ pub(super) fn export(pid: u32, output: Option<&Path>) -> Result<ExitCode, Fail> 
             ));
         }
     };
-    let requests = sources::requests(true)
-        .ok_or_else(|| Fail::runtime("requests to probes are off"))?;
+    let requests =
+        sources::requests(true).ok_or_else(|| Fail::runtime("requests to probes are off"))?;
     let path = run(requests.as_ref(), pid, to, WAIT, POLL).map_err(Fail::runtime)?;
     eprintln!("gpumon: pid {pid}'s export written to {}", path.display());
     Ok(ExitCode::SUCCESS)
@@ -50,7 +50,10 @@ pub(super) fn run(
     loop {
         if let Some(a) = requests.answer(pid)?.filter(|a| a.id == id) {
             if !a.ok {
-                return Err(format!("pid {pid}'s probe refused the export: {}", a.detail));
+                return Err(format!(
+                    "pid {pid}'s probe refused the export: {}",
+                    a.detail
+                ));
             }
             return requests.take_export(pid, &a.detail, to);
         }
@@ -120,10 +123,16 @@ mod tests {
         assert_eq!(run(&ok, 7, to, ms, ms).unwrap(), to);
         let cupy = fake(Some((false, "cupy has no export format")), None);
         let err = run(&cupy, 7, to, ms, ms).unwrap_err();
-        assert_eq!(err, "pid 7's probe refused the export: cupy has no export format");
+        assert_eq!(
+            err,
+            "pid 7's probe refused the export: cupy has no export format"
+        );
         let silent = fake(None, None);
         let err = run(&silent, 7, to, Duration::from_millis(20), ms).unwrap_err();
-        assert!(err.starts_with("pid 7's probe did not answer within 0 s"), "{err}");
+        assert!(
+            err.starts_with("pid 7's probe did not answer within 0 s"),
+            "{err}"
+        );
         for why in ["pid 7 has exited", "pid 7 has no probe (start it under …)"] {
             assert_eq!(run(&fake(None, Some(why)), 7, to, ms, ms).unwrap_err(), why);
         }

@@ -178,9 +178,11 @@ mod tests {
         assert!(!bare.exports().contains("RECORD"), "off unless asked");
         assert!(bare.vars().iter().all(|(k, _)| !k.contains("RECORD")));
         let rec = bare.recording(Some(5000));
-        assert!(rec.exports().ends_with(
-            "export GPUMON_PROBE_RECORD=1\nexport GPUMON_PROBE_RECORD_ENTRIES=5000\n"
-        ));
+        assert!(
+            rec.exports().ends_with(
+                "export GPUMON_PROBE_RECORD=1\nexport GPUMON_PROBE_RECORD_ENTRIES=5000\n"
+            )
+        );
         assert!(rec.vars().contains(&("GPUMON_PROBE_RECORD", "1".into())));
     }
 
