@@ -77,12 +77,8 @@ pub const KEYMAP: &[Binding] = &[
         help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
     },
     Binding {
-        keys: "m",
-        help: "the selected process's block map: segments, holes, the code that holds them (probed processes)",
-    },
-    Binding {
-        keys: "M  R  e",
-        help: "ask its probe: a map now / allocation recording on or off / export the full map to --snapshot-dir",
+        keys: "m  M R e",
+        help: "block map of the selected probed process; its probe: M a map now, R recording on/off, e export to --snapshot-dir",
     },
     Binding {
         keys: "r",

@@ -273,9 +273,9 @@ fn holes(d: &MapDevice) -> Vec<HoleRow> {
 
 /// A bucket bound: "1M", "512M", "2G" (binary units, as the screen writes sizes).
 fn size_word(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{}G", bytes >> 30)
-    } else if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    } else if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{}M", bytes >> 20)
     } else {
         crate::model::units::compact(bytes)
