@@ -213,3 +213,19 @@ fn a_map_of_another_owner_is_refused() {
         scan.notices
     );
 }
+
+#[test]
+fn a_map_gpumon_asked_for_during_an_alert_reads_as_such() {
+    use crate::sample::request::{Purpose, request_id};
+    let mut map = fragmented(873, GPU, NOW, 2);
+    map.request_id = Some(request_id(NOW, Purpose::Alert));
+    assert_eq!(
+        parse(json(&map).as_bytes(), 873).unwrap().reason,
+        MapReason::Alert
+    );
+    map.request_id = Some(request_id(NOW, Purpose::Person));
+    assert_eq!(
+        parse(json(&map).as_bytes(), 873).unwrap().reason,
+        MapReason::Request
+    );
+}
