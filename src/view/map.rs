@@ -144,6 +144,9 @@ fn lines(track: &MapTrack, view: &DeviceView, theme: &Theme, inner: Rect) -> Vec
             size(d.reserved),
             dot = theme.g.dot
         )));
+        if let Some(n) = d.free_blocks {
+            facts.push(Line::raw(format!("free blocks in the pool {n}")));
+        }
     }
     facts.push(recording_line(track, theme));
     let sites = site_lines(track, view, theme, width);

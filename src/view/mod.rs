@@ -22,6 +22,9 @@
 //!                        (help.rs: the keymap in a centred popup, over all of it)
 //! ```
 //!
+//! With `m`, the selected process's block map (`map.rs`) takes the place of the chart and the
+//! bottom panels, below a table of at most three rows.
+//!
 //! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
 //!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
