@@ -13,13 +13,19 @@ use crate::oom::sizes::human;
 /// Alert classes whose process gets a map asked for while they hold.
 pub const MAP_CLASSES: [&str; 2] = ["leak", "fragmentation-risk"];
 
-/// The failing process's map at its OOM, as one evidence line; `None` without such a map.
-pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>) -> Option<String> {
+/// How far apart a failure and the OOM map taken at it may be (the map is written at the failing
+/// request, the log line read at the next tick): an older OOM map is another failure's.
+const SAME_OOM_MS: u64 = 60_000;
+
+/// The failing process's map at its OOM (a failure at `at_ms`), as one evidence line; `None`
+/// without such a map.
+pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>, at_ms: u64) -> Option<String> {
     let track = machine
         .maps
         .iter()
         .filter(|((p, _), _)| *p == pid)
-        .find_map(|(_, t)| t.at_oom.as_ref())?;
+        .filter_map(|(_, t)| t.at_oom.as_ref())
+        .find(|o| o.at_ms.abs_diff(at_ms) <= SAME_OOM_MS)?;
     let view = match gpu {
         Some(uuid) => view_for(&track.views, uuid),
         None => track.views.first(),
@@ -31,7 +37,10 @@ pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>) -> Option<Stri
 /// OOM, a leak or fragmentation risk its sites (nothing without a map).
 pub fn evidence(machine: &Machine, class: &str, pid: u32, gpu: &str, failure: bool) -> Vec<String> {
     if failure {
-        return at_failure(machine, pid, Some(gpu)).into_iter().collect();
+        let at = machine.now_ms;
+        return at_failure(machine, pid, Some(gpu), at)
+            .into_iter()
+            .collect();
     }
     if !MAP_CLASSES.contains(&class) {
         return Vec::new();

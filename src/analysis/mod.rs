@@ -64,7 +64,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     }
     if let Some(at_failure) = f
         .pid
-        .and_then(|p| maps::at_failure(machine, p, ctx.gpu_uuid.as_deref()))
+        .and_then(|p| maps::at_failure(machine, p, ctx.gpu_uuid.as_deref(), f.at_ms))
     {
         evidence.insert(0, at_failure);
     }

@@ -69,6 +69,22 @@ fn the_oom_alert_shows_the_map_at_the_failure() {
         "{:#?}",
         a.evidence
     );
+    // A failure minutes later, with no map of its own, is not shown the old OOM's map.
+    let later = parse_all(line.as_bytes())
+        .remove(0)
+        .into_failure(305_000, "job.out", Some(PID));
+    let p = process(PID, &g, 70 * GIB, Framework::Pytorch, "python train.py");
+    apply(&mut m, 305_000, p, vec![later], Vec::new());
+    let newest = m.alerts.iter().find(|a| a.level == Level::Failure).unwrap();
+    assert_eq!(newest.at_ms, 305_000);
+    assert!(
+        newest
+            .evidence
+            .iter()
+            .all(|e| !e.starts_with("at the failure")),
+        "{:#?}",
+        newest.evidence
+    );
 }
 
 #[test]
