@@ -229,3 +229,19 @@ fn a_map_gpumon_asked_for_during_an_alert_reads_as_such() {
         MapReason::Request
     );
 }
+
+#[test]
+fn a_map_file_is_read_again_only_when_it_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("1.map.json");
+    let mut watch = super::maps::MapWatch::default();
+    fs::write(&path, "a").unwrap();
+    let meta = || fs::symlink_metadata(&path).unwrap();
+    assert!(watch.changed(1, &meta()), "new");
+    assert!(!watch.changed(1, &meta()), "unchanged: not read");
+    // The probe writes a new file and renames it in place: another inode.
+    let tmp = dir.path().join(".1.map.json.tmp");
+    fs::write(&tmp, "a").unwrap();
+    fs::rename(&tmp, &path).unwrap();
+    assert!(watch.changed(1, &meta()), "replaced");
+}
