@@ -11,10 +11,15 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc;
 
+use std::sync::Arc;
+
 use crate::clock::tick_times;
 use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
+use crate::pipeline::alert_maps::AlertMaps;
+use crate::sample::request::Ask;
 use crate::screen::{Command, Msg, State};
+use crate::source::probe::request::Requests;
 use crate::view;
 
 /// Reports of remote hosts that arrive within this of each other are drawn in one frame (a
@@ -52,6 +57,9 @@ pub struct Options {
     /// Told which host the screen has open (`None`: the fleet overview), so its poller asks
     /// for the whole history.
     pub opened: Option<tokio::sync::watch::Sender<Option<usize>>>,
+    /// Writes requests to this machine's probes and takes their exports; `None` where they are
+    /// off (a replay, `--read-only`, no local machine).
+    pub requests: Option<Arc<dyn Requests>>,
 }
 
 /// Runs until quit, a signal, or a source that cannot start.
@@ -67,7 +75,7 @@ where
     B: Backend,
     E: Stream<Item = std::io::Result<Event>> + Unpin,
 {
-    let (status_tx, mut status_rx) = mpsc::channel::<String>(4);
+    let (status_tx, mut status_rx) = mpsc::channel::<Msg>(4);
     let mut clock = tokio::time::interval(Duration::from_secs(1));
     clock.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     tokio::pin!(shutdown);
@@ -75,6 +83,7 @@ where
     // A remote host's report is drawn with the others that arrive within `FLEET_FRAME`.
     let mut frame_due: Option<tokio::time::Instant> = None;
     let mut samples_open = true;
+    let mut alert_maps = AlertMaps::default();
     loop {
         if dirty {
             tick_times::time("screen.draw", || {
@@ -102,8 +111,19 @@ where
                     return Ok(Exit::StartFailed(reason.clone()));
                 }
                 let remote = matches!(msg, Msg::Remote(..));
-                if tick_times::time("screen.update", || state.update(msg)) == Some(Command::Quit) {
-                    return Ok(Exit::Quit);
+                let local_sample = matches!(msg, Msg::Host(0, HostEvent::Sample(_)));
+                match tick_times::time("screen.update", || state.update(msg)) {
+                    Some(Command::Quit) => return Ok(Exit::Quit),
+                    Some(Command::TakeExport { pid, name }) => {
+                        take_export(&options, pid, name, &status_tx);
+                    }
+                    _ => {}
+                }
+                if local_sample && let Some(requests) = &options.requests {
+                    for ask in alert_maps.due(&state.machines[0], state.machines[0].now_ms) {
+                        // An alert's map is asked quietly: a failure is the next try's.
+                        send(requests, ask, None);
+                    }
                 }
                 if remote {
                     frame_due.get_or_insert_with(|| tokio::time::Instant::now() + FLEET_FRAME);
@@ -145,8 +165,8 @@ where
                 Some(Err(e)) => return Err(TerminalError(e.to_string())),
                 None => return Ok(Exit::Quit),
             },
-            Some(text) = status_rx.recv() => {
-                state.update(Msg::Status(text));
+            Some(msg) = status_rx.recv() => {
+                state.update(msg);
                 dirty = true;
             }
             _ = clock.tick(), if options.live_clock => {
@@ -170,7 +190,7 @@ fn act<B: Backend>(
     state: &mut State,
     action: Action,
     options: &Options,
-    status: &mpsc::Sender<String>,
+    status: &mpsc::Sender<Msg>,
 ) -> Result<bool, TerminalError> {
     match state.update(Msg::Action(action)) {
         Some(Command::Quit) => return Ok(true),
@@ -189,6 +209,13 @@ fn act<B: Backend>(
             fit(terminal, size.width, size.height)?;
             terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
         }
+        Some(Command::Probe(ask)) => match &options.requests {
+            Some(requests) => send(requests, ask, Some(status.clone())),
+            None => {
+                state.update(Msg::AskFailed(ask.id, "requests to probes are off".into()));
+            }
+        },
+        Some(Command::TakeExport { pid, name }) => take_export(options, pid, name, status),
         Some(Command::Signal(req)) => {
             let text = match &options.start_times {
                 Some(times) => crate::kill::send(times.as_ref(), req).describe(req),
@@ -199,6 +226,40 @@ fn act<B: Backend>(
         None => {}
     }
     Ok(false)
+}
+
+/// Writes a request off the reactor; a failure comes back as a status line when `status` is given.
+fn send(requests: &Arc<dyn Requests>, ask: Ask, status: Option<mpsc::Sender<Msg>>) {
+    let requests = Arc::clone(requests);
+    tokio::task::spawn_blocking(move || {
+        if let (Err(text), Some(status)) = (requests.send(&ask), status) {
+            let _ = status.blocking_send(Msg::AskFailed(ask.id, text));
+        }
+    });
+}
+
+/// Moves an export the probe wrote into the snapshot directory, off the reactor.
+fn take_export(options: &Options, pid: u32, name: String, status: &mpsc::Sender<Msg>) {
+    let Some(requests) = options.requests.clone() else {
+        return;
+    };
+    let ext = if name.ends_with(".pb.gz") {
+        "pb.gz"
+    } else {
+        "pickle"
+    };
+    let to = options.snapshot_dir.join(format!(
+        "gpumon-export-{pid}-{}.{ext}",
+        crate::clock::unix_ms() / 1000
+    ));
+    let status = status.clone();
+    tokio::task::spawn_blocking(move || {
+        let text = match requests.take_export(pid, &name, &to) {
+            Ok(path) => format!("pid {pid}'s export written: {}", path.display()),
+            Err(e) => format!("pid {pid}'s export failed: {e}"),
+        };
+        let _ = status.blocking_send(Msg::Status(text));
+    });
 }
 
 /// Sizes the fixed viewport (`terminal::enter`) to the terminal's `width` x `height`.
@@ -214,7 +275,7 @@ fn fit<B: Backend>(
 }
 
 /// Writes the snapshot off the reactor; the result comes back as a status line.
-fn write_snapshot(state: &State, dir: &std::path::Path, status: mpsc::Sender<String>) {
+fn write_snapshot(state: &State, dir: &std::path::Path, status: mpsc::Sender<Msg>) {
     let snapshot = crate::snapshot::Snapshot::from_state(state, crate::clock::unix_ms());
     let dir = dir.to_path_buf();
     tokio::task::spawn_blocking(move || {
@@ -222,6 +283,6 @@ fn write_snapshot(state: &State, dir: &std::path::Path, status: mpsc::Sender<Str
             Ok(path) => format!("snapshot written: {}", path.display()),
             Err(e) => format!("snapshot failed: {e}"),
         };
-        let _ = status.blocking_send(text);
+        let _ = status.blocking_send(Msg::Status(text));
     });
 }

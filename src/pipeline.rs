@@ -2,6 +2,8 @@
 //! the sampler's events applied to a machine, then analysis on the machine, whose findings go
 //! back into it as alerts.
 
+pub mod alert_maps;
+
 use std::time::Duration;
 
 use tokio::sync::mpsc;

@@ -243,6 +243,7 @@ mod tests {
             failures: vec![],
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         w.sample(&s).unwrap();
         assert_eq!(read_all(&buf).unwrap(), vec![s]);

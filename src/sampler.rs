@@ -135,6 +135,7 @@ mod tests {
             failures: vec![],
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         }
     }
 

@@ -42,6 +42,7 @@ fn snapshot(stranded: u64) -> Snapshot {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         }),
     );
     Snapshot::of_machine(&m, T0)

@@ -51,6 +51,7 @@ fn scripted(name: &str, gb: u64) -> Machine {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })
     });
     let info = MachineInfo {

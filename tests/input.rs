@@ -37,6 +37,7 @@ fn sample(k: u64) -> Sample {
         failures: vec![],
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -31,6 +31,7 @@ fn sample(at_ms: u64) -> Sample {
         failures: vec![],
         notices: vec![],
         events: Vec::new(),
+        probes: vec![],
     }
 }
 

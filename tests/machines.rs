@@ -31,6 +31,7 @@ fn source(name: &str, pid: u32, gb: u64, command: &str) -> ScriptedSource {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })
     });
     ScriptedSource::new(host(name), samples)

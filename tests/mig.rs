@@ -94,6 +94,7 @@ fn mig_sample(k: u64) -> Sample {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

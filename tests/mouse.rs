@@ -43,6 +43,7 @@ fn state() -> State {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })));
     }
     s

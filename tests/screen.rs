@@ -127,6 +127,7 @@ fn main_sample(k: u64) -> Sample {
         failures,
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 
@@ -248,6 +249,7 @@ fn na_sample(k: u64) -> Sample {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

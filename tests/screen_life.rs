@@ -77,6 +77,7 @@ fn sample(k: u64) -> Sample {
         failures,
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

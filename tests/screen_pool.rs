@@ -114,6 +114,7 @@ fn scripted(ticks: u64, ascii: bool, pool: impl Fn(u64) -> Pool) -> State {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })));
     }
     select(&mut s, 873);

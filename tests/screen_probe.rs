@@ -59,6 +59,7 @@ fn state(config: Config) -> State {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })));
     }
     s

@@ -101,6 +101,7 @@ fn scripted() -> State {
                 },
                 notices: Vec::new(),
                 events: Vec::new(),
+                probes: Vec::new(),
             }
         })
         .collect();
@@ -402,6 +403,7 @@ fn machine_snapshot(m: &Machine) -> Snapshot {
         failures: vec![],
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     };
     let snap = Snapshot::from_state(&run(info, vec![sample], &[]), T0);
     assert_schema_valid(&serde_json::to_value(&snap).unwrap());

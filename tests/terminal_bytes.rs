@@ -40,6 +40,7 @@ fn sample(k: u64) -> Sample {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -63,6 +63,7 @@ pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod gpu_events;
 pub mod growth;
 pub mod health;
 pub mod idle;
+pub mod maps;
 pub mod peaks;
 pub mod pool;
 pub mod remedy;
@@ -72,6 +73,12 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     let mut evidence = v.evidence.clone();
     if let Some(p) = ctx.process_memory {
         evidence.push(format!("the process held {}", human(p)));
+    }
+    if let Some(at_failure) = f
+        .pid
+        .and_then(|p| maps::at_failure(machine, p, ctx.gpu_uuid.as_deref(), f.at_ms))
+    {
+        evidence.insert(0, at_failure);
     }
     evidence.push(format!("{} line {}", f.log, f.line));
     let pid = f.pid.unwrap_or_default();

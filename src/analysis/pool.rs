@@ -205,6 +205,11 @@ fn fragmenting(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> Optio
     })
 }
 
+/// Whether a live process's leak or fragmentation still shows now (what keeps its alert active).
+pub fn still_at_risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) -> bool {
+    super::growth::risk(t, pool, g, at_ms).is_some() || fragmenting(t, pool, g, at_ms).is_some()
+}
+
 /// Allocated and the limit, when allocated reaches `permille` of it.
 fn at_limit(pool: &Pool, permille: u64) -> Option<(u64, u64)> {
     let (used, limit) = (pool.allocated?, pool.limit.filter(|l| *l > 0)?);

@@ -29,6 +29,7 @@ fn sample(
         failures,
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }))
 }
 

@@ -8,7 +8,7 @@ use std::cell::OnceCell;
 
 use crate::analysis::filling::time_to_full;
 use crate::analysis::risk::{Finding, IsNew};
-use crate::analysis::{growth, idle, pool};
+use crate::analysis::{growth, idle, maps, pool};
 use crate::model::units::duration_ms;
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -116,7 +116,17 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
         alerts_of(Some(pid)).any(|a| a.level == Level::Failure && a.at_ms >= since)
     };
     let risks = pool::risks(machine, at_ms, &failed_since);
-    for risk in risks.into_iter().chain(idle::risks(machine, at_ms)) {
+    for mut risk in risks.into_iter().chain(idle::risks(machine, at_ms)) {
+        if !raised(&out, risk.class, risk.pid, &risk.gpu) {
+            if let Some(pid) = risk.pid {
+                let failure = risk.level == Level::Failure || risk.class == "exit-at-limit";
+                let more = maps::evidence(machine, risk.class, pid, &risk.gpu, failure);
+                risk.evidence.splice(0..0, more);
+            }
+            out.push(risk.into_alert(at_ms));
+        }
+    }
+    for risk in maps::site_risks(machine) {
         if !raised(&out, risk.class, risk.pid, &risk.gpu) {
             out.push(risk.into_alert(at_ms));
         }

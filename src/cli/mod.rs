@@ -117,6 +117,15 @@ pub enum Command {
         /// Take the snapshot from the end of a recording instead of the GPUs
         #[arg(long)]
         replay: Option<PathBuf>,
+        /// Instead of a snapshot, ask the probe of process PID for its framework's own full map
+        /// (PyTorch's snapshot pickle, JAX's pprof) and move it to the file given with -o
+        #[arg(
+            long,
+            value_name = "PID",
+            requires = "output",
+            conflicts_with = "replay"
+        )]
+        export: Option<u32>,
     },
     /// Record samples to an NDJSON file without the screen
     Record {
@@ -187,6 +196,16 @@ and its log is still followed."
         /// pool figures)
         #[arg(long)]
         no_probe: bool,
+        /// Record the job's allocation history from its start (PyTorch), so block maps name the
+        /// lines of code that hold the memory (docs/guide/memory-map.md)
+        #[arg(long, overrides_with = "no_record_allocations")]
+        record_allocations: bool,
+        /// Do not record allocation history (the default)
+        #[arg(long, overrides_with = "record_allocations")]
+        no_record_allocations: bool,
+        /// How many allocation events the recording keeps, 1000 to 1000000 [default: 100000]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..=1_000_000))]
+        record_entries: Option<u64>,
         /// The command and its arguments, after `--`
         #[arg(
             required = true,
@@ -226,9 +245,29 @@ pub enum ProbeCommand {
         /// How often the probes write
         #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
         interval: Duration,
+        /// Record the job's allocation history from its start (PyTorch), so block maps name the
+        /// lines of code that hold the memory (docs/guide/memory-map.md)
+        #[arg(long, overrides_with = "no_record_allocations")]
+        record_allocations: bool,
+        /// Do not record allocation history (the default)
+        #[arg(long, overrides_with = "record_allocations")]
+        no_record_allocations: bool,
+        /// How many allocation events the recording keeps, 1000 to 1000000 [default: 100000]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..=1_000_000))]
+        record_entries: Option<u64>,
     },
     /// Print the hook itself (`sitecustomize.py`), to bake into an image
     Hook,
+}
+
+/// Whether a job records its allocation history: the flags, else the default.
+pub fn record_allocations(on: bool, off: bool, entries: Option<u64>) -> Option<u64> {
+    let on = if on || off {
+        on
+    } else {
+        crate::run::probe::RECORD_BY_DEFAULT
+    };
+    on.then(|| entries.unwrap_or(crate::run::probe::RECORD_ENTRIES))
 }
 
 /// A duration like `1s`, `500ms`, `10m`; rejects zero, negatives and absurd values.

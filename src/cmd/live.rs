@@ -66,9 +66,10 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         state.screen.filter = Filter::parse(text);
     }
     state.screen.signals_off = signals_off(&args);
+    let local = fleet.as_ref().is_none_or(|plan| plan.local);
+    state.screen.requests_off = requests_off(&args, local);
 
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(64);
-    let local = fleet.as_ref().is_none_or(|plan| plan.local);
     let sampler = local.then(|| sampler::spawn(factory, tick, tx.clone()));
     let (opened_tx, opened) = tokio::sync::watch::channel(None);
     if let Some(plan) = fleet {
@@ -82,6 +83,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         start_times: sources::start_times(state.screen.signals_off.is_none()),
         mouse: !args.no_mouse,
         opened: Some(opened_tx),
+        requests: sources::requests(state.screen.requests_off.is_none()),
     };
     let exit = screen(&mut state, rx, options).await;
     if let Some(sampler) = sampler {
@@ -155,6 +157,15 @@ pub(super) fn signals_off(args: &LiveArgs) -> Option<String> {
         Some("a replay's processes are not this machine's".into())
     } else {
         None
+    }
+}
+
+/// Why this screen writes no requests to probes, if it does not.
+pub(super) fn requests_off(args: &LiveArgs, local: bool) -> Option<String> {
+    if !local {
+        Some("this machine is left out (--no-local)".into())
+    } else {
+        signals_off(args)
     }
 }
 

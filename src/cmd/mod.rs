@@ -9,6 +9,7 @@ mod sources;
 mod diff;
 mod docs;
 mod explain;
+mod export;
 mod files;
 mod fleet;
 mod probe;
@@ -112,8 +113,14 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
         }
         Some(Command::Snapshot {
             output,
+            export: Some(pid),
+            ..
+        }) => export::export(pid, output.as_deref()),
+        Some(Command::Snapshot {
+            output,
             format,
             replay,
+            export: None,
         }) => files::take_snapshot(output.as_deref(), format, replay.as_deref()),
         Some(Command::Diff {
             a,
@@ -130,8 +137,20 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
         Some(Command::Run {
             log_dir,
             no_probe,
+            record_allocations,
+            no_record_allocations,
+            record_entries,
             command,
-        }) => runtime.block_on(run::run_command(cli.live, &log_dir, &command, !no_probe)),
+        }) => {
+            let probe = (!no_probe).then(|| {
+                crate::cli::record_allocations(
+                    record_allocations,
+                    no_record_allocations,
+                    record_entries,
+                )
+            });
+            runtime.block_on(run::run_command(cli.live, &log_dir, &command, probe))
+        }
         Some(Command::Probe { what }) => probe::probe(what),
         Some(Command::Serve(args)) => runtime.block_on(serve::serve(args)),
     }

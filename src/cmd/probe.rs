@@ -15,9 +15,19 @@ pub(super) fn probe(what: ProbeCommand) -> Result<ExitCode, Fail> {
             hook_dir,
             probe_dir,
             interval,
+            record_allocations,
+            no_record_allocations,
+            record_entries,
         } => {
             let ms = u64::try_from(interval.as_millis()).unwrap_or(1000);
-            let env = prepare(hook_dir, probe_dir, ms).map_err(Fail::runtime)?;
+            let record = crate::cli::record_allocations(
+                record_allocations,
+                no_record_allocations,
+                record_entries,
+            );
+            let env = prepare(hook_dir, probe_dir, ms)
+                .map_err(Fail::runtime)?
+                .recording(record);
             print_out(&env.exports())
         }
         ProbeCommand::Hook => print_out(HOOK_SOURCE),

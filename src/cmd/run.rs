@@ -22,7 +22,7 @@ pub(super) async fn run_command(
     args: LiveArgs,
     dir: &Path,
     argv: &[OsString],
-    probe: bool,
+    probe: Option<Option<u64>>,
 ) -> Result<ExitCode, Fail> {
     if args.demo || args.replay.is_some() {
         return Err(Fail::usage(
@@ -40,14 +40,15 @@ pub(super) async fn run_command(
     let mut logs = vec![log.absolute.clone()];
     logs.extend(args.logs.iter().cloned());
     let watch = LogWatch::new(&logs);
-    let env = if probe {
+    // `probe`: the allocator probe, recording allocation history (this many events) or not.
+    let env = if let Some(record) = probe {
         let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
         let env = super::probe::prepare(None, None, ms).map_err(|e| {
             Fail::usage(format!(
                 "cannot set up the allocator probe: {e} (--no-probe runs without it)"
             ))
         })?;
-        env.vars()
+        env.recording(record).vars()
     } else {
         Vec::new()
     };
@@ -72,6 +73,7 @@ pub(super) async fn run_command(
     });
     state.screen.run = Some(RunInfo::new(pid, command.clone(), log.shown.clone()));
     state.screen.signals_off = super::live::signals_off(&args);
+    state.screen.requests_off = super::live::requests_off(&args, true);
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let mut handle = run::child::watch(child, tx.clone());
     let sampler = sampler::spawn(sources::run_factory(watch, logs), args.interval, tx);
@@ -82,6 +84,7 @@ pub(super) async fn run_command(
         start_times: sources::start_times(state.screen.signals_off.is_none()),
         mouse: !args.no_mouse,
         opened: None,
+        requests: sources::requests(state.screen.requests_off.is_none()),
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();

@@ -21,7 +21,9 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
         }
         (None, false) => (sources::live_factory(args.logs.clone()), None),
     };
-    serve::run(factory, &args, spacing, shutdown_signal())
+    // A live machine's probes are asked for maps during leak and fragmentation alerts.
+    let requests = sources::requests(spacing.is_none());
+    serve::run(factory, &args, spacing, requests, shutdown_signal())
         .await
         .map_err(|e| match e {
             ServeError::Start(reason) => Fail::usage(format!(

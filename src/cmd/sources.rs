@@ -18,6 +18,7 @@ use crate::source::live::LiveSource;
 use crate::source::nvml::NvmlReader;
 use crate::source::nvml::events::NvmlEvents;
 use crate::source::probe::dir::ProbeDirs;
+use crate::source::probe::request::{ProbeRequests, Requests};
 use crate::source::probe::{PoolReader, default_dir};
 use crate::source::procfs::ProcReader;
 use crate::source::replay::ReplaySource;
@@ -118,9 +119,20 @@ pub(super) fn probe_dir() -> PathBuf {
 
 /// The probe files of this user's jobs; root also reads every user's.
 fn pool_reader() -> Box<dyn PoolReader> {
+    Box::new(probe_dirs())
+}
+
+fn probe_dirs() -> ProbeDirs {
     let uid = rustix::process::getuid().as_raw();
     let root = rustix::process::geteuid().is_root();
-    Box::new(ProbeDirs::new(vec![probe_dir()], root, uid))
+    ProbeDirs::new(vec![probe_dir()], root, uid)
+}
+
+/// Requests to the probes of the directories gpumon reads (`None` when `on` is false).
+pub(crate) fn requests(on: bool) -> Option<Arc<dyn Requests>> {
+    on.then(|| {
+        Arc::new(ProbeRequests::new(probe_dirs(), PathBuf::from("/proc"))) as Arc<dyn Requests>
+    })
 }
 
 #[cfg(test)]

@@ -81,6 +81,10 @@ pub const KEYMAP: &[Binding] = &[
         help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
     },
     Binding {
+        keys: "m  M R e",
+        help: "block map of the selected probed process; its probe: M a map now, R recording on/off, e export to --snapshot-dir",
+    },
+    Binding {
         keys: "r",
         help: "reset peaks",
     },
@@ -133,6 +137,10 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('a') => Action::TogglePane,
         KeyCode::Char('h') | KeyCode::Backspace => Action::Overview,
         KeyCode::Char('r') => Action::ResetPeaks,
+        KeyCode::Char('m') => Action::MapPane,
+        KeyCode::Char('M') => Action::AskMap,
+        KeyCode::Char('R') => Action::ToggleRecording,
+        KeyCode::Char('e') => Action::Export,
         KeyCode::Char('c') => Action::ToggleChart,
         KeyCode::Char('g') => Action::ToggleScale,
         KeyCode::Char('-') => Action::Zoom(true),

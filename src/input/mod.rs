@@ -59,6 +59,14 @@ pub enum Action {
     /// Enter: in the fleet overview, show the selected host; in the alerts, select the alert's
     /// process.
     Enter,
+    /// `m`: show or hide the selected process's block map.
+    MapPane,
+    /// `M`: ask the selected process's probe for a map now.
+    AskMap,
+    /// `R`: turn the selected process's allocation recording on or off.
+    ToggleRecording,
+    /// `e`: export the selected process's full map in its framework's own format.
+    Export,
 }
 
 /// The signals the signal dialog offers.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::health::{Trouble, XidTally, troubles};
-use crate::model::{Alert, Config, Level, MAX_ALERTS, ProcKey, ProcessTrack, Ring};
+use crate::model::{Alert, Config, Level, MAX_ALERTS, MapTrack, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
 
 /// GPU events a machine keeps.
@@ -96,6 +96,8 @@ pub struct Machine {
     /// what a job's memory fault is joined with.
     pub events: Vec<GpuEvent>,
     pub alerts_dropped: u64,
+    /// Probed processes' block maps and probe state, by (pid, start time).
+    pub maps: BTreeMap<(u32, u64), MapTrack>,
 }
 
 impl Machine {
@@ -111,6 +113,7 @@ impl Machine {
             alerts: Vec::new(),
             events: Vec::new(),
             alerts_dropped: 0,
+            maps: BTreeMap::new(),
         }
     }
 
@@ -156,8 +159,9 @@ impl Machine {
 
     /// Takes a sample in: GPU and process histories, exits, the bar's segments. Its failures are
     /// left to analysis (see `pipeline::apply`).
-    pub fn ingest(&mut self, s: Sample) {
+    pub fn ingest(&mut self, mut s: Sample) {
         let at = s.at_ms;
+        crate::model::maps::ingest(&mut self.maps, std::mem::take(&mut s.probes));
         self.last_sample_ms = Some(at);
         self.source = SourceState::Running;
         let cap = self.config.ring_capacity();
@@ -222,6 +226,12 @@ impl Machine {
         let keep = self.config.keep_exited_ms;
         self.processes
             .retain(|_, t| t.exited_ms.is_none_or(|e| at.saturating_sub(e) <= keep));
+        let processes = &self.processes;
+        self.maps.retain(|(pid, start), _| {
+            processes
+                .keys()
+                .any(|k| k.pid == *pid && k.start_time.is_some_and(|s| s.abs_diff(*start) <= 1))
+        });
 
         for track in self.gpus.values_mut() {
             let (sum, unknown) = processes_on(&self.processes, &track.sample.uuid)
@@ -268,6 +278,21 @@ impl Machine {
                 .filter(|a| a.level == Level::Info)
                 .count();
         }
+    }
+
+    /// Takes in only a sample's probe news (a paused screen keeps its rows, not its maps' news:
+    /// an OOM's map is never lost).
+    pub fn take_probe_news(&mut self, s: &mut Sample) {
+        crate::model::maps::ingest(&mut self.maps, std::mem::take(&mut s.probes));
+    }
+
+    /// The map track of the process `pid` started at `start_time`.
+    pub fn map_of(&self, pid: u32, start_time: Option<u64>) -> Option<&MapTrack> {
+        let start = start_time?;
+        self.maps
+            .range((pid, start.saturating_sub(1))..=(pid, start.saturating_add(1)))
+            .map(|(_, t)| t)
+            .next()
     }
 
     /// Forgets the peaks: each process's peak becomes its current device memory.

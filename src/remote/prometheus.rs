@@ -405,6 +405,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         },
         alerts: acc.alerts,
         selector,

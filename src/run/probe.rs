@@ -12,6 +12,12 @@ use std::path::{Path, PathBuf};
 
 use crate::source::probe::{HOOK_FILE, HOOK_SOURCE};
 
+/// Whether `gpumon run` and `gpumon probe env` start jobs recording their allocation history
+/// without `--record-allocations` (decided by measurement: README, Performance).
+pub const RECORD_BY_DEFAULT: bool = false;
+/// Allocation events a recording keeps unless `--record-entries` says otherwise.
+pub const RECORD_ENTRIES: u64 = 100_000;
+
 /// The environment a probed job starts with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeEnv {
@@ -20,6 +26,8 @@ pub struct ProbeEnv {
     pub interval_ms: u64,
     /// `PYTHONPATH` with the hook directory first, then what the job had.
     pub python_path: OsString,
+    /// Record allocation history from the start, keeping this many events; `None`: not asked.
+    pub record: Option<u64>,
 }
 
 impl ProbeEnv {
@@ -39,12 +47,20 @@ impl ProbeEnv {
             hook_dir,
             interval_ms: interval_ms.clamp(100, 60_000),
             python_path,
+            record: None,
         }
+    }
+
+    /// Also records allocation history from the start (`GPUMON_PROBE_RECORD=1`), keeping
+    /// `entries` events (`None`: not recording).
+    pub fn recording(mut self, entries: Option<u64>) -> Self {
+        self.record = entries;
+        self
     }
 
     /// The variables to set, in order.
     pub fn vars(&self) -> Vec<(&'static str, OsString)> {
-        vec![
+        let mut vars = vec![
             ("GPUMON_PROBE_DIR", self.probe_dir.clone().into_os_string()),
             (
                 "GPUMON_PROBE_HOOK_DIR",
@@ -55,19 +71,30 @@ impl ProbeEnv {
                 self.interval_ms.to_string().into(),
             ),
             ("PYTHONPATH", self.python_path.clone()),
-        ]
+        ];
+        if let Some(n) = self.record {
+            vars.push(("GPUMON_PROBE_RECORD", "1".into()));
+            vars.push(("GPUMON_PROBE_RECORD_ENTRIES", n.to_string().into()));
+        }
+        vars
     }
 
     /// `export` lines for a POSIX shell; PYTHONPATH keeps what the shell has at that moment.
     pub fn exports(&self) -> String {
         let q = |p: &Path| shell_quote(&p.to_string_lossy());
-        format!(
+        let mut text = format!(
             "export GPUMON_PROBE_DIR={}\nexport GPUMON_PROBE_HOOK_DIR={}\nexport GPUMON_PROBE_INTERVAL_MS={}\nexport PYTHONPATH={}\"${{PYTHONPATH:+:$PYTHONPATH}}\"\n",
             q(&self.probe_dir),
             q(&self.hook_dir),
             self.interval_ms,
             q(&self.hook_dir),
-        )
+        );
+        if let Some(n) = self.record {
+            text.push_str(&format!(
+                "export GPUMON_PROBE_RECORD=1\nexport GPUMON_PROBE_RECORD_ENTRIES={n}\n"
+            ));
+        }
+        text
     }
 }
 
@@ -148,6 +175,15 @@ mod tests {
         );
         let bare = ProbeEnv::new("/p".into(), "/h".into(), 1000, Some(OsStr::new("")));
         assert_eq!(bare.python_path, OsString::from("/h"));
+        assert!(!bare.exports().contains("RECORD"), "off unless asked");
+        assert!(bare.vars().iter().all(|(k, _)| !k.contains("RECORD")));
+        let rec = bare.recording(Some(5000));
+        assert!(
+            rec.exports().ends_with(
+                "export GPUMON_PROBE_RECORD=1\nexport GPUMON_PROBE_RECORD_ENTRIES=5000\n"
+            )
+        );
+        assert!(rec.vars().contains(&("GPUMON_PROBE_RECORD", "1".into())));
     }
 
     #[test]

@@ -13,9 +13,12 @@ use crate::oom::failure::Failure;
 pub mod health;
 mod placement;
 mod pool;
+pub mod pool_map;
+pub mod request;
 pub use health::{GpuEvent, Health};
 pub use placement::Placement;
 pub use pool::Pool;
+pub use pool_map::{PoolMap, ProbeNews};
 
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -302,6 +305,10 @@ pub struct Sample {
     /// The GPUs' events heard since the previous sample (Xid errors, ECC and remap events).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<GpuEvent>,
+    /// What probes said besides their figures, only when it changed: a new block map, an answer
+    /// to a request, recording turned on or off (absent in recordings made before maps).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeNews>,
 }
 
 mod wire;

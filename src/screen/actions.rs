@@ -1,6 +1,7 @@
 //! What each key's action does to the screen's state (and, for `r`, to the machine's peaks).
 
 use crate::input::Action;
+use crate::screen::maps::ProbeKey;
 use crate::screen::{Command, Emphasis, Filter, Pane, State};
 
 impl State {
@@ -24,6 +25,10 @@ impl State {
             Action::Signal => self.ask_signal(),
             Action::Enter => self.select_alert_process(),
             Action::Snapshot => return Some(Command::WriteSnapshot),
+            Action::AskMap => return self.ask_probe(ProbeKey::Map),
+            Action::ToggleRecording => return self.ask_probe(ProbeKey::Recording),
+            Action::Export => return self.ask_probe(ProbeKey::Export),
+            Action::MapPane => self.screen.map_open = !self.screen.map_open,
             Action::Up => self.step(-1),
             Action::Down => self.step(1),
             Action::FilterPrompt => {
@@ -55,6 +60,8 @@ impl State {
             Action::Escape => {
                 if self.screen.help {
                     self.screen.help = false;
+                } else if self.screen.map_open {
+                    self.screen.map_open = false;
                 } else if self.screen.prompt.take().is_none() {
                     self.screen.filter = None;
                 }

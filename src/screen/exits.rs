@@ -137,6 +137,7 @@ mod tests {
                 failures: Vec::new(),
                 notices: Vec::new(),
                 events: Vec::new(),
+                probes: Vec::new(),
             })));
         }
         let cause = |s: &State| {

@@ -215,6 +215,7 @@ impl State {
             Action::Escape
                 if !overview
                     && !self.screen.help
+                    && !self.screen.map_open
                     && self.screen.prompt.is_none()
                     && self.screen.filter.is_none() =>
             {

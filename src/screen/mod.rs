@@ -7,6 +7,7 @@ pub mod alerts;
 pub mod chart;
 pub mod exits;
 mod fleet;
+pub mod maps;
 pub mod mig;
 pub mod run;
 pub mod signal;
@@ -33,6 +34,8 @@ pub enum Msg {
     Status(String),
     /// `gpumon run`'s command ended.
     RunEnded(RunEnd),
+    /// The request with this id could not be written; why, for the status line.
+    AskFailed(u64, String),
 }
 
 impl From<Event> for Msg {
@@ -43,7 +46,7 @@ impl From<Event> for Msg {
 }
 
 /// What the app loop must do after an update (the I/O that `State` does not do itself).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
     Quit,
     WriteSnapshot,
@@ -53,6 +56,13 @@ pub enum Command {
     Suspend,
     /// Signal a process, once re-checked by (pid, start time).
     Signal(SignalRequest),
+    /// Write a request for a process's probe (`<pid>.request`).
+    Probe(crate::sample::request::Ask),
+    /// Move the export `name` that pid's probe wrote into the snapshot directory.
+    TakeExport {
+        pid: u32,
+        name: String,
+    },
 }
 
 /// Which list Up/Down moves in.
@@ -104,6 +114,12 @@ pub struct Screen {
     /// The chart's and sparklines' span set with `-` and `+`; `None`: the history there is, up
     /// to the window.
     pub zoom: Option<u64>,
+    /// The selected process's block map is shown (`m`).
+    pub map_open: bool,
+    /// Requests written to probes, waiting for their answers.
+    pub asks: Vec<maps::Pending>,
+    /// Why requests to probes cannot be made from this screen (a replay, `--read-only`).
+    pub requests_off: Option<String>,
 }
 
 impl Default for Screen {
@@ -132,6 +148,9 @@ impl Default for Screen {
             emphasis: Emphasis::Table,
             scale: Scale::Fit,
             zoom: None,
+            map_open: false,
+            asks: Vec::new(),
+            requests_off: None,
         }
     }
 }
@@ -200,7 +219,10 @@ impl State {
                 let machine = self.machines.get_mut(n)?;
                 match event {
                     // A paused screen keeps what it shows; time still moves.
-                    Event::Sample(s) if paused => machine.observe_time(s.at_ms),
+                    Event::Sample(mut s) if paused => {
+                        machine.observe_time(s.at_ms);
+                        machine.take_probe_news(&mut s);
+                    }
                     event => pipeline::apply(machine, event),
                 }
                 if n == self.screen.host {
@@ -208,11 +230,15 @@ impl State {
                 } else {
                     self.derive_fleet();
                 }
+                if n == 0 && !self.screen.asks.is_empty() {
+                    return self.take_answers();
+                }
             }
             Msg::Remote(n, report) => self.remote(n, report),
             Msg::Status(text) => self.screen.status = Some(text),
             Msg::RunEnded(end) => return self.run_ended(end),
             Msg::Action(a) => return self.act(a),
+            Msg::AskFailed(id, text) => self.ask_failed(id, text),
         }
         None
     }

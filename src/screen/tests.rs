@@ -17,6 +17,7 @@ fn a_lost_gpu_keeps_its_last_known_total() {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     };
     state.update(Msg::from(Event::Sample(sample(1000, g.clone()))));
     let lost = GpuSample {
@@ -67,6 +68,7 @@ fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     })));
     let shown: Vec<u32> = state.screen.rows.iter().map(|k| k.pid).collect();
     assert_eq!(shown, vec![100, 101]);

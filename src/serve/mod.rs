@@ -25,9 +25,11 @@ use tokio::sync::watch;
 use crate::cli::ServeArgs;
 use crate::clock::tick_times;
 use crate::model::{Config, Event, Machine};
+use crate::pipeline::alert_maps::AlertMaps;
 use crate::pipeline::{self, Feed};
 use crate::sampler::Factory;
 use crate::snapshot::{LevelDoc, Snapshot};
+use crate::source::probe::request::Requests;
 use crate::tls::TlsError;
 use crate::tls::server::{self as tls_server, ClientAuth, Settings};
 use auth::{Token, TokenError};
@@ -146,6 +148,7 @@ pub async fn run(
     factory: Factory,
     args: &ServeArgs,
     recorded_ms: Option<u64>,
+    requests: Option<Arc<dyn Requests>>,
     shutdown: impl Future<Output = i32>,
 ) -> Result<(), ServeError> {
     let token = args.token_file.as_deref().map(Token::read).transpose()?;
@@ -204,7 +207,7 @@ pub async fn run(
     let feed = Feed::start(factory, tick);
     let live = recorded_ms.is_none();
     let host = args.hostname.clone();
-    let result = publish_all(feed, &publish, interval_ms, live, host, shutdown).await;
+    let result = publish_all(feed, &publish, interval_ms, live, requests, host, shutdown).await;
     server.abort();
     result
 }
@@ -223,15 +226,18 @@ fn tls_settings(args: &ServeArgs) -> Option<Settings> {
 }
 
 /// Applies every event to the machine and publishes its snapshot (reporting `hostname`, when
-/// given, as its host), until `shutdown`.
+/// given, as its host), until `shutdown`; asks probes for maps during alerts through
+/// `requests` (a live machine's only).
 async fn publish_all(
     mut feed: Feed,
     publish: &watch::Sender<Option<Arc<Published>>>,
     interval_ms: u64,
     live: bool,
+    requests: Option<Arc<dyn Requests>>,
     hostname: Option<String>,
     shutdown: impl Future<Output = i32>,
 ) -> Result<(), ServeError> {
+    let mut alert_maps = AlertMaps::default();
     let mut machine = Machine::new(Config::new(interval_ms, HISTORY_MS));
     let mut ooms = BTreeMap::new();
     let mut counted = 0;
@@ -255,7 +261,15 @@ async fn publish_all(
             Event::Sample(_) => sampled_at = Some(Instant::now()),
             _ => {}
         }
+        let sample = matches!(event, Event::Sample(_));
         tick_times::time("serve.apply", || pipeline::apply(&mut machine, event));
+        if let (true, Some(requests)) = (sample, &requests) {
+            for ask in alert_maps.due(&machine, machine.now_ms) {
+                let requests = Arc::clone(requests);
+                // Asked quietly, off the reactor: a failure is the next try's.
+                tokio::task::spawn_blocking(move || requests.send(&ask));
+            }
+        }
         // A replay's snapshot is taken at its recorded time, as `gpumon snapshot --replay`.
         let now = if live {
             crate::clock::unix_ms()

@@ -74,6 +74,7 @@ impl Snapshot {
             processes,
             alerts: data.alerts.iter().map(alert).collect(),
             alerts_dropped: data.alerts_dropped,
+            maps: super::maps::docs(data),
         }
     }
 }

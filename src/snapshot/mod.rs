@@ -9,6 +9,7 @@
 mod build;
 pub mod diff;
 mod lines;
+pub mod maps;
 mod read;
 mod restore;
 pub mod text;
@@ -57,6 +58,9 @@ pub struct Snapshot {
     pub alerts: Vec<AlertDoc>,
     /// Older alerts dropped to keep the list bounded.
     pub alerts_dropped: u64,
+    /// Probed processes' block maps (absent without any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maps: Vec<maps::MapDoc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -57,6 +57,7 @@ impl Snapshot {
         // Oldest first, as the analysis would have added them: the list ends newest first.
         machine.add_alerts(self.alerts.iter().rev().map(alert).collect());
         machine.alerts_dropped = self.alerts_dropped;
+        super::maps::restore(&mut machine, &self.maps);
         machine
     }
 }

@@ -13,6 +13,7 @@ pub fn render(s: &Snapshot) -> String {
     gpus(&mut o, s);
     process_table(&mut o, s);
     process_details(&mut o, s);
+    super::maps::text(&mut o, &s.maps);
     alerts(&mut o, s);
     o.0
 }

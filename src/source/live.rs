@@ -118,6 +118,16 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
                 Some(s)
             })
             .collect();
+        // A probe's news only for the process it describes (not an earlier one with its PID).
+        let news = probes
+            .news
+            .into_iter()
+            .filter(|n| {
+                host.get(&n.pid)
+                    .and_then(|h| h.start_time.get())
+                    .is_some_and(|s| s.abs_diff(n.start_time) <= 1)
+            })
+            .collect();
         self.in_proc.clear();
         self.in_proc.extend(host.keys());
         let mut notices = probes.notices;
@@ -129,6 +139,7 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
             failures,
             notices,
             events,
+            probes: news,
         })
     }
 }

@@ -146,3 +146,5 @@ pub mod build {
         p
     }
 }
+
+pub mod maps;

@@ -26,6 +26,8 @@ const MIN_CHART: u16 = 8;
 const TALL: u16 = 30;
 /// Process rows the table keeps when the chart is emphasised.
 const EMPHASISED_TABLE_ROWS: u16 = 3;
+/// Process rows the table keeps beside the block map.
+const MAP_TABLE_ROWS: u16 = 3;
 
 /// The regions of one frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +38,11 @@ pub struct Regions {
     pub gpus: Vec<Rect>,
     pub chart: Option<Rect>,
     pub table: Rect,
-    /// The detail and alerts panels; `None` when the emphasised chart took their rows.
+    /// The detail and alerts panels; `None` when the emphasised chart or the block map took
+    /// their rows.
     pub bottom: Option<Rect>,
+    /// The block map pane (`m`), in place of the chart and the bottom panels.
+    pub map: Option<Rect>,
 }
 
 /// The regions and the GPU block's text, computed once per frame.
@@ -97,7 +102,15 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
 
     // Rows from the GPU block's bottom border to the end, shared by the blocks below.
     let rest = main.height - (top_h - 1);
-    let (chart_h, table_h, bottom_h) = heights(rest, state, theme, main.width);
+    let (chart_h, table_h, bottom_h) = if state.screen.map_open {
+        let rows = u16::try_from(state.screen.rows.len().max(1)).unwrap_or(u16::MAX);
+        let table = TABLE_CHROME
+            .saturating_add(rows)
+            .min(TABLE_CHROME + MAP_TABLE_ROWS);
+        (0, table, 0)
+    } else {
+        heights(rest, state, theme, main.width)
+    };
     let mut y = top.bottom() - 1;
     let mut next = |h: u16| {
         let r = Rect {
@@ -111,6 +124,10 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
     let chart = (chart_h > 0).then(|| next(chart_h));
     let table = next(table_h);
     let bottom = (bottom_h > 0).then(|| next(bottom_h));
+    let map = state
+        .screen
+        .map_open
+        .then(|| next((rest + 1).saturating_sub(table_h)));
     let mut top_lines: Vec<Line<'static>> = banner.into_iter().collect();
     top_lines.extend(gpu_lines.lines);
     Plan {
@@ -120,6 +137,7 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
             chart,
             table,
             bottom,
+            map,
         },
         top_lines,
     }

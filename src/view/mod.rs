@@ -22,6 +22,9 @@
 //!                        (help.rs: the keymap in a centred popup, over all of it)
 //! ```
 //!
+//! With `m`, the selected process's block map (`map.rs`) takes the place of the chart and the
+//! bottom panels, below a table of at most three rows.
+//!
 //! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
 //!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
@@ -36,6 +39,7 @@ mod header;
 mod help;
 mod layout;
 mod life;
+mod map;
 pub mod mouse;
 mod pool;
 mod processes;
@@ -175,6 +179,9 @@ fn body(
         chart::render(frame, area, block(), state, theme);
     }
     processes::render(frame, r.table, block(), state, theme);
+    if let Some(area) = r.map {
+        map::render(frame, area, block(), state, theme);
+    }
     let Some(bottom) = r.bottom else { return };
     let left_w = bottom.width / 2 + 1;
     let left = Rect {

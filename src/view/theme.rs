@@ -23,6 +23,8 @@ pub struct Glyphs {
     pub border: border::Set<'static>,
     /// Between header parts: " ─ " or " - ".
     pub sep: &'static str,
+    /// Between items of a list on one line: " · " or ", ".
+    pub dot: &'static str,
     /// Bar segments: processes, other, reserved, free.
     pub segment: [&'static str; 4],
     /// Sparkline levels, lowest first.
@@ -38,6 +40,7 @@ pub struct Glyphs {
 const UNICODE: Glyphs = Glyphs {
     border: border::PLAIN,
     sep: " ─ ",
+    dot: " · ",
     segment: ["█", "▓", "▒", "░"],
     ramp: &['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'],
     mark: '!',
@@ -50,6 +53,7 @@ const UNICODE: Glyphs = Glyphs {
 const ASCII: Glyphs = Glyphs {
     border: ASCII_BORDER,
     sep: " - ",
+    dot: ", ",
     segment: ["#", "=", "-", "."],
     ramp: &['_', '.', '-', '=', '+', '*', '#'],
     mark: '!',

@@ -29,6 +29,7 @@ fn sample(at_ms: u64) -> Sample {
         failures: vec![],
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

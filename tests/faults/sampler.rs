@@ -135,6 +135,7 @@ impl Source for Slow {
             failures: vec![],
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })
     }
 }
@@ -223,6 +224,7 @@ async fn keys_are_answered_while_the_sampler_is_stuck_in_a_slow_call() {
         start_times: None,
         mouse: false,
         opened: None,
+        requests: None,
     };
     let user = async {
         h.entered.notified().await;
@@ -285,6 +287,7 @@ impl Source for Panics {
             failures: vec![],
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         })
     }
 }

@@ -59,6 +59,7 @@ fn run(samples: Vec<(GpuSample, Vec<ProcessSample>)>) -> Vec<Alert> {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -288,6 +289,7 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
         failures: Vec::new(),
         notices: vec!["probe file /tmp/gpumon-0/probe/9.json ignored: oversized".into()],
         events: Vec::new(),
+        probes: Vec::new(),
     };
     pipeline::apply(&mut m, Event::Sample(s));
     assert_eq!(m.alerts.len(), 1);

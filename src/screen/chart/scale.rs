@@ -91,6 +91,7 @@ mod tests {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         }
     }
 

@@ -1,16 +1,19 @@
-//! The real [`PoolReader`]: scans probe directories for `<pid>.json` files, checks that each is a
-//! regular file of sane size owned by the user its process runs as, parses it, and removes the
-//! files of processes that have ended (only its own user's: it cleans up what it made).
+//! The real [`PoolReader`]: scans probe directories for `<pid>.json` and `<pid>.map.json` files,
+//! checks that each is a regular file of sane size owned by the user its process runs as, parses
+//! it (a map only when its file changed), and removes the files of processes that have ended
+//! (only its own user's: it cleans up what it made).
 
 use std::collections::HashSet;
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::file::{self, MAX_BYTES};
-use super::{PoolReader, ProbeScan};
+use super::maps::MapWatch;
+use super::{PoolReader, ProbeScan, map_file};
+use crate::sample::PoolMap;
 
 /// How often the list of directories is looked for again (new users' directories appear).
 const RELIST_EVERY: Duration = Duration::from_secs(10);
@@ -30,6 +33,7 @@ pub struct ProbeDirs {
     dirs: Vec<PathBuf>,
     listed_at: Option<Instant>,
     said: HashSet<String>,
+    maps: MapWatch,
 }
 
 impl ProbeDirs {
@@ -42,6 +46,7 @@ impl ProbeDirs {
             dirs: Vec::new(),
             listed_at: None,
             said: HashSet::new(),
+            maps: MapWatch::default(),
         }
     }
 
@@ -49,6 +54,12 @@ impl ProbeDirs {
     pub fn with_proc_root(mut self, root: PathBuf) -> Self {
         self.proc_root = root;
         self
+    }
+
+    /// The directories scanned (listed again at most every 10 s).
+    pub fn dirs(&mut self) -> &[PathBuf] {
+        self.relist();
+        &self.dirs
     }
 
     fn relist(&mut self) {
@@ -104,45 +115,81 @@ impl ProbeDirs {
         }
     }
 
-    fn look_at(&mut self, path: &Path, pid: u32, scan: &mut ProbeScan) {
-        let Ok(meta) = fs::symlink_metadata(path) else {
-            return; // Replaced or removed between listing and reading: next scan.
-        };
+    /// The file's bytes when it passes the checks every probe file must (regular, not a link,
+    /// owned by the user pid runs as, at most `max` bytes); `None` after saying why not, or
+    /// when it is gone. A file of an ended process is removed if it is this user's.
+    pub(super) fn checked(
+        &mut self,
+        path: &Path,
+        pid: u32,
+        max: u64,
+        scan: &mut ProbeScan,
+    ) -> Option<Vec<u8>> {
+        // Replaced or removed between listing and reading: next scan.
+        let meta = fs::symlink_metadata(path).ok()?;
         if meta.file_type().is_symlink() {
-            return self.say(scan, path, "it is a symbolic link");
+            self.say(scan, path, "it is a symbolic link");
+            return None;
         }
         if !meta.is_file() {
-            return self.say(scan, path, "it is not a regular file");
+            self.say(scan, path, "it is not a regular file");
+            return None;
         }
         let Some(owner) = self.owner_of(pid) else {
             // Its process has ended: remove the file if it is ours, else leave it alone.
             if meta.uid() == self.my_uid {
                 let _ = fs::remove_file(path);
             }
-            return;
+            return None;
         };
         if meta.uid() != owner {
             let reason = format!(
                 "owned by uid {}, but pid {pid} runs as uid {owner}",
                 meta.uid()
             );
-            return self.say(scan, path, &reason);
+            self.say(scan, path, &reason);
+            return None;
         }
-        if meta.len() > MAX_BYTES {
-            let reason = format!("oversized ({} bytes, at most {MAX_BYTES})", meta.len());
-            return self.say(scan, path, &reason);
+        if meta.len() > max {
+            let reason = format!("oversized ({} bytes, at most {max})", meta.len());
+            self.say(scan, path, &reason);
+            return None;
         }
         let mut bytes = Vec::new();
-        let read = fs::File::open(path).and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes));
+        let read = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .and_then(|f| f.take(max + 1).read_to_end(&mut bytes));
         if let Err(e) = read {
-            return self.say(scan, path, &format!("cannot be read ({e})"));
+            self.say(scan, path, &format!("cannot be read ({e})"));
+            return None;
         }
+        Some(bytes)
+    }
+
+    fn look_at(&mut self, path: &Path, pid: u32, scan: &mut ProbeScan) {
+        let Some(bytes) = self.checked(path, pid, MAX_BYTES, scan) else {
+            return;
+        };
         match file::parse(&bytes, pid) {
             Ok(report) => {
                 scan.reports.insert(pid, report);
             }
             Err(reason) => self.say(scan, path, &reason),
         }
+    }
+
+    /// A map file, read only when it changed since the last look.
+    fn look_at_map(&mut self, path: &Path, pid: u32, scan: &mut ProbeScan) -> Option<PoolMap> {
+        let meta = fs::symlink_metadata(path).ok()?;
+        if !self.maps.changed(pid, &meta) {
+            return None;
+        }
+        let bytes = self.checked(path, pid, map_file::MAX_BYTES, scan)?;
+        map_file::parse(&bytes, pid)
+            .inspect_err(|reason| self.say(scan, path, reason))
+            .ok()
     }
 }
 
@@ -151,6 +198,7 @@ impl PoolReader for ProbeDirs {
         self.relist();
         let mut scan = ProbeScan::default();
         let mut seen = 0usize;
+        let mut map_files = Vec::new();
         for dir in self.dirs.clone() {
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
@@ -162,29 +210,61 @@ impl PoolReader for ProbeDirs {
                     self.clean_temp(&entry.path(), pid);
                     continue;
                 }
-                let Some(pid) = name
-                    .strip_suffix(".json")
-                    .and_then(|n| n.parse::<u32>().ok())
-                else {
+                if let Some(pid) = pid_of(name, ".map.json") {
+                    map_files.push((entry.path(), pid));
+                    continue;
+                }
+                if let Some(pid) = pid_of(name, ".request") {
+                    self.clean_temp(&entry.path(), pid);
+                    continue;
+                }
+                let Some(pid) = pid_of(name, ".json") else {
                     continue;
                 };
                 seen += 1;
                 if seen > MAX_FILES {
-                    return scan;
+                    break;
                 }
                 self.look_at(&entry.path(), pid, &mut scan);
+            }
+        }
+        let mut maps = Vec::new();
+        let mut paths = std::collections::HashMap::new();
+        for (path, pid) in map_files.into_iter().take(MAX_FILES) {
+            paths.insert(pid, path.clone());
+            if scan.reports.contains_key(&pid) {
+                maps.extend(self.look_at_map(&path, pid, &mut scan));
+            } else {
+                self.clean_temp(&path, pid);
+            }
+        }
+        let mut refused = Vec::new();
+        scan.news = self.maps.news(&scan.reports, maps, &mut |pid, why| {
+            refused.push((pid, why));
+        });
+        for (pid, why) in refused {
+            if let Some(path) = paths.get(&pid) {
+                self.say(&mut scan, path, &why);
             }
         }
         scan
     }
 }
 
-/// The pid of a temporary file the hook writes (`.<pid>.json.tmp`).
+/// The pid of a temporary file the hook or gpumon writes (`.<pid>.json.tmp`,
+/// `.<pid>.map.json.tmp`, `.<pid>.request.tmp`, …).
 fn temp_file_pid(name: &str) -> Option<u32> {
-    name.strip_prefix('.')?
-        .strip_suffix(".json.tmp")?
-        .parse()
-        .ok()
+    let rest = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (pid, _) = rest.split_once('.')?;
+    pid.parse().ok()
+}
+
+/// The pid of `<pid><suffix>`.
+fn pid_of(name: &str, suffix: &str) -> Option<u32> {
+    let pid = name.strip_suffix(suffix)?;
+    (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
 }
 
 fn children(dir: &Path) -> impl Iterator<Item = PathBuf> {

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::{DevicePool, ProbeReport};
+use crate::sample::pool_map::{AllocRecording, ProbeAnswer};
 use crate::sample::{Framework, Pool};
 
 /// The version of the format this gpumon reads.
@@ -22,6 +23,12 @@ struct Doc {
     stopped: Option<String>,
     #[serde(default)]
     frameworks: Vec<FrameworkDoc>,
+    #[serde(default)]
+    answer: Option<ProbeAnswer>,
+    #[serde(default)]
+    recording: Option<AllocRecording>,
+    #[serde(default)]
+    map_at_ms: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -132,11 +139,14 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
         interval_ms: doc.interval_ms,
         stopped: doc.stopped.map(|s| s.chars().take(200).collect()),
         devices,
+        answer: doc.answer,
+        recording: doc.recording,
+        map_at_ms: doc.map_at_ms,
     })
 }
 
 /// `GPU-` and hex digits with dashes, as NVML names GPUs; anything else is not a GPU's name.
-fn valid_uuid(u: &str) -> bool {
+pub(super) fn valid_uuid(u: &str) -> bool {
     u.len() <= 64
         && u.strip_prefix("GPU-").is_some_and(|rest| {
             !rest.is_empty() && rest.chars().all(|c| c.is_ascii_hexdigit() || c == '-')

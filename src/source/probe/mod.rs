@@ -8,12 +8,16 @@
 
 pub mod dir;
 pub mod file;
+pub mod map_file;
+mod maps;
+pub mod request;
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use crate::sample::{Pool, ProcessSample, Reading};
+use crate::sample::pool_map::{AllocRecording, ProbeAnswer};
+use crate::sample::{Pool, ProbeNews, ProcessSample, Reading};
 
 /// The reason a process has no pool figures when nothing probed it.
 pub const NOT_PROBED: &str = "not probed (start it under `gpumon run` or `gpumon probe env`)";
@@ -43,6 +47,12 @@ pub struct ProbeReport {
     /// Why the hook stopped, when it did.
     pub stopped: Option<String>,
     pub devices: Vec<DevicePool>,
+    /// The last request the probe took (docs/memory-map-format.md).
+    pub answer: Option<ProbeAnswer>,
+    /// Whether it records allocation history; `None` where nothing can record.
+    pub recording: Option<AllocRecording>,
+    /// When it last wrote `<pid>.map.json`.
+    pub map_at_ms: Option<u64>,
 }
 
 impl ProbeReport {
@@ -89,6 +99,8 @@ pub struct ProbeScan {
     pub reports: HashMap<u32, ProbeReport>,
     /// Files ignored since the last scan, each with its reason (each file and reason said once).
     pub notices: Vec<String>,
+    /// New maps, answers and recording states (only what changed since the last scan).
+    pub news: Vec<ProbeNews>,
 }
 
 /// Where probe figures come from (the probe directories in production, a script in tests).
@@ -124,5 +136,7 @@ pub fn default_dir(uid: u32, xdg_runtime_dir: Option<&OsStr>) -> PathBuf {
     }
 }
 
+#[cfg(test)]
+mod map_tests;
 #[cfg(test)]
 mod tests;

@@ -243,6 +243,7 @@ fn scan_of(pid: u32, uuid: &str) -> ProbeScan {
             },
         )]),
         notices: vec!["probe file /x/9.json ignored: oversized".into()],
+        news: Vec::new(),
     }
 }
 
@@ -323,6 +324,7 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         failures: Vec::new(),
         notices: vec!["probe file /x ignored: oversized".into()],
         events: Vec::new(),
+        probes: Vec::new(),
     };
     let mut bytes = Vec::new();
     {

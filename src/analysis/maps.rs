@@ -1,0 +1,182 @@
+//! What block maps add to alerts: the map at an OOM in the failure's evidence ("at the failure:
+//! 2.25 GiB free in 312 holes, largest 8 MiB; held by train.py:87 collate (1.5 GiB, 190 blocks),
+//! …"), the site whose bytes climb between maps for a leak, the sites that strand holes for a
+//! fragmentation (in the alert itself when maps came before it, else as a finding of their own
+//! once they arrive); and which processes' alerts are active, so a front end asks their probes
+//! for maps (`pipeline::alert_maps`).
+
+use crate::analysis::risk::Risk;
+use crate::model::maps::{DeviceView, SiteChange, SiteRow, site_words, sites_words, view_for};
+use crate::model::{Level, Machine, ProcessTrack};
+use crate::oom::sizes::human;
+
+/// Alert classes whose process gets a map asked for while they hold.
+pub const MAP_CLASSES: [&str; 2] = ["leak", "fragmentation-risk"];
+
+/// How far apart a failure and the OOM map taken at it may be (the map is written at the failing
+/// request, the log line read at the next tick): an older OOM map is another failure's.
+const SAME_OOM_MS: u64 = 60_000;
+
+/// The failing process's map at its OOM (a failure at `at_ms`), as one evidence line; `None`
+/// without such a map.
+pub fn at_failure(machine: &Machine, pid: u32, gpu: Option<&str>, at_ms: u64) -> Option<String> {
+    let track = machine
+        .maps
+        .iter()
+        .filter(|((p, _), _)| *p == pid)
+        .filter_map(|(_, t)| t.at_oom.as_ref())
+        .find(|o| o.at_ms.abs_diff(at_ms) <= SAME_OOM_MS)?;
+    let view = match gpu {
+        Some(uuid) => view_for(&track.views, uuid),
+        None => track.views.first(),
+    }?;
+    Some(view.failure_words())
+}
+
+/// What the maps add to a probe-based finding of `pid` on `gpu`: a failure gets the map at its
+/// OOM, a leak or fragmentation risk its sites (nothing without a map).
+pub fn evidence(machine: &Machine, class: &str, pid: u32, gpu: &str, failure: bool) -> Vec<String> {
+    if failure {
+        let at = machine.now_ms;
+        return at_failure(machine, pid, Some(gpu), at)
+            .into_iter()
+            .collect();
+    }
+    if !MAP_CLASSES.contains(&class) {
+        return Vec::new();
+    }
+    crate::model::processes_on(&machine.processes, gpu)
+        .find(|t| t.sample.pid == pid && t.exited_ms.is_none())
+        .map(|t| risk_evidence(machine, t, class))
+        .unwrap_or_default()
+}
+
+/// The evidence a map adds to a leak or fragmentation alert of `t` (empty without a map).
+pub fn risk_evidence(machine: &Machine, t: &ProcessTrack, class: &str) -> Vec<String> {
+    let Some(view) = machine
+        .map_of(t.sample.pid, t.key.start_time)
+        .and_then(|m| m.view_for(&t.sample.gpu_uuid))
+    else {
+        return Vec::new();
+    };
+    match class {
+        "leak" => climbing(view)
+            .map(|s| {
+                format!(
+                    "the site whose bytes climb between maps: {} (+{} since the previous map)",
+                    site_words(s),
+                    human(match s.change {
+                        SiteChange::By(b) => u64::try_from(b).unwrap_or(0),
+                        _ => s.bytes,
+                    })
+                )
+            })
+            .into_iter()
+            .collect(),
+        _ if !view.stranding.is_empty() => vec![format!(
+            "the blocks between the holes are held by {}",
+            sites_words(&view.stranding)
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// Findings maps make once they arrive during an alert (raised once each, as every risk): the
+/// site whose bytes climbed between the last two maps of a leaking process (`leak-site`), and
+/// the sites whose blocks keep a fragmenting pool's holes (`fragmentation-sites`).
+pub fn site_risks(machine: &Machine) -> Vec<Risk> {
+    let mut out = Vec::new();
+    for a in &machine.alerts {
+        let (Some(pid), Some(gpu)) = (a.pid, a.gpu_uuid.as_deref()) else {
+            continue;
+        };
+        let Some(t) = crate::model::processes_on(&machine.processes, gpu)
+            .find(|t| t.sample.pid == pid && t.exited_ms.is_none())
+        else {
+            continue;
+        };
+        let Some(view) = machine
+            .map_of(pid, t.key.start_time)
+            .and_then(|m| m.view_for(gpu))
+        else {
+            continue;
+        };
+        let fw = view.framework.label();
+        let found = match a.class.as_str() {
+            "leak" => climbing(view).map(|s| {
+                (
+                    "leak-site",
+                    format!("pid {pid} {fw} leak: {} climbs between its maps", s.label),
+                    risk_evidence(machine, t, "leak"),
+                )
+            }),
+            "fragmentation-risk" if !view.stranding.is_empty() => Some((
+                "fragmentation-sites",
+                format!(
+                    "pid {pid} {fw} fragmentation: its holes sit between the blocks of {}",
+                    view.stranding[0].label
+                ),
+                risk_evidence(machine, t, "fragmentation-risk"),
+            )),
+            _ => None,
+        };
+        if let Some((class, title, mut evidence)) = found {
+            evidence.push(view.fit.clone());
+            out.push(Risk {
+                class,
+                pid: Some(pid),
+                gpu: gpu.to_string(),
+                level: Level::Suspected,
+                confidence: None,
+                title,
+                evidence,
+                remedy: a.remedy.clone().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
+/// The site that grew most since the previous map (a new site counts with all its bytes).
+fn climbing(view: &DeviceView) -> Option<&SiteRow> {
+    view.sites
+        .iter()
+        .filter_map(|s| match s.change {
+            SiteChange::By(b) if b > 0 => Some((b, s)),
+            SiteChange::New => Some((i128::from(s.bytes), s)),
+            _ => None,
+        })
+        .max_by_key(|(b, _)| *b)
+        .map(|(_, s)| s)
+}
+
+/// The live, probed processes (pid, start time) with a leak or fragmentation alert whose risk
+/// still shows at `at_ms`.
+pub fn wanted(machine: &Machine, at_ms: u64) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    for a in &machine.alerts {
+        let (Some(pid), Some(gpu)) = (a.pid, a.gpu_uuid.as_deref()) else {
+            continue;
+        };
+        if !MAP_CLASSES.contains(&a.class.as_str()) {
+            continue;
+        }
+        let Some(g) = machine.gpu(gpu) else { continue };
+        for t in crate::model::processes_on(&machine.processes, gpu) {
+            let (Some(pool), Some(start)) = (t.sample.pool.value(), t.key.start_time) else {
+                continue;
+            };
+            if t.sample.pid == pid
+                && t.exited_ms.is_none()
+                && !out.contains(&(pid, start))
+                && super::pool::still_at_risk(t, pool, g, at_ms)
+            {
+                out.push((pid, start));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

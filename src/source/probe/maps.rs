@@ -1,0 +1,99 @@
+//! What the probe directories' scan remembers between ticks about maps and answers: each map
+//! file's stamp (a map is read and parsed only when its file changed), and what was last told
+//! of each process (a sample carries a process's news only when something changed).
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::os::unix::fs::MetadataExt;
+
+use super::ProbeReport;
+use crate::sample::pool_map::AllocRecording;
+use crate::sample::{PoolMap, ProbeNews};
+
+/// A file's identity and last change: a new map is a new file (the probe renames it in place).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &Metadata) -> Self {
+        Stamp {
+            inode: meta.ino(),
+            len: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        }
+    }
+}
+
+/// What a process's news last said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Told {
+    start_time: u64,
+    answer: Option<u64>,
+    recording: Option<AllocRecording>,
+    map_at_ms: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct MapWatch {
+    stamps: HashMap<u32, Stamp>,
+    told: HashMap<u32, Told>,
+}
+
+impl MapWatch {
+    /// Whether pid's map file is new or changed since it was last looked at (and remembers it).
+    pub fn changed(&mut self, pid: u32, meta: &Metadata) -> bool {
+        let stamp = Stamp::of(meta);
+        self.stamps.insert(pid, stamp) != Some(stamp)
+    }
+
+    /// The news of this scan: for each process whose probe file was read, what changed since the
+    /// last scan (its answer, its recording state, a map of this process that is newer). Maps of
+    /// an earlier process with the same PID are refused through `refuse`.
+    pub fn news(
+        &mut self,
+        reports: &HashMap<u32, ProbeReport>,
+        maps: Vec<PoolMap>,
+        refuse: &mut dyn FnMut(u32, String),
+    ) -> Vec<ProbeNews> {
+        let mut maps: HashMap<u32, PoolMap> = maps.into_iter().map(|m| (m.pid, m)).collect();
+        let mut news = Vec::new();
+        for (pid, r) in reports {
+            let map = maps.remove(pid).filter(|m| {
+                let same = m.start_time.abs_diff(r.start_time) <= 1;
+                if !same {
+                    refuse(*pid, "it is from an earlier process with this PID".into());
+                }
+                same
+            });
+            let before = self.told.get(pid).filter(|t| t.start_time == r.start_time);
+            let map = map.filter(|m| before.is_none_or(|b| b.map_at_ms != Some(m.at_ms)));
+            let now = Told {
+                start_time: r.start_time,
+                answer: r.answer.as_ref().map(|a| a.id),
+                recording: r.recording.clone(),
+                map_at_ms: map
+                    .as_ref()
+                    .map(|m| m.at_ms)
+                    .or(before.and_then(|b| b.map_at_ms)),
+            };
+            if map.is_some() || before != Some(&now) {
+                news.push(ProbeNews {
+                    pid: *pid,
+                    start_time: r.start_time,
+                    answer: r.answer.clone(),
+                    recording: r.recording.clone(),
+                    map: map.map(Box::new),
+                });
+            }
+            self.told.insert(*pid, now);
+        }
+        self.told.retain(|pid, _| reports.contains_key(pid));
+        self.stamps.retain(|pid, _| reports.contains_key(pid));
+        news.sort_by_key(|n| n.pid);
+        news
+    }
+}
