@@ -168,6 +168,7 @@ fn a_recordings_fault_is_joined_with_the_recorded_xid() {
             failures,
             notices: Vec::new(),
             events,
+            probes: Vec::new(),
         })
         .unwrap();
     }

@@ -75,6 +75,7 @@ fn sample(ms: u64) -> Sample {
         failures: Vec::new(),
         notices: Vec::new(),
         events: Vec::new(),
+        probes: Vec::new(),
     }
 }
 

@@ -107,6 +107,7 @@ fn sample(k: u64) -> Sample {
         failures,
         notices: Vec::new(),
         events,
+        probes: Vec::new(),
     }
 }
 

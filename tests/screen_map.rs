@@ -98,6 +98,7 @@ fn state(ascii: bool, probes: Vec<Vec<ProbeNews>>) -> State {
             failures: Vec::new(),
             notices: Vec::new(),
             probes: news,
+            events: Vec::new(),
         })));
     }
     for _ in 0..3 {

@@ -35,6 +35,7 @@ fn unprobed(secs: u64, held: impl Fn(u64) -> u64, oom: &str) -> Alert {
             failures,
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

@@ -61,6 +61,7 @@ fn machine(pending: bool, events: Vec<GpuEvent>) -> Machine {
             failures: Vec::new(),
             notices: Vec::new(),
             events,
+            probes: Vec::new(),
         }),
     );
     m

@@ -213,6 +213,7 @@ mod expandable {
                 failures: Vec::new(),
                 notices: Vec::new(),
                 events: Vec::new(),
+                probes: Vec::new(),
             };
             pipeline::apply(&mut m, Event::Sample(s));
         }

@@ -98,6 +98,7 @@ fn weights_beside_jax(jax_probed: bool, env: &[(&str, &str)]) -> Vec<Alert> {
             failures,
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -214,6 +215,7 @@ fn a_jax_job_with_default_preallocation_that_never_fails_raises_no_warning() {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

@@ -39,6 +39,7 @@ fn apply(
             failures,
             notices: Vec::new(),
             probes,
+            events: Vec::new(),
         }),
     );
 }

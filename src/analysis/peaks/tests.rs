@@ -55,6 +55,7 @@ fn run(secs: u64, f: impl Fn(u64) -> Pool) -> Vec<Alert> {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -259,6 +260,7 @@ fn the_oom_at_the_end_of_a_growing_peak_names_it_with_the_schedule_remedy_first(
             failures,
             notices: Vec::new(),
             events: Vec::new(),
+            probes: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

@@ -43,6 +43,7 @@ fn sample(at_ms: u64, probed: bool, news: Vec<ProbeNews>) -> Msg {
         failures: Vec::new(),
         notices: Vec::new(),
         probes: news,
+        events: Vec::new(),
     }))
 }
 
@@ -138,6 +139,7 @@ fn requests_that_cannot_be_made_are_answered_on_the_status_line() {
         failures: Vec::new(),
         notices: Vec::new(),
         probes: Vec::new(),
+        events: Vec::new(),
     })));
     assert_eq!(s.update(Msg::Action(Action::Export)), None);
     assert_eq!(s.screen.status.as_deref(), Some("pid 4312 has exited"));
