@@ -328,7 +328,7 @@ fn reading_bad_files_gives_one_line_errors() {
         (
             "negative.json",
             with(&|v| v["gpus"][0]["memory"]["used"] = (-5).into()),
-            "invalid gpumon.snapshot/2 document: invalid value: integer `-5`",
+            "invalid gpumon.snapshot/3 document: invalid value: integer `-5`",
         ),
         (
             "extra.json",

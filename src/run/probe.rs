@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use crate::source::probe::{HOOK_FILE, HOOK_SOURCE};
 
 /// Whether `gpumon run` and `gpumon probe env` start jobs recording their allocation history
-/// without `--record-allocations` (decided by measurement: README, Performance).
-pub const RECORD_BY_DEFAULT: bool = false;
+/// without `--record-allocations`: on, since on an H100 recording cost a GPT-2 small training step
+/// no measurable time and 40.5 MB of host memory (docs/benchmarks.md, "Allocation history").
+pub const RECORD_BY_DEFAULT: bool = true;
 /// Allocation events a recording keeps unless `--record-entries` says otherwise.
 pub const RECORD_ENTRIES: u64 = 100_000;
 

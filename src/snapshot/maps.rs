@@ -1,4 +1,4 @@
-//! Block maps in a snapshot (optional `maps`, still `gpumon.snapshot/2`): per probed process the
+//! Block maps in a snapshot (optional `maps`, since `gpumon.snapshot/3`): per probed process the
 //! latest map as its probe wrote it, the sentence that says whether a request fits on each
 //! device, the map of its last OOM when a later map replaced it, and its recording state; built
 //! from the machine, written as text, and read back into a machine (`to_machine`).

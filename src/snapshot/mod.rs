@@ -1,4 +1,4 @@
-//! Snapshots: one JSON document (`gpumon.snapshot/2`) of what the screen shows, what the filter
+//! Snapshots: one JSON document (`gpumon.snapshot/3`) of what the screen shows, what the filter
 //! hides and the history behind it; its text form, safe writing, reading back, and `gpumon diff`.
 //!
 //! The types here are the document (DTOs), separate from `State`: unavailable readings are
@@ -31,9 +31,9 @@ pub use tiers::TierDoc;
 pub use write::{file_name, write_atomic, write_to_dir};
 
 /// The schema this gpumon writes and reads.
-pub const SCHEMA: &str = "gpumon.snapshot/2";
+pub const SCHEMA: &str = "gpumon.snapshot/3";
 /// Earlier versions this gpumon still reads (2 added each process's `pool` and `container`).
-pub const OLDER: &[&str] = &["gpumon.snapshot/1"];
+pub const OLDER: &[&str] = &["gpumon.snapshot/2", "gpumon.snapshot/1"];
 
 /// Reasons of unavailable fields, keyed by field name (`memory.reserved` for nested ones).
 pub type Unavailable = BTreeMap<String, String>;

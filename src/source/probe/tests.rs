@@ -333,13 +333,13 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         w.sample(&sample).unwrap();
     }
     let (header, mut r) = Reader::open("rec", bytes.as_slice()).unwrap();
-    assert_eq!(header.schema, "gpumon.recording/2");
+    assert_eq!(header.schema, "gpumon.recording/3");
     assert_eq!(r.next_sample().unwrap().unwrap(), sample);
 
     // The same sample as version 1 wrote it: no pool, no notices.
     let text = String::from_utf8(bytes)
         .unwrap()
-        .replace("gpumon.recording/2", "gpumon.recording/1");
+        .replace("gpumon.recording/3", "gpumon.recording/1");
     let old: String = text
         .lines()
         .map(|l| {
