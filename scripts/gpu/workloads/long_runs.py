@@ -22,8 +22,8 @@ modes:
                    holds its pool for RUN_S seconds: almost all of the pool idle.
   near-cap-torch   GPT-2 training whose cap is set so each step's peak is about NEAR (0.93) of it:
                    healthy (cache flushes at the cap are normal).
-  near-cap-jax     a flax MLP training under XLA_PYTHON_CLIENT_PREALLOCATE=false with the pool's
-                   limit set (by a measuring run first) so the peak is about NEAR (0.93) of it.
+  near-cap-jax     a JAX training loop under XLA_PYTHON_CLIENT_PREALLOCATE=false whose pool's limit
+                   is set (by a measuring run first) NEAR (0.97) above the pool's own peak.
 Each job prints wl.py's JSON lines (the truth scripts/alert_bench.py scores against)."""
 import os
 import subprocess
@@ -187,8 +187,10 @@ elif mode == "near-cap-jax":
         env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false", NEAR_MEASURE="1")
         out = subprocess.run([sys.executable, __file__, mode], env=env, capture_output=True,
                              text=True, timeout=120)
-        peak, total = (int(v) for v in out.stdout.split()[-2:])
-        frac = peak / wl.env_f("NEAR", 0.93) / total
+        # The pool's own peak (what the allocator needed for the live peak), so the live peak
+        # sits at about NEAR of the limit without the pool's rounding making it fail.
+        pool_peak, total = (int(v) for v in out.stdout.split()[-2:])
+        frac = pool_peak / wl.env_f("NEAR", 0.97) / total
         env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false",
                    XLA_PYTHON_CLIENT_MEM_FRACTION="%.6f" % frac)
         sys.exit(subprocess.call([sys.executable, __file__, mode], env=env))
@@ -222,7 +224,7 @@ elif mode == "near-cap-jax":
         import subprocess as sp
         total = int(sp.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits",
                             "-i", "0"], capture_output=True, text=True).stdout.split()[0]) * MiB
-        print(s["peak_bytes_in_use"], total)
+        print(s.get("peak_pool_bytes") or s["peak_bytes_in_use"], total)
         sys.exit(0)
 else:
     sys.exit(f"unknown mode {mode}")
