@@ -630,7 +630,7 @@ def _torch_sites(framed, ends, frees, framework_dirs):
     of their site's frame dict (PyTorch shares them between stacks); keys are made once a frame."""
     sites, stranding = _Sites(framework_dirs), _Sites(framework_dirs)
     own, skips, start = sites.own, {}, 0
-    by_frame, by_key = {}, {}  # id of a frame dict, key -> [blocks, bytes, stranding: blocks, bytes]
+    by_frame, by_key = {}, {}  # id of a frame dict, key -> [blocks, bytes, stranding ones, bytes]
     for end, seg_free in zip(ends, frees):
         last = entry = None
         for block in framed[start:end]:
