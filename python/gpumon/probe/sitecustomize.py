@@ -460,8 +460,7 @@ class _Sites:
         return self.keys.get(id(chosen)) or self.key(chosen)
 
     def key(self, frame):
-        key = self.keys[id(frame)] = (_clip(frame.get("filename"), 256),
-                                      _num(frame.get("line")) or 0, _clip(frame.get("name"), 128))
+        key = self.keys[id(frame)] = _site_key(frame)
         return key
 
     def add(self, key, blocks, size):
@@ -476,6 +475,11 @@ class _Sites:
         ranked = sorted(self.by_site.items(), key=lambda kv: (-kv[1][1], kv[0]))[:n]
         return [{"file": f, "line": line, "function": fn, "blocks": b, "bytes": s}
                 for (f, line, fn), (b, s) in ranked]
+
+
+def _site_key(frame):
+    return (_clip(frame.get("filename"), 256), _num(frame.get("line")) or 0,
+            _clip(frame.get("name"), 128))
 
 
 def _map_device(index, uuid):
@@ -641,7 +645,7 @@ def _torch_sites(framed, ends, frees, framework_dirs):
             if site is not last:  # consecutive blocks of one line (a loop) skip the lookup
                 last, entry = site, by_frame.get(id(site))
                 if entry is None:
-                    entry = by_frame[id(site)] = by_key.setdefault(sites.key(site), [0, 0, 0, 0])
+                    entry = by_frame[id(site)] = by_key.setdefault(_site_key(site), [0, 0, 0, 0])
             size = block["size"]
             entry[0] += 1
             entry[1] += size
@@ -660,24 +664,31 @@ def _torch_sites(framed, ends, frees, framework_dirs):
 
 def _own_frame(frames, own, skips):
     """The first frame of the job's own code in a stack whose innermost frame is not (else the
-    innermost). ``skips`` keeps, by the innermost frame's id, the frames before the first own one
-    in the last such stack (all of them when it had none): a stack that starts with them is
-    settled by one list comparison, at C speed (it tries identity first, and PyTorch shares
-    frame dicts between stacks; equal frames have equal file names)."""
-    skipped = skips.get(id(frames[0]))
-    if skipped is not None and frames[:len(skipped)] == skipped:
+    innermost). ``skips`` keeps, by the innermost frame's id, the runs of frames before the first
+    own one in earlier stacks (the whole stack when it had none), the longest first, a few each:
+    a stack that starts with one is settled by one list comparison, at C speed (it tries identity
+    first, and PyTorch shares frame dicts between stacks; equal frames have equal file names)."""
+    known, start = skips.get(id(frames[0])), 0
+    for skipped in known or ():
         k = len(skipped)
-        if k == len(frames):
-            return frames[0]
+        if frames[:k] == skipped:
+            if k == len(frames):
+                return frames[0]
+            if own[frames[k]["filename"]]:
+                return frames[k]
+            start = k + 1  # a longer run of frames not the job's: look on from there
+            break
+    for k in range(start, len(frames)):
         if own[frames[k]["filename"]]:
-            return frames[k]
-    for k, frame in enumerate(frames):
-        if own[frame["filename"]]:
+            frame = frames[k]
             break
     else:
         k, frame = len(frames), frames[0]
-    if len(skips) < _MAX_SKIPS:  # frames not shared (copies): every stack is new
-        skips[id(frames[0])] = frames[:k]
+    if known is None and len(skips) < _MAX_SKIPS:  # copies, not shared: every stack is new
+        known = skips[id(frames[0])] = []
+    if known is not None and len(known) < 4:
+        known.append(frames[:k])
+        known.sort(key=len, reverse=True)
     return frame
 
 
