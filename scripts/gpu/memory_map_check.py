@@ -221,7 +221,7 @@ for _ in range(3):
 blocks = sum(len(s["blocks"]) for s in snap["segments"])
 framed = sum(1 for s in snap["segments"] for b in s["blocks"] if b.get("frames"))
 size = os.path.getsize(os.path.join(PROBE_DIR, "%d.map.json" % os.getpid()))
-recording = probe_doc()["recording"]["on"]
+recording = ((probe_doc() or {}).get("recording") or {}).get("on") is True
 # issue 26's bound holds without recording; with it, _snapshot() alone takes longer (history)
 ok = m["took_us"] < 100000 and size < (1 << 20) if not recording else None
 done({"ok": ok, "recording": recording, "blocks": blocks, "blocks_with_frames": framed,
