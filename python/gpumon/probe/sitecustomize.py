@@ -413,7 +413,7 @@ _BIG_BLOCK = 64 << 20  # a block this large is a run of its own
 _HOLE_UPPERS = (1 << 20, 8 << 20, 64 << 20, 512 << 20, None)
 _MAX_RUNS = 2048
 _MAX_MAP_BYTES = 1 << 20
-_MAX_SKIPS = 1024  # stacks remembered by their innermost frame (_own_frame)
+_MAX_SKIPS = 1024  # innermost frames whose stacks _own_frame remembers
 _STATES = {"active_allocated": "a", "inactive": "f", "active_pending_free": "p"}
 _NO_HISTORY = "allocation history is not being recorded"
 
@@ -684,7 +684,7 @@ def _own_frame(frames, own, skips):
             break
     else:
         k, frame = len(frames), frames[0]
-    if known is None and len(skips) < _MAX_SKIPS:  # copies, not shared: every stack is new
+    if known is None and len(skips) < _MAX_SKIPS:  # bounded: unshared frames are all new
         known = skips[id(frames[0])] = []
     if known is not None and len(known) < 4:
         known.append(frames[:k])
