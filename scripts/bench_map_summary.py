@@ -1,77 +1,89 @@
-"""Times the allocator probe's map summary (issue 26) on a synthetic PyTorch snapshot of about
-50,000 blocks, with allocation frames on every allocated block as recording gives them.
+"""Times the allocator probe's map summary and encoding (issue 26: a 50,000-block pool costs the
+job at most 100 ms of one thread, _snapshot() included) on synthetic PyTorch snapshots shaped
+like the one scripts/gpu/memory_map_check.py's cost_map job leaves on an H100: 50,000 tensors of
+4-7 KiB in 2 MiB small-pool segments, every third freed (tests/python/synthetic_pool.py).
 
-Usage: python3 scripts/bench_map_summary.py [BLOCKS]   (standard library only, no GPU)
-Reports the thread's CPU time (what the summary costs the job's thread) and the wall time."""
+Usage: python3 scripts/bench_map_summary.py [--probe PATH] [--heap N]
+  --probe  another copy of sitecustomize.py to time (e.g. an older one, from `git show`)
+  --heap   keep N small objects alive first, as a job's heap (the garbage collector's full
+           passes grow with it: the summary should not set them off)
+Standard library only, no GPU. Reports the thread's CPU time (what the summary costs the job's
+thread: median and max of 7), the wall time (median), and the garbage collector's passes the
+summary set off (a full pass, over the whole heap, lands in the max)."""
+import gc
 import importlib.util
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location(
-    "gpumon_probe", os.path.join(HERE, "..", "python", "gpumon", "probe", "sitecustomize.py"))
-probe = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(probe)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+import synthetic_pool  # noqa: E402
+
+CASES = (("no frames (recording off)", None, False),
+         ("frames: the job's line, 1 frame", "job", False),
+         ("frames: model stacks, up to 14 frames, shared dicts", "deep", False),
+         ("frames: model stacks, every frame a copy (worst case)", "deep", True))
 
 
-def synthetic(blocks, per_segment=25, shared=True):
-    """Segments of 50 MiB-ish, blocks alternating allocated and freed (the fragmented case); with
-    ``shared`` None no block has frames (no recording), "dicts" every block its own list of shared
-    frame dicts (what torch's symbolizer returns), False its own copies (no sharing at all)."""
-    torch_dir = "/usr/lib/python3/dist-packages/torch"
-    stacks = [[{"filename": torch_dir + "/nn/modules/module.py", "line": 1750 + k, "name": "_call_impl"}
-               for k in range(12)] + [{"filename": "/home/u/train.py", "line": 80 + s, "name": "step"},
-                                      {"filename": "/home/u/train.py", "line": 200, "name": "main"}]
-              for s in range(40)]
-    segments, address = [], 1 << 40
-    for n in range(blocks // per_segment):
-        bl = []
-        for k in range(per_segment):
-            size = (2 << 20) + 512 * (k % 7)
-            state = "active_allocated" if k % 2 == 0 else "inactive"
-            bl.append({"address": address, "size": size, "requested_size": size, "state": state,
-                       "frames": frames(stacks[(n + k) % 40], shared)
-                       if state == "active_allocated" else []})
-            address += size
-        total = sum(b["size"] for b in bl)
-        segments.append({"device": 0, "address": bl[0]["address"], "total_size": total,
-                         "allocated_size": 0, "active_size": 0, "requested_size": 0,
-                         "segment_type": "large", "stream": 0, "is_expandable": False,
-                         "segment_pool_id": (0, 0), "frames": [], "blocks": bl})
+def load(path):
+    spec = importlib.util.spec_from_file_location("gpumon_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    return probe
+
+
+def unshared(segments):
+    for seg in segments:
+        for b in seg["blocks"]:
+            b["frames"] = [dict(f) for f in b["frames"]]
     return segments
 
 
-def frames(stack, shared):
-    if shared is None:
-        return []
-    if shared == "dicts":
-        return list(stack)  # as torch's symbolizer gives them: one list per stack, shared frames
-    return stack if shared else [dict(f) for f in stack]
+def measure(probe, segments, recording):
+    encode = getattr(probe, "_encode", probe._json)  # older probes encode with _json only
+    collections = []
+    gc.callbacks.append(lambda phase, info: collections.append(info["generation"])
+                        if phase == "start" else None)
+    cpu, wall = [], []
+    try:
+        for _ in range(7):
+            c0, t0 = time.thread_time(), time.perf_counter()
+            dev = probe._summarise_torch(segments, probe._MAX_RUNS, [synthetic_pool.TORCH_DIR],
+                                         recording)
+            data = encode(dev).encode()
+            wall.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.thread_time() - c0) * 1000)
+    finally:
+        gc.callbacks.pop()
+    return sorted(cpu), sorted(wall)[3], len(data), list(collections)
 
 
 def main():
-    blocks = int(sys.argv[1]) if len(sys.argv) > 1 else 50000
-    for shared in (None, True, "dicts", False):
-        measure(synthetic(blocks, shared=shared), shared)
-
-
-def measure(segments, shared):
-    runs, cpu = [], []
-    for _ in range(5):
-        c0, t0 = time.thread_time(), time.perf_counter()
-        dev = probe._summarise_torch(segments, probe._MAX_RUNS,
-                                     ["/usr/lib/python3/dist-packages/torch"], shared is not None)
-        data = probe._json(dev).encode()
-        runs.append((time.perf_counter() - t0) * 1000)
-        cpu.append((time.thread_time() - c0) * 1000)
-    print("frames %s; " % {None: "none", True: "shared lists", "dicts": "own list, shared dicts",
-                               False: "own copies"}[shared],
-          end="")
-    print("blocks %d, segments %d: summary + encoding %.1f ms of thread CPU (median of 5; "
-          "wall %.1f ms); %d bytes, %d runs kept" % (
-              sum(len(s["blocks"]) for s in segments), len(segments), sorted(cpu)[2],
-              sorted(runs)[2], len(data), sum(len(s["runs"]) for s in dev["segments"])))
+    args = sys.argv[1:]
+    path = os.path.join(HERE, "..", "python", "gpumon", "probe", "sitecustomize.py")
+    heap = []
+    while args:
+        flag = args.pop(0)
+        if flag == "--probe":
+            path = args.pop(0)
+        elif flag == "--heap":
+            heap = [[i] for i in range(int(args.pop(0)))]
+        else:
+            sys.exit(__doc__)
+    probe = load(path)
+    gc.collect()
+    print("probe %s, Python %s, %d objects kept alive"
+          % (os.path.relpath(path), sys.version.split()[0], len(heap)))
+    for label, frames, copies in CASES:
+        segments = synthetic_pool.small_tensors(frames=frames)
+        if copies:
+            unshared(segments)
+        cpu, wall, size, collections = measure(probe, segments, frames is not None)
+        print("%-54s %d blocks, %d segments: %5.1f ms of thread CPU (max %5.1f; wall %5.1f ms)"
+              ", %d bytes, GC passes %.0f a map (full: %d in 7)"
+              % (label, sum(len(s["blocks"]) for s in segments), len(segments), cpu[3], cpu[-1],
+                 wall, size, len(collections) / 7.0, collections.count(2)))
 
 
 if __name__ == "__main__":

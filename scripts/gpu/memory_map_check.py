@@ -3,9 +3,10 @@
 Usage: python3 scripts/gpu/memory_map_check.py OUTDIR      (from the repository's root)
 
 Needs python3 with torch (CUDA), jax[cuda] and optionally transformers; not the gpumon binary:
-each job runs with PYTHONPATH=python/gpumon/probe and GPUMON_PROBE_DIR=OUTDIR/probe-NAME, and
-asks its own probe for maps by writing <pid>.request as gpumon would. Each job prints one JSON
-line; the results go to OUTDIR/memory_map_check.json and a summary to stdout. About 2-3 minutes.
+each job (OUTDIR/jobs/job_NAME.py) runs with PYTHONPATH=python/gpumon/probe and
+GPUMON_PROBE_DIR=OUTDIR/probe-NAME, and asks its own probe for maps by writing <pid>.request as
+gpumon would. Each job prints one JSON line; the results go to OUTDIR/memory_map_check.json and a
+summary to stdout. About 2-3 minutes.
 
 a) match: a fragmented PyTorch pool; the map's allocated, reserved, free and largest free block
    against memory_stats() and _snapshot() taken right after, with nothing allocated in between;
@@ -14,8 +15,11 @@ b) leak: GPUMON_PROBE_RECORD=1; a training loop that keeps a slice of every step
    the GPU; two maps 20 steps apart: the top site and the site whose bytes climb name that line.
 c) frag_oom: 8 MiB tensors under a cap, every other freed, then a 1 GiB request: the map the
    OOM observer wrote shows the holes, the largest free block and the request.
-d) cost: the map's took_us at about 50,000 blocks (and _snapshot() alone); a GPT-2-like training
-   step without the probe, with it, and with recording on (50 steps each: step time, host RSS).
+d) cost: the map's took_us at about 50,000 blocks (and _snapshot() alone, so summary_ms is the
+   probe's own part), at most 100 ms; the same with recording on (every block with frames:
+   reported, not judged, since the history makes _snapshot() itself slower); a GPT-2-like
+   training step without the probe, with it, and with recording on (50 steps each: step time,
+   host RSS).
 e) jax: sites from jax.profiler.device_memory_profile() and shapes from jax.live_arrays(); the
    export verb's .pb.gz.
 """
@@ -215,11 +219,16 @@ for _ in range(3):
     snap = torch.cuda.memory._snapshot()
     took.append((time.perf_counter() - t0) * 1000)
 blocks = sum(len(s["blocks"]) for s in snap["segments"])
+framed = sum(1 for s in snap["segments"] for b in s["blocks"] if b.get("frames"))
 size = os.path.getsize(os.path.join(PROBE_DIR, "%d.map.json" % os.getpid()))
-done({"ok": m["took_us"] < 100000 and size < (1 << 20), "blocks": blocks,
-      "map_took_ms": m["took_us"] / 1000, "snapshot_alone_ms": took, "map_bytes": size,
+recording = ((probe_doc() or {}).get("recording") or {}).get("on") is True
+# issue 26's bound holds without recording; with it, _snapshot() alone takes longer (history)
+ok = m["took_us"] < 100000 and size < (1 << 20) if not recording else None
+done({"ok": ok, "recording": recording, "blocks": blocks, "blocks_with_frames": framed,
+      "map_took_ms": m["took_us"] / 1000, "snapshot_alone_ms": took,
+      "summary_ms": m["took_us"] / 1000 - min(took), "map_bytes": size,
       "runs_kept": sum(len(s["runs"]) for s in d["segments"]), "elided": d["elided"],
-      "answer": answer})
+      "sites": (d["sites"] or [])[:2], "answer": answer})
 '''
 
 COST_STEP = r'''
@@ -313,7 +322,8 @@ done({"ok": ok, "answer": answer, "took_us": m["took_us"], "sites": sites[:5],
 def run(out, name, body, probe=True, timeout=150, **env_extra):
     jobs = os.path.join(out, "jobs")
     os.makedirs(jobs, exist_ok=True)
-    path = os.path.join(jobs, name + ".py")
+    # "job_" + name: a job's file is on its own sys.path, so jax.py would shadow jax itself
+    path = os.path.join(jobs, "job_" + name + ".py")
     with open(path, "w") as f:
         f.write(textwrap.dedent(HELPERS) + textwrap.dedent(body))
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPUMON_")}
@@ -344,6 +354,8 @@ def main():
     results["b_leak"] = run(out, "leak", LEAK, GPUMON_PROBE_RECORD="1")
     results["c_frag_oom"] = run(out, "frag_oom", FRAG_OOM)
     results["d_cost_map"] = run(out, "cost_map", COST_MAP)
+    results["d_cost_map_recording"] = run(out, "cost_map_recording", COST_MAP,
+                                          GPUMON_PROBE_RECORD="1")
     steps = {}
     for label, probe, extra in (("no_probe", False, {}), ("probe", True, {}),
                                 ("probe_recording", True, {"GPUMON_PROBE_RECORD": "1"})):

@@ -32,7 +32,8 @@ Rules it keeps, since it runs inside other people's jobs:
 - It imports only the standard library: os and sys (always loaded), and once the probe starts
   threading and atexit (time, already loaded by threading); ctypes only once jax or cupy is
   loaded, and on Python 3.13+ at the first os.fork(); pickle only for a PyTorch export, gzip only
-  for a JAX map. No json: a small encoder writes the file.
+  for a JAX map. json is never imported: a small encoder writes the files (a map goes through
+  json's C encoder when the process has loaded json itself, as torch and JAX do: the same text).
 - Every exception is caught; it prints nothing, emits no warning, leaves signal handlers,
   sys.excepthook and the exit status alone. After 5 failed ticks in a row it stops, writing the
   reason into "stopped" when it still can.
@@ -145,6 +146,22 @@ def _json(value):
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_json(v) for v in value) + "]"
     raise TypeError("cannot encode %s" % type(value).__name__)
+
+
+def _encode(value):
+    """``_json(value)``, by the json module's C encoder when the process has loaded it already
+    (torch and JAX do; it is never imported here) and no string needed escaping (its escapes
+    differ from ours, so then ours run): the same text either way, faster for a large map."""
+    json = sys.modules.get("json")
+    dumps = _attr(json, "dumps") if _ready(json) else None
+    if dumps is not None:
+        try:
+            text = dumps(value, ensure_ascii=False, check_circular=False)
+            if type(text) is str and "\\" not in text:
+                return text
+        except Exception:
+            pass
+    return _json(value)
 
 
 def _device(index, uuid, allocated, reserved):
@@ -396,6 +413,7 @@ _BIG_BLOCK = 64 << 20  # a block this large is a run of its own
 _HOLE_UPPERS = (1 << 20, 8 << 20, 64 << 20, 512 << 20, None)
 _MAX_RUNS = 2048
 _MAX_MAP_BYTES = 1 << 20
+_MAX_SKIPS = 1024  # innermost frames whose stacks _own_frame remembers
 _STATES = {"active_allocated": "a", "inactive": "f", "active_pending_free": "p"}
 _NO_HISTORY = "allocation history is not being recorded"
 
@@ -442,8 +460,7 @@ class _Sites:
         return self.keys.get(id(chosen)) or self.key(chosen)
 
     def key(self, frame):
-        key = self.keys[id(frame)] = (_clip(frame.get("filename"), 256),
-                                      _num(frame.get("line")) or 0, _clip(frame.get("name"), 128))
+        key = self.keys[id(frame)] = _site_key(frame)
         return key
 
     def add(self, key, blocks, size):
@@ -460,6 +477,11 @@ class _Sites:
                 for (f, line, fn), (b, s) in ranked]
 
 
+def _site_key(frame):
+    return (_clip(frame.get("filename"), 256), _num(frame.get("line")) or 0,
+            _clip(frame.get("name"), 128))
+
+
 def _map_device(index, uuid):
     return {"index": index, "uuid": uuid, "allocated": None, "reserved": None, "free": None,
             "largest_free": None, "holes": None, "segments": None, "segments_reason": None,
@@ -468,128 +490,206 @@ def _map_device(index, uuid):
 
 
 def _summarise_torch(segments, budget, framework_dirs, recording):
-    """One device's segments (PyTorch snapshot dicts) as a map device entry's figures."""
+    """One device's segments (PyTorch snapshot dicts) as a map device entry's figures.
+
+    It runs in the job's process holding the GIL, so it is written for speed (issue 26: a
+    50,000-block pool): one tight pass over the blocks counts each segment's runs and sums its
+    bytes, making no object per block or per run (objects that stay alive also set off the job's
+    garbage collector, whose full passes over a large heap cost more than the summary); runs are
+    built for the segments kept only, sites only for the allocated blocks that have frames."""
     segments = sorted(segments, key=lambda s: _num(s.get("address")) or 0)
-    states, big = _STATES, _BIG_BLOCK
-    h1, h8, h64, h512 = _HOLE_UPPERS[:4]
-    counts, sizes = [0] * 5, [0] * 5
-    sites, stranding = _Sites(framework_dirs), _Sites(framework_dirs)
-    own, keys, by_site, by_strand = sites.own, sites.keys, sites.by_site, stranding.by_site
-    allocated = free = reserved = largest = 0
-    framed = bare_blocks = bare_bytes = 0
-    summaries = []
+    alloc_state, free_state, big = "active_allocated", "inactive", _BIG_BLOCK
+    holes, framed = [], []  # the size of every free block; allocated blocks with frames
+    hole, framed_block = holes.append, framed.append
+    run_counts, allocs, frees, totals, framed_ends = [], [], [], [], []
+    allocated = reserved = blocks = pending = 0
     for seg in segments:
-        runs, seg_alloc, seg_free = [], 0, 0
-        last, last_state, last_big = None, None, False  # the run being merged into
-        owned = []  # (frames, size) of this segment's allocated blocks
-        for block in seg.get("blocks") or ():
+        seg_blocks = seg.get("blocks") or ()
+        runs = seg_alloc = seg_free = 0
+        last = None  # the state of the run being merged into; None after a big block
+        for block in seg_blocks:
             size = block["size"]
-            state = states.get(block["state"], "p")
-            if state == "a":
+            state = block["state"]
+            if state == alloc_state:
                 seg_alloc += size
-                owned.append((block.get("frames"), size))
-            elif state == "f":
+                if block.get("frames"):
+                    framed_block(block)
+            elif state == free_state:
                 seg_free += size
-                if size > largest:
-                    largest = size
-                i = (0 if size < h1 else 1 if size < h8 else 2 if size < h64
-                     else 3 if size < h512 else 4)
-                counts[i] += 1
-                sizes[i] += size
-            if state == last_state and size < big and not last_big:
-                last[1] += 1
-                last[2] += size
-                if size > last[3]:
-                    last[3] = size
+                hole(size)
             else:
-                last, last_state, last_big = [state, 1, size, size], state, size >= big
-                runs.append(last)
-        for frames, size in owned:  # sites.site() and .add(), inlined: the hot loop with frames
-            if not frames:
-                bare_blocks += 1
-                bare_bytes += size
-                continue
-            framed += 1
-            chosen = frames[0]
-            for frame in frames:
-                if own[frame["filename"]]:
-                    chosen = frame
-                    break
-            key = keys.get(id(chosen)) or sites.key(chosen)
-            entry = by_site.get(key)
-            if entry is None:
-                by_site[key] = [1, size]
-            else:
-                entry[0] += 1
-                entry[1] += size
-            if seg_free:
-                entry = by_strand.get(key)
-                if entry is None:
-                    by_strand[key] = [1, size]
-                else:
-                    entry[0] += 1
-                    entry[1] += size
+                state = "p"
+                pending += 1
+            if state != last or size >= big:
+                runs += 1
+                last = state if size < big else None
         total = _num(seg.get("total_size")) or 0
-        allocated, free, reserved = allocated + seg_alloc, free + seg_free, reserved + total
-        pool = seg.get("segment_pool_id") or (0, 0)
-        summaries.append(({"address": _num(seg.get("address")) or 0, "size": total,
-                           "kind": "small" if seg.get("segment_type") == "small" else "large",
-                           "expandable": seg.get("is_expandable") is True,
-                           "private": tuple(pool) != (0, 0),
-                           "stream": _num(seg.get("stream")) or 0, "runs": runs},
-                          seg_alloc, seg_free))
-    kept, elided = _bound_segments(summaries, budget)
-    dev = {"allocated": allocated, "reserved": reserved, "free": free, "largest_free": largest,
-           "holes": [list(h) for h in zip(_HOLE_UPPERS, counts, sizes)], "segments": kept,
-           "segments_total": len(segments), "elided": elided,
-           "unattributed": {"blocks": bare_blocks, "bytes": bare_bytes}}
-    if framed or recording:
-        dev.update(sites=sites.top(20), sites_reason=None, stranding_sites=stranding.top(5))
+        blocks += len(seg_blocks)
+        allocated, reserved = allocated + seg_alloc, reserved + total
+        run_counts.append(runs)
+        allocs.append(seg_alloc)
+        frees.append(seg_free)
+        totals.append(total)
+        framed_ends.append(len(framed))
+    chosen, cuts = _bound_segments(run_counts, frees, totals, budget)
+    kept, elided = [], None
+    if chosen is not None:
+        elided = {"segments": 0, "allocated": 0, "free": 0, "bytes": 0}
+    for i, seg in enumerate(segments):
+        if chosen is None or i in chosen:
+            kept.append(_segment_entry(seg, totals[i], cuts.get(i)))
+        else:
+            elided["segments"] += 1
+            elided["allocated"] += allocs[i]
+            elided["free"] += frees[i]
+            elided["bytes"] += totals[i]
+    free = sum(frees)
+    allocated_blocks = blocks - len(holes) - pending
+    dev = {"allocated": allocated, "reserved": reserved, "free": free,
+           "largest_free": max(holes) if holes else 0, "holes": _holes(holes, free),
+           "segments": kept, "segments_total": len(segments), "elided": elided,
+           "unattributed": {"blocks": allocated_blocks, "bytes": allocated}}
+    if framed:
+        sites, stranding, framed_bytes = _torch_sites(framed, framed_ends, frees, framework_dirs)
+        dev.update(unattributed={"blocks": allocated_blocks - len(framed),
+                                 "bytes": allocated - framed_bytes},
+                   sites=sites.top(20), sites_reason=None, stranding_sites=stranding.top(5))
+    elif recording:
+        dev.update(sites=[], sites_reason=None, stranding_sites=[])
     else:
         dev.update(sites=None, sites_reason=_NO_HISTORY, stranding_sites=None)
     return dev
 
 
-def _bound_segments(summaries, budget):
-    """At most ``budget`` runs: the segments with the most free bytes and the largest segments,
-    alternately; the rest summed into ``elided``. A segment too long on its own is cut short,
-    its tail summed into its ``truncated``."""
-    if sum(len(s[0]["runs"]) for s in summaries) <= budget:
-        return [s[0] for s in summaries], None
-    by_free = sorted(range(len(summaries)), key=lambda i: -summaries[i][2])
-    by_size = sorted(range(len(summaries)), key=lambda i: -summaries[i][0]["size"])
-    chosen, left = set(), budget
+def _holes(sizes, total):
+    """``holes``: [[upper, count, bytes], ...] of the free blocks' sizes (``total`` their sum)."""
+    h1, h8, h64, h512 = _HOLE_UPPERS[:4]
+    rest = [size for size in sizes if size >= h1]  # most holes are small: counted at C speed
+    counts, sums = [len(sizes) - len(rest), 0, 0, 0, 0], [total - sum(rest), 0, 0, 0, 0]
+    for size in rest:
+        i = 1 if size < h8 else 2 if size < h64 else 3 if size < h512 else 4
+        counts[i] += 1
+        sums[i] += size
+    return [list(h) for h in zip(_HOLE_UPPERS, counts, sums)]
+
+
+def _segment_entry(seg, total, cut):
+    """A kept segment's entry, its blocks merged into runs (cut to ``cut`` runs when given)."""
+    states, big = _STATES, _BIG_BLOCK
+    runs, last, last_state, last_big = [], None, None, False  # the run being merged into
+    for block in seg.get("blocks") or ():
+        size = block["size"]
+        state = states.get(block["state"], "p")
+        if state == last_state and size < big and not last_big:
+            last[1] += 1
+            last[2] += size
+            if size > last[3]:
+                last[3] = size
+        else:
+            last, last_state, last_big = [state, 1, size, size], state, size >= big
+            runs.append(last)
+    pool = seg.get("segment_pool_id") or (0, 0)
+    entry = {"address": _num(seg.get("address")) or 0, "size": total,
+             "kind": "small" if seg.get("segment_type") == "small" else "large",
+             "expandable": seg.get("is_expandable") is True, "private": tuple(pool) != (0, 0),
+             "stream": _num(seg.get("stream")) or 0, "runs": runs}
+    if cut is not None:
+        tail, entry["runs"] = runs[cut:], runs[:cut]
+        entry["truncated"] = {"runs": len(tail),
+                              "allocated": sum(r[2] for r in tail if r[0] == "a"),
+                              "free": sum(r[2] for r in tail if r[0] == "f"),
+                              "bytes": sum(r[2] for r in tail)}
+    return entry
+
+
+def _bound_segments(run_counts, frees, totals, budget):
+    """Which segments to keep within ``budget`` runs: (None, {}) when all fit, else (the indices
+    kept, {index: runs kept} of a segment too long on its own, cut short). The segments with the
+    most free bytes and the largest segments are taken alternately."""
+    if sum(run_counts) <= budget:
+        return None, {}
+    by_free = sorted(range(len(frees)), key=lambda i: -frees[i])
+    by_size = sorted(range(len(totals)), key=lambda i: -totals[i])
+    chosen, cuts, left = set(), {}, budget
     for pair in zip(by_free, by_size):
         for i in pair:
-            runs = summaries[i][0]["runs"]
             if i in chosen or left <= 0:
                 continue
-            if len(runs) <= left:
+            if run_counts[i] <= left:
                 chosen.add(i)
-                left -= len(runs)
-            elif len(runs) > budget // 2:
-                _truncate(summaries[i][0], left)
+                left -= run_counts[i]
+            elif run_counts[i] > budget // 2:
+                cuts[i] = left
                 chosen.add(i)
                 left = 0
         if left <= 0:
             break
-    elided = {"segments": 0, "allocated": 0, "free": 0, "bytes": 0}
-    for i, (seg, seg_alloc, seg_free) in enumerate(summaries):
-        if i not in chosen:
-            elided["segments"] += 1
-            elided["allocated"] += seg_alloc
-            elided["free"] += seg_free
-            elided["bytes"] += seg["size"]
-    return [s[0] for i, s in enumerate(summaries) if i in chosen], elided
+    return chosen, cuts
 
 
-def _truncate(seg, keep):
-    tail = seg["runs"][keep:]
-    seg["runs"] = seg["runs"][:keep]
-    seg["truncated"] = {"runs": len(tail),
-                        "allocated": sum(r[2] for r in tail if r[0] == "a"),
-                        "free": sum(r[2] for r in tail if r[0] == "f"),
-                        "bytes": sum(r[2] for r in tail)}
+def _torch_sites(framed, ends, frees, framework_dirs):
+    """(sites, stranding sites, bytes attributed) of the allocated blocks that have frames:
+    ``framed``, segment after segment (``ends``: where each segment's blocks end; ``frees``: its
+    free bytes, which make its blocks' sites stranding sites). Blocks are tallied by the identity
+    of their site's frame dict (PyTorch shares them between stacks); keys are made once a frame."""
+    sites, stranding = _Sites(framework_dirs), _Sites(framework_dirs)
+    own, skips, start = sites.own, {}, 0
+    by_frame, by_key = {}, {}  # id of a frame dict, key -> [blocks, bytes, stranding ones, bytes]
+    for end, seg_free in zip(ends, frees):
+        last = entry = None
+        for block in framed[start:end]:
+            frames = block["frames"]
+            site = frames[0]
+            if not own[site["filename"]]:
+                site = _own_frame(frames, own, skips)
+            if site is not last:  # consecutive blocks of one line (a loop) skip the lookup
+                last, entry = site, by_frame.get(id(site))
+                if entry is None:
+                    entry = by_frame[id(site)] = by_key.setdefault(_site_key(site), [0, 0, 0, 0])
+            size = block["size"]
+            entry[0] += 1
+            entry[1] += size
+            if seg_free:
+                entry[2] += 1
+                entry[3] += size
+        start = end
+    framed_bytes = 0
+    for key, (count, size, strand_count, strand_size) in by_key.items():
+        sites.by_site[key] = [count, size]
+        if strand_count:
+            stranding.by_site[key] = [strand_count, strand_size]
+        framed_bytes += size
+    return sites, stranding, framed_bytes
+
+
+def _own_frame(frames, own, skips):
+    """The first frame of the job's own code in a stack whose innermost frame is not (else the
+    innermost). ``skips`` keeps, by the innermost frame's id, the runs of frames before the first
+    own one in earlier stacks (the whole stack when it had none), the longest first, a few each:
+    a stack that starts with one is settled by one list comparison, at C speed (it tries identity
+    first, and PyTorch shares frame dicts between stacks; equal frames have equal file names)."""
+    known, start = skips.get(id(frames[0])), 0
+    for skipped in known or ():
+        k = len(skipped)
+        if frames[:k] == skipped:
+            if k == len(frames):
+                return frames[0]
+            if own[frames[k]["filename"]]:
+                return frames[k]
+            start = k + 1  # a longer run of frames not the job's: look on from there
+            break
+    for k in range(start, len(frames)):
+        if own[frames[k]["filename"]]:
+            frame = frames[k]
+            break
+    else:
+        k, frame = len(frames), frames[0]
+    if known is None and len(skips) < _MAX_SKIPS:  # bounded: unshared frames are all new
+        known = skips[id(frames[0])] = []
+    if known is not None and len(known) < 4:
+        known.append(frames[:k])
+        known.sort(key=len, reverse=True)
+    return frame
 
 
 def _map_torch(probe, torch, budget):
@@ -1218,7 +1318,7 @@ class _Probe:
                        "at_ms": at_ms, "reason": reason, "request_id": request_id,
                        "took_us": 0, "oom": oom, "frameworks": self.frameworks(mappers, budget)}
                 doc["took_us"] = int((time.perf_counter() - began) * 1e6)
-                data = _json(doc).encode("utf-8", "replace")
+                data = _encode(doc).encode("utf-8", "replace")
                 if len(data) <= _MAX_MAP_BYTES:
                     self.write_file("%d.map.json" % self.pid, data)
                     self.map_at_ms = at_ms
