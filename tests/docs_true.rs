@@ -12,19 +12,6 @@ use gpumon::cli::Cli;
 use gpumon::input::KEYMAP;
 use regex_lite::Regex;
 
-/// Guide pages other branches of this release add. Links to them are accepted while they are
-/// missing; once one exists, `pending_pages_are_still_missing` asks for its removal from here.
-const PENDING_PAGES: &[&str] = &[
-    "docs/guide/memory-map.md",
-    "docs/guide/history.md",
-    "docs/guide/alerts-long-runs.md",
-    "docs/guide/memory-health.md",
-];
-
-/// Format families a document describes before the code that writes them is merged
-/// (`docs/memory-map-format.md`). Same rule as `PENDING_PAGES`.
-const PENDING_FAMILIES: &[&str] = &["map", "request"];
-
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -253,9 +240,7 @@ fn every_relative_link_and_anchor_resolves() {
                 let dest_str = dest.to_string_lossy().into_owned();
                 let at = format!("{file}:{n}: ({target})");
                 if !root().join(&dest).exists() {
-                    if !PENDING_PAGES.contains(&dest_str.as_str()) {
-                        broken.push(format!("{at}: {dest_str} does not exist"));
-                    }
+                    broken.push(format!("{at}: {dest_str} does not exist"));
                     continue;
                 }
                 if anchor.is_empty() || !dest_str.ends_with(".md") {
@@ -274,16 +259,6 @@ fn every_relative_link_and_anchor_resolves() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
-}
-
-#[test]
-fn pending_pages_are_still_missing() {
-    for page in PENDING_PAGES {
-        assert!(
-            !root().join(page).exists(),
-            "{page} exists now: remove it from PENDING_PAGES in tests/docs_true.rs so its links and anchors are checked"
-        );
-    }
 }
 
 /// `gpumon.FAMILY/N` named in the code outside comments and tests: family -> versions -> file.
@@ -330,9 +305,7 @@ fn every_format_version_the_docs_name_is_the_codes() {
             for cap in named.captures_iter(paragraph) {
                 let (family, version) = (&cap[1], &cap[2]);
                 let Some(known) = code.get(family) else {
-                    if !PENDING_FAMILIES.contains(&family) {
-                        drift.push(format!("{file} (paragraph {}) names gpumon.{family}/{version}, but no code in src/ or python/gpumon/ writes or reads a gpumon.{family}/ format", p + 1));
-                    }
+                    drift.push(format!("{file} (paragraph {}) names gpumon.{family}/{version}, but no code in src/ or python/gpumon/ writes or reads a gpumon.{family}/ format", p + 1));
                     continue;
                 };
                 let (&current, current_at) = known.last_key_value().unwrap();
@@ -353,18 +326,6 @@ fn every_format_version_the_docs_name_is_the_codes() {
         "format versions drifted:\n{}",
         drift.join("\n")
     );
-}
-
-#[test]
-fn pending_families_are_still_unwritten() {
-    let code = versions_in_code();
-    for family in PENDING_FAMILIES {
-        assert!(
-            !code.contains_key(*family),
-            "the code now names gpumon.{family}/ ({:?}): remove \"{family}\" from PENDING_FAMILIES in tests/docs_true.rs so the docs' versions of it are checked",
-            code[*family]
-        );
-    }
 }
 
 #[test]

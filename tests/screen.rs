@@ -306,9 +306,12 @@ fn help_overlay_lists_the_keymap() {
     let mut s = main_state(config());
     act(&mut s, &[Action::ToggleHelp]);
     check("help", &s);
-    let text = format!("{:?}", draw(&s, 120, 40).backend());
-    for b in gpumon::input::KEYMAP {
-        assert!(text.contains(b.keys), "help lacks {}", b.keys);
+    for (w, h) in [(120, 40), (80, 24)] {
+        let text = format!("{:?}", draw(&s, w, h).backend());
+        for b in gpumon::input::KEYMAP {
+            assert!(text.contains(b.keys), "help at {w}x{h} lacks {}", b.keys);
+            assert!(text.contains(b.help), "help at {w}x{h} cuts {:?}", b.help);
+        }
     }
 }
 

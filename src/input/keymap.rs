@@ -10,7 +10,9 @@ pub struct Binding {
     pub help: &'static str,
 }
 
-/// Every key gpumon understands; `map` below implements exactly these.
+/// Every key gpumon understands; `map` below implements exactly these. Each help fits one line
+/// of the overlay at 80 columns (58 characters), so the whole table shows at 80x24;
+/// docs/guide/screen.md says the rest.
 pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: "q  Ctrl-C",
@@ -22,11 +24,11 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "/",
-        help: "filter: digits match a PID, text matches command or user; Enter applies",
+        help: "filter by PID (digits), command or user; Enter applies",
     },
     Binding {
         keys: "Esc",
-        help: "close the prompt, or clear the filter",
+        help: "close the block map or the prompt, or clear the filter",
     },
     Binding {
         keys: "f",
@@ -34,7 +36,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "o",
-        help: "cycle the sort: device memory, growth (rate over the last 10s, flat when unchanged), VMS, PID, GPU; in the fleet overview: worst alert, memory used, name",
+        help: "cycle the sort of the table or of the fleet's hosts",
     },
     Binding {
         keys: "p  Space",
@@ -53,36 +55,32 @@ pub const KEYMAP: &[Binding] = &[
         help: "back to the fleet overview (Esc once nothing else is open)",
     },
     Binding {
-        keys: "a",
-        help: "move between processes and alerts (the alerts of the focused GPU and filter)",
-    },
-    Binding {
-        keys: "Enter",
-        help: "in the alerts: select the alert's process (exited ones stay a while, dimmed)",
+        keys: "a  Enter",
+        help: "alerts: a moves there and back, Enter selects its process",
     },
     Binding {
         keys: "K  F9",
-        help: "signal the selected process: t SIGTERM, i SIGINT, 9 SIGKILL (asks first)",
+        help: "signal the selected process (asks first: TERM, INT, KILL)",
     },
     Binding {
         keys: "c",
-        help: "give the spare rows to the memory chart or to the process table",
+        help: "give the spare rows to the chart or to the process table",
     },
     Binding {
         keys: "g",
-        help: "chart and sparklines: fit the scale to the data / show the whole GPU",
+        help: "the chart's scale: fitted to the data / the whole GPU",
     },
     Binding {
-        keys: "-  +",
-        help: "chart and sparklines: zoom out / in, a minute to 3 days (the title says the resolution)",
+        keys: "-  + =",
+        help: "zoom the chart and sparklines out / in: 1 minute to 3 days",
     },
     Binding {
         keys: "mouse",
-        help: "click a process to select it, a GPU bar to focus it (again: all); wheel scrolls the table (off with --no-mouse)",
+        help: "click selects a process or a GPU; wheel scrolls the table",
     },
     Binding {
         keys: "m  M R e",
-        help: "block map of the selected probed process; its probe: M a map now, R recording on/off, e export to --snapshot-dir",
+        help: "block map of a probed process; M new, R record, e export",
     },
     Binding {
         keys: "r",

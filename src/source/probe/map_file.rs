@@ -101,3 +101,6 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<PoolMap, String> {
 fn one_line(e: &serde_json::Error) -> String {
     crate::sample::pool_map::printable(e.to_string().lines().next().unwrap_or_default(), 200)
 }
+
+#[cfg(test)]
+mod tests;

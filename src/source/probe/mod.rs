@@ -137,6 +137,4 @@ pub fn default_dir(uid: u32, xdg_runtime_dir: Option<&OsStr>) -> PathBuf {
 }
 
 #[cfg(test)]
-mod map_tests;
-#[cfg(test)]
 mod tests;

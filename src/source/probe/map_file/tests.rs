@@ -5,9 +5,9 @@ use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use super::dir::ProbeDirs;
-use super::map_file::{MAX_BYTES, parse};
-use super::*;
+use super::super::dir::ProbeDirs;
+use super::super::*;
+use super::{MAX_BYTES, parse};
 use crate::sample::pool_map::{BlockState, MapReason, Run};
 use crate::source::scripted::maps::{fragmented, json};
 
@@ -234,7 +234,7 @@ fn a_map_gpumon_asked_for_during_an_alert_reads_as_such() {
 fn a_map_file_is_read_again_only_when_it_changed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("1.map.json");
-    let mut watch = super::maps::MapWatch::default();
+    let mut watch = super::super::maps::MapWatch::default();
     fs::write(&path, "a").unwrap();
     let meta = || fs::symlink_metadata(&path).unwrap();
     assert!(watch.changed(1, &meta()), "new");
