@@ -1311,13 +1311,6 @@ class _Probe:
         import time
         if not self.map_lock.acquire(timeout=2.0):
             return "another map is being written"
-        # No garbage collection while the snapshot's objects are alive: they number in the
-        # millions with allocation history on, and a full pass over them would stall the job
-        # longer than the map itself (only where the job already loaded gc; restored after).
-        gc = sys.modules.get("gc")
-        paused = gc is not None and gc.isenabled()
-        if paused:
-            gc.disable()
         try:
             began, at_ms = time.perf_counter(), time.time_ns() // 1000000
             for budget in (_MAX_RUNS, 0):  # with no runs left, only names can still be too long
@@ -1334,8 +1327,6 @@ class _Probe:
                 self.map_gap = min(self.map_gap * 2, _MAP_GAP_MAX)
             return None if len(data) <= _MAX_MAP_BYTES else "the map exceeds 1 MiB"
         finally:
-            if paused:
-                gc.enable()
             self.map_lock.release()
 
     def oom_map(self, oom):
