@@ -196,11 +196,11 @@ and its log is still followed."
         /// pool figures)
         #[arg(long)]
         no_probe: bool,
-        /// Record the job's allocation history from its start (PyTorch; the default), so block
-        /// maps name the lines of code that hold the memory (docs/guide/memory-map.md)
+        /// Record the job's allocation history from its start (PyTorch), so block maps name the
+        /// lines of code that hold the memory (docs/guide/memory-map.md)
         #[arg(long, overrides_with = "no_record_allocations")]
         record_allocations: bool,
-        /// Do not record allocation history
+        /// Do not record allocation history (the default)
         #[arg(long, overrides_with = "record_allocations")]
         no_record_allocations: bool,
         /// How many allocation events the recording keeps, 1000 to 1000000 [default: 100000]
@@ -245,11 +245,11 @@ pub enum ProbeCommand {
         /// How often the probes write
         #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
         interval: Duration,
-        /// Record the job's allocation history from its start (PyTorch; the default), so block
-        /// maps name the lines of code that hold the memory (docs/guide/memory-map.md)
+        /// Record the job's allocation history from its start (PyTorch), so block maps name the
+        /// lines of code that hold the memory (docs/guide/memory-map.md)
         #[arg(long, overrides_with = "no_record_allocations")]
         record_allocations: bool,
-        /// Do not record allocation history
+        /// Do not record allocation history (the default)
         #[arg(long, overrides_with = "record_allocations")]
         no_record_allocations: bool,
         /// How many allocation events the recording keeps, 1000 to 1000000 [default: 100000]

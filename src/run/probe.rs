@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use crate::source::probe::{HOOK_FILE, HOOK_SOURCE};
 
 /// Whether `gpumon run` and `gpumon probe env` start jobs recording their allocation history
-/// without `--record-allocations`: on, since on an H100 recording cost a GPT-2 small training step
-/// no measurable time and 40.5 MB of host memory (docs/benchmarks.md, "Allocation history").
-pub const RECORD_BY_DEFAULT: bool = true;
+/// without `--record-allocations`: off. On an H100 recording cost a GPT-2 small training step no
+/// measurable time and 40.5 MB of host memory, but the first block map of a job recording it
+/// took 5.8 s on a 50,000-block pool (PyTorch symbolises every recorded stack at its first
+/// snapshot), past the 100 ms a map may cost a job (docs/benchmarks.md, "Allocation history").
+pub const RECORD_BY_DEFAULT: bool = false;
 /// Allocation events a recording keeps unless `--record-entries` says otherwise.
 pub const RECORD_ENTRIES: u64 = 100_000;
 
