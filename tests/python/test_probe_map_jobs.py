@@ -118,6 +118,33 @@ class Torch(ProbeTest):
         path = os.path.join(self.probe_dir, "%d.map.json" % pid)
         self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
 
+    def test_no_snapshot_from_the_probes_thread_while_history_is_recorded(self):
+        # On an H100 (torch 2.11) a snapshot taken from the probe's thread while the job
+        # allocated with history on crashed the job: requests are refused, the largest free
+        # block is not looked for, and the map comes at the OOM, from the job's own thread.
+        script = self.fakes_job("""
+            import torch
+            from jobtools import request, wait_answer, read_map
+            import segments
+            torch.cuda._stats[0]["inactive_split_bytes.all.current"] = 4 << 30
+            torch.cuda._lazy_init()
+            torch.cuda.memory._record_memory_history("all", max_entries=1000, stacks="python")
+            request("gpumon.request/1 map 51\\n")
+            answer = wait_answer(51)["answer"]
+            wait_tick()
+            taken = [torch.cuda.memory.snapshot_calls, torch.cuda._snapshot_calls]
+            try:
+                torch.cuda._oom(0, 1 << 30, 75 << 30, 512 << 20)
+            except torch.cuda.OutOfMemoryError:
+                pass
+            print(json.dumps([answer, taken, read_map()["reason"]]))
+        """)
+        answer, taken, reason = self.output_json(script)
+        self.assertEqual((answer["verb"], answer["ok"]), ("map", False))
+        self.assertIn("recording allocation history", answer["detail"])
+        self.assertEqual(taken, [0, 0])
+        self.assertEqual(reason, "oom")
+
     def test_a_slow_map_doubles_the_gap_before_the_next(self):
         script = self.fakes_job("""
             import threading, torch

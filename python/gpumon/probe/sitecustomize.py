@@ -310,7 +310,9 @@ def _torch_largest_free(probe, cuda, devices):
     now = time.monotonic()
     key = "cached_free" if _expandable() else "stranded"
     large = any((d[key] or 0) >= _STRANDED_FOR_SNAPSHOT for d in devices)
-    if large and now >= probe.snap_next:
+    # Never while allocation history is recorded: memory_snapshot() from this thread, while the
+    # job allocated, crashed the job on an H100 (torch 2.11, segmentation fault).
+    if large and now >= probe.snap_next and not _history_on(probe):
         began = time.perf_counter()
         try:
             largest = {}
@@ -1015,6 +1017,20 @@ def _unlink(dfd, name):
         pass
 
 
+_HISTORY_ON = ("PyTorch is recording allocation history: a snapshot taken from the probe's "
+               "thread while the job allocates crashed jobs on an H100 (torch 2.11); the map "
+               "comes at the OOM, from the job's own thread")
+
+
+def _history_on(probe):
+    """Whether PyTorch records allocation history in this process (the job's own recording
+    too); unknown on a torch without the query: then whether the probe started it."""
+    query = _attr(_attr(sys.modules.get("torch"), "_C"), "_cuda_isHistoryEnabled")
+    if query is None:
+        return probe.recording_on()
+    return bool(query())
+
+
 def _torch_memory():
     cuda, memory = sys.modules.get("torch.cuda"), sys.modules.get("torch.cuda.memory")
     return (cuda, memory) if _ready(cuda) and _ready(memory) else (None, None)
@@ -1290,6 +1306,8 @@ class _Probe:
         now = time.monotonic()
         if now < self.map_next:
             return False, "rate limited"
+        if "torch" in sys.modules and _history_on(self):
+            return False, _HISTORY_ON
         if verb == "map":
             self.map_next = now + self.map_gap
             why = self.take_map("request", ident, None)
