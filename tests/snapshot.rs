@@ -313,7 +313,7 @@ fn reading_bad_files_gives_one_line_errors() {
         ),
         (
             "future.json",
-            with(&|v| v["schema"] = "gpumon.snapshot/3".into()),
+            with(&|v| v["schema"] = "gpumon.snapshot/4".into()),
             "newer than this gpumon reads",
         ),
         (
