@@ -42,7 +42,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str, bool)> {
         (
             "version.json",
             edit(&g, "gpumon.snapshot/3", "gpumon.snapshot/4"),
-            "schema \"gpumon.snapshot/3\" is newer",
+            "schema \"gpumon.snapshot/4\" is newer",
             false,
         ),
         (
