@@ -226,6 +226,22 @@ class Scoring(unittest.TestCase):
         self.assertEqual(len(score.goals([late])), 1)
         self.assertEqual(len(score.goals([score.score_run(t, [])])), 1)
 
+    def test_a_slow_leak_warning_stays_true_when_the_run_fails_of_another_cause(self):
+        t = {"name": "slow", "group": "failing", "healthy": False, "near_failure": False,
+             "recorded_s": 600.0,
+             "oom": {"t_ms": 500_000, "pid": 7, "gpu": 0, "class": "fragmentation",
+                     "leak": False, "build_up_s": 0.0},
+             "slow_leak": {"pid": 7, "start_ms": 60_000, "rate_mib_min": 150.0, "minutes": 7}}
+        alerts = [{"at_ms": 200_000, "level": "suspected", "class": "leak", "pid": 7},
+                  {"at_ms": 210_000, "level": "suspected", "class": "growing-peak", "pid": 9},
+                  {"at_ms": 520_000, "level": "suspected", "class": "leak", "pid": 7},
+                  {"at_ms": 500_000, "level": "failure", "class": "fragmentation", "pid": 7}]
+        r = score.score_run(t, alerts)
+        self.assertEqual(r["slow_leak_min"], 2.3)
+        self.assertEqual([w["verdict"] for w in r["warnings"]],
+                         ["slow-leak", "off-cause", "off-cause"])
+        self.assertTrue(r["class_right"])
+
     def test_a_wrong_class_and_a_late_warning_fail_the_goals(self):
         alerts = [{"at_ms": 95_000, "level": "suspected", "class": "pool-near-limit", "pid": 7},
                   {"at_ms": 100_100, "level": "failure", "class": "fragmentation", "pid": 7}]

@@ -1,7 +1,8 @@
 """Scores gpumon's alerts (`gpumon explain --format json` on each fixture's recording) against
 the fixture's truth.json: per run a line, per alert kind a table row, and the goals (--check).
 A run whose truth has a slow leak (truth.slow_leak) is scored in minutes of climb before its
-first `leak` warning for that pid (SLOW_GOALS)."""
+first `leak` warning for that pid (SLOW_GOALS); that warning counts as a true one even when the
+run then fails of another cause (the slow-leak run's fragmentation OOM)."""
 import json
 import os
 import re
@@ -95,13 +96,15 @@ def score_run(t, alerts):
         if first is not None:
             r["slow_leak_min"] = round((first - slow["start_ms"]) / 60_000, 1)
     for a in warnings:
-        if oom is None and slow is not None:
-            on_it = a["class"] == "leak" and a.get("pid") == slow["pid"]
-            verdict = "slow-leak" if on_it else "off-cause"
-        elif oom is None:
-            verdict = "excused" if t["near_failure"] else "false-alarm"
-        elif (a["at_ms"] < oom["t_ms"] and names_target(a, oom) and oom["class"] in causes(a)):
+        on_slow = (slow is not None and a["class"] == "leak" and a.get("pid") == slow["pid"]
+                   and (oom is None or a["at_ms"] < oom["t_ms"]))
+        if oom is not None and (a["at_ms"] < oom["t_ms"] and names_target(a, oom)
+                                and oom["class"] in causes(a)):
             verdict = "lead"
+        elif on_slow:
+            verdict = "slow-leak"
+        elif oom is None and slow is None:
+            verdict = "excused" if t["near_failure"] else "false-alarm"
         else:
             verdict = "off-cause"
         lead = (oom["t_ms"] - a["at_ms"]) / 1000 if verdict == "lead" else None
