@@ -24,7 +24,7 @@ use tokio::sync::watch;
 
 use crate::cli::ServeArgs;
 use crate::clock::tick_times;
-use crate::model::{Config, Event, Machine};
+use crate::model::{Config, Event, Machine, SourceState};
 use crate::pipeline::alert_maps::AlertMaps;
 use crate::pipeline::{self, Feed};
 use crate::sampler::Factory;
@@ -44,7 +44,8 @@ pub struct Published {
     /// The latest snapshot, without the coarse tiers (`Snapshot::of_machine_fine`).
     pub snapshot: Snapshot,
     /// A snapshot with them, made at most once a minute (their newest buckets lag by as much;
-    /// the fine history covers that time); `None` until the first.
+    /// the fine history covers that time) and when the source has ended; `None` until the
+    /// first.
     pub days: Option<Arc<Snapshot>>,
     /// Allocation failures since the server started, by class; failures dropped from the
     /// snapshot's bounded alert list stay counted.
@@ -284,9 +285,11 @@ async fn publish_all(
             snapshot.machine.unavailable.remove("host");
         }
         count_failures(&mut ooms, &mut counted, &snapshot);
-        // The days of history, at most once a minute: a tick costs what it did without them.
+        // The days of history, at most once a minute (a tick costs what it did without them),
+        // and once more when the source has ended, so a finished replay serves every bucket.
         let minute = machine.last_sample_ms.map(|t| t / 60_000);
-        if days.as_ref().is_none_or(|(m, _)| *m != minute) {
+        let ended = matches!(machine.source, SourceState::Ended);
+        if ended || days.as_ref().is_none_or(|(m, _)| *m != minute) {
             days = Some((minute, Arc::new(Snapshot::of_machine(&machine, now))));
         }
         let full = days.as_ref().map(|(_, s)| Arc::clone(s));
