@@ -2,6 +2,7 @@
 //! it is not to be trusted. Pure: the checks that need the file system live in `dir.rs`.
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use super::{DevicePool, ProbeReport};
 use crate::sample::pool_map::{AllocRecording, ProbeAnswer};
@@ -69,15 +70,20 @@ struct DeviceDoc {
     ooms: Option<u64>,
 }
 
-/// Parses a probe file named for `pid`; the error is a reason for a person.
-pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
-    if bytes.len() as u64 > MAX_BYTES {
+/// A probe's document of `schema` in at most `max_bytes` (probe and map files alike): the size,
+/// then the schema alone, so a newer version is named as such, not as malformed; the error is a
+/// reason for a person, the foreign schema's name made printable.
+pub(super) fn document<T: DeserializeOwned>(
+    bytes: &[u8],
+    schema: &str,
+    max_bytes: u64,
+) -> Result<T, String> {
+    if bytes.len() as u64 > max_bytes {
         return Err(format!(
-            "oversized ({} bytes, at most {MAX_BYTES})",
+            "oversized ({} bytes, at most {max_bytes})",
             bytes.len()
         ));
     }
-    // Only the schema first: a newer version is named as such, not as malformed.
     #[derive(Deserialize)]
     struct Head {
         schema: Option<String>,
@@ -85,12 +91,19 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
     let head: Head =
         serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))?;
     match head.schema.as_deref() {
-        Some(SCHEMA) => {}
-        Some(other) => return Err(format!("schema {other:?}, this gpumon reads {SCHEMA}")),
+        Some(s) if s == schema => {}
+        Some(other) => {
+            let other = crate::sample::pool_map::printable(other, 40);
+            return Err(format!("schema {other:?}, this gpumon reads {schema}"));
+        }
         None => return Err("malformed (no schema)".into()),
     }
-    let doc: Doc =
-        serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))?;
+    serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))
+}
+
+/// Parses a probe file named for `pid`; the error is a reason for a person.
+pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
+    let doc: Doc = document(bytes, SCHEMA, MAX_BYTES)?;
     debug_assert_eq!(doc.schema, SCHEMA);
     if doc.pid != pid {
         return Err(format!(

@@ -1,8 +1,6 @@
 //! One map file (`<pid>.map.json`, `gpumon.map/1`): parsed and checked into a [`PoolMap`], or the
 //! reason it is not to be trusted. Pure: the checks that need the file system live in `maps.rs`.
 
-use serde::Deserialize;
-
 use crate::sample::PoolMap;
 use crate::sample::pool_map::MapReason;
 
@@ -22,28 +20,7 @@ const MAX_DEVICES: usize = 64;
 
 /// Parses a map file named for `pid`; the error is a reason for a person.
 pub fn parse(bytes: &[u8], pid: u32) -> Result<PoolMap, String> {
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(format!(
-            "oversized ({} bytes, at most {MAX_BYTES})",
-            bytes.len()
-        ));
-    }
-    #[derive(Deserialize)]
-    struct Head {
-        schema: Option<String>,
-    }
-    let head: Head =
-        serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))?;
-    match head.schema.as_deref() {
-        Some(SCHEMA) => {}
-        Some(other) => {
-            let other = crate::sample::pool_map::printable(other, 40);
-            return Err(format!("schema {other:?}, this gpumon reads {SCHEMA}"));
-        }
-        None => return Err("malformed (no schema)".into()),
-    }
-    let mut map: PoolMap =
-        serde_json::from_slice(bytes).map_err(|e| format!("malformed ({})", one_line(&e)))?;
+    let mut map: PoolMap = super::file::document(bytes, SCHEMA, MAX_BYTES)?;
     if map.pid != pid {
         return Err(format!(
             "describes pid {} but is named for pid {pid}",
@@ -96,10 +73,6 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<PoolMap, String> {
         ));
     }
     Ok(map)
-}
-
-fn one_line(e: &serde_json::Error) -> String {
-    crate::sample::pool_map::printable(e.to_string().lines().next().unwrap_or_default(), 200)
 }
 
 #[cfg(test)]
