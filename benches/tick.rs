@@ -23,11 +23,11 @@ use common::{SIZES, sample, warm_state};
 /// Ticks of history before measuring: a full window.
 const WARM: u64 = 600;
 
-/// `State::update` with one new sample a tick, after `warm` ticks; with `churn`, every process
-/// is replaced each tick.
-fn updates(c: &mut Criterion, name: &str, warm: u64, churn: bool) {
+/// `State::update` with one new sample a tick, after `warm` ticks, for each of `sizes`; with
+/// `churn`, every process is replaced each tick.
+fn updates(c: &mut Criterion, name: &str, sizes: &[(u32, u32)], warm: u64, churn: bool) {
     let mut group = c.benchmark_group(name);
-    for (gpus, procs) in SIZES {
+    for &(gpus, procs) in sizes {
         let mut state = warm_state(gpus, procs, warm, churn);
         let mut k = warm;
         group.bench_function(
@@ -48,34 +48,17 @@ fn updates(c: &mut Criterion, name: &str, warm: u64, churn: bool) {
 }
 
 fn update(c: &mut Criterion) {
-    updates(c, "update", WARM, false);
+    updates(c, "update", &SIZES, WARM, false);
 }
 
 fn after_days(c: &mut Criterion) {
-    let mut group = c.benchmark_group("update_after_days");
-    let (gpus, procs) = SIZES[0];
-    let warm = 73 * 3600;
-    let mut state = warm_state(gpus, procs, warm, false);
-    let mut k = warm;
-    group.bench_function(
-        BenchmarkId::from_parameter(format!("{gpus}x{procs}")),
-        |b| {
-            b.iter_batched(
-                || {
-                    k += 1;
-                    sample(gpus, procs, k, false)
-                },
-                |s| state.update(Msg::from(Event::Sample(s))),
-                BatchSize::SmallInput,
-            );
-        },
-    );
-    group.finish();
+    // Every coarse tier full: three days and an hour of samples.
+    updates(c, "update_after_days", &SIZES[..1], 73 * 3600, false);
 }
 
 fn churn(c: &mut Criterion) {
     // Exited processes stay for the grace period: warm up past it.
-    updates(c, "update_churn", 120, true);
+    updates(c, "update_churn", &SIZES, 120, true);
 }
 
 fn render(c: &mut Criterion) {
