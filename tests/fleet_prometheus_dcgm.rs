@@ -4,19 +4,19 @@
 //! `GPUMON_TEST_PROMETHEUS` names the prometheus binary (`.ci/run` unpacks Debian's); without it
 //! the test is skipped, unless `CI=true`.
 
+#[path = "common/prometheus.rs"]
+mod prometheus;
 #[path = "common/serve.rs"]
 mod serve;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpumon::model::health::Trouble;
 use gpumon::model::{Config, Machine};
 use gpumon::remote::{Client, Schedule};
 use gpumon::screen::{Msg, Remote};
-use serve::Guard;
 
 /// Two H100s as dcgm-exporter labels them; GPU1 has an uncorrectable error and a remap pending.
 const DCGM: &str = r#"# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
@@ -81,44 +81,16 @@ fn fake_dcgm_exporter() -> String {
 
 #[test]
 fn dcgm_exporters_health_series_through_a_real_prometheus() {
-    let Some(prometheus) = std::env::var_os("GPUMON_TEST_PROMETHEUS") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: GPUMON_TEST_PROMETHEUS must name a prometheus binary (.ci/run unpacks Debian's)"
-        );
-        eprintln!("skipped: set GPUMON_TEST_PROMETHEUS to a prometheus binary to run this test");
+    let Some(prometheus) = prometheus::binary() else {
         return;
     };
     let exporter = fake_dcgm_exporter();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: dcgm\n    honor_labels: true\n    static_configs:\n      - targets: ['{exporter}']\n"
-        ),
-    )
-    .unwrap();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = Guard(
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("prometheus starts"),
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: dcgm\n    honor_labels: true\n    static_configs:\n      - targets: ['{exporter}']\n"
     );
+    let (_prometheus, api) = prometheus::start(&prometheus, dir.path(), &config);
+    let port = api.port();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,71 +4,38 @@
 //! `GPUMON_TEST_PROMETHEUS` names the prometheus binary (`.ci/run` unpacks Debian's); without it
 //! the test is skipped, unless `CI=true`.
 
+#[path = "common/prometheus.rs"]
+mod prometheus;
 #[path = "common/serve.rs"]
 mod serve;
 
-use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpumon::model::{Config, Machine};
 use gpumon::remote::{Client, Schedule};
 use gpumon::screen::{Msg, Remote};
-use serve::{Guard, Reply, Server, exchange};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use serve::{Reply, Server, exchange};
 
 #[test]
 fn one_hostname_two_instances_stay_two_hosts_and_an_opened_one_gets_its_processes() {
-    let Some(prometheus) = std::env::var_os("GPUMON_TEST_PROMETHEUS") else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true: GPUMON_TEST_PROMETHEUS must name a prometheus binary (.ci/run unpacks Debian's)"
-        );
-        eprintln!("skipped: set GPUMON_TEST_PROMETHEUS to a prometheus binary to run this test");
+    let Some(prometheus) = prometheus::binary() else {
         return;
     };
     let servers = [Server::start(&["--demo"]), Server::start(&["--demo"])];
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
     let targets: Vec<String> = servers.iter().map(|s| format!("'{}'", s.addr)).collect();
-    let mut f = std::fs::File::create(&config).unwrap();
-    write!(
-        f,
+    let config = format!(
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpumon\n    static_configs:\n      - targets: [{}]\n",
         targets.join(", ")
-    )
-    .unwrap();
-    let port = free_port();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = Guard(
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("prometheus starts"),
     );
+    let (_prometheus, api) = prometheus::start(&prometheus, dir.path(), &config);
+    let port = api.port();
     let names: Vec<String> = servers.iter().map(|s| format!("vm ({})", s.addr)).collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     // Prometheus has scraped both servers (at most 60 s) before the fleet asks it.
-    let api: SocketAddr = ([127, 0, 0, 1], port).into();
     let raw = "GET /api/v1/query?query=count(gpumon_gpu_memory_used_bytes) HTTP/1.0\r\n\r\n";
     let both = (0..600).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
