@@ -17,6 +17,7 @@ use crate::sampler::{self, Factory};
 pub fn apply(machine: &mut Machine, event: Event) {
     machine.update(&event);
     if let Event::Sample(mut sample) = event {
+        machine.unhold(&mut sample);
         let failures = std::mem::take(&mut sample.failures);
         let notices = std::mem::take(&mut sample.notices);
         let events = sample.events.clone();

@@ -173,6 +173,39 @@ fn pause_freezes_the_view_until_resumed() {
 }
 
 #[test]
+fn a_failure_logged_while_paused_is_an_alert_once_resumed() {
+    let mut s = state();
+    s.update(Msg::from(Event::Sample(sample(0))));
+    act(&mut s, &[Action::TogglePause]);
+    let mut failing = sample(1);
+    let line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 \
+                has a total capacity of 79.18 GiB of which 1.00 GiB is free.";
+    failing.failures = gpumon::oom::parse_all(line.as_bytes())
+        .into_iter()
+        .map(|p| p.into_failure(T0 + 1000, "finetune.log", Some(200)))
+        .collect();
+    s.update(Msg::from(Event::Sample(failing)));
+    s.update(Msg::from(Event::Sample(sample(2))));
+    assert!(
+        s.machine().alerts.is_empty(),
+        "a paused screen keeps what it shows"
+    );
+    act(&mut s, &[Action::TogglePause]);
+    s.update(Msg::from(Event::Sample(sample(3))));
+    let alerts: Vec<_> = s
+        .machine()
+        .alerts
+        .iter()
+        .map(|a| (a.pid, a.level, a.title.contains("2.00 GiB")))
+        .collect();
+    assert_eq!(
+        alerts,
+        vec![(Some(200), gpumon::model::Level::Failure, true)],
+        "the failure logged during the pause is not lost"
+    );
+}
+
+#[test]
 fn focus_a_gpu_and_cycle_back_to_all() {
     let mut s = state();
     s.update(Msg::from(Event::Sample(sample(0))));

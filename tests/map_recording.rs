@@ -119,3 +119,43 @@ fn explain_and_snapshots_show_the_map_at_the_failure() {
         assert!(line.chars().count() <= 80, "{line:?}");
     }
 }
+
+/// A real H100 recording (`scripts/gpu/map_check.sh`, `gpumon record` at 500 ms) of
+/// `torch_frag.py holes` run with `--record-allocations`: PyTorch's OOM observer took 6.0 s to
+/// write the map of the failure (the first snapshot symbolises the history), so the probe's OOM
+/// count was seen 6 s before the job's error reached its log. One OOM is one alert: the log's,
+/// classified fragmentation, with the map at the failure.
+#[test]
+fn an_oom_whose_map_took_seconds_is_one_alert_with_the_map() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/probe-maps/holes-oom-recorded.ndjson.zst"
+    );
+    let out = gpumon()
+        .args(["explain", "--format", "json", path])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alerts = doc["recordings"][0]["alerts"].as_array().unwrap();
+    assert_eq!(alerts.len(), 1, "{alerts:?}");
+    let a = &alerts[0];
+    assert_eq!(
+        (&a["level"], &a["class"], &a["confidence"], &a["pid"]),
+        (
+            &serde_json::json!("failure"),
+            &serde_json::json!("fragmentation"),
+            &serde_json::json!("certain"),
+            &serde_json::json!(473)
+        )
+    );
+    assert_eq!(
+        a["evidence"][0],
+        "at the failure: 3.90 GiB free in 333 holes, largest 12.00 MiB; held by \
+         gpu/torch_frag.py:58 <module> (2.60 GiB, 333 blocks)"
+    );
+}

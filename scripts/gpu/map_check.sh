@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Block maps on a real GPU (issue 26), gpumon's side, once the probe's side is merged:
-#  1. a PyTorch fragmentation OOM (torch_frag.py fraction) started recording allocation history
+#  1. a PyTorch fragmentation OOM (torch_frag.py holes) started recording allocation history
 #     (`gpumon probe env --record-allocations`) while `gpumon record` samples: the recording must
 #     hold a map with reason "oom", and `gpumon explain` its "at the failure:" line;
 #  2. a live job (torch_frag.py grow): `gpumon snapshot --export PID -o FILE` moves PyTorch's
@@ -20,8 +20,8 @@ env | grep '^GPUMON_PROBE_RECORD' >"$o/env.txt"
 "$bin" record "$o/oom.ndjson" --duration 40s --interval 500ms 2>"$o/record.err" &
 rec=$!
 sleep 2
-HOLD_S=4 python3 "$here/torch_frag.py" fraction >"$o/oom.log" 2>"$o/oom.err"
-echo "fraction job exit $?" >>"$o/jobs.txt"
+HOLD_S=4 python3 "$here/torch_frag.py" holes >"$o/oom.log" 2>"$o/oom.err"
+echo "holes job exit $?" >>"$o/jobs.txt"
 wait $rec
 "$bin" explain "$o/oom.ndjson" >"$o/explain.txt" 2>&1
 python3 - "$o/oom.ndjson" >"$o/oom-maps.txt" <<'PY'
@@ -37,7 +37,9 @@ for line in open(sys.argv[1]).read().splitlines()[1:]:
 PY
 
 # 2. Export and snapshot of a live job.
-GROW_GIB=2 HOLD_S=40 python3 "$here/torch_frag.py" grow >"$o/grow.log" 2>&1 &
+# (without recording: this job sleeps in one C call while it holds, and while PyTorch records
+# history only the job's main thread takes snapshots; history_maps_check.py covers that case)
+GROW_GIB=2 HOLD_S=40 env -u GPUMON_PROBE_RECORD python3 "$here/torch_frag.py" grow >"$o/grow.log" 2>&1 &
 job=$!
 sleep 22
 "$bin" snapshot --export "$job" -o "$o/grow.pickle" 2>"$o/export.err"; echo "export exit $?" >>"$o/jobs.txt"

@@ -22,6 +22,8 @@ d) cost: the map's took_us at about 50,000 blocks (and _snapshot() alone, so sum
    host RSS).
 e) jax: sites from jax.profiler.device_memory_profile() and shapes from jax.live_arrays(); the
    export verb's .pb.gz.
+f) cupy: the map's allocated, reserved, free and free block count against CuPy's default
+   memory pool (used_bytes, total_bytes, free_bytes, n_free_blocks) of the same moment.
 """
 import json
 import os
@@ -318,6 +320,23 @@ done({"ok": ok, "answer": answer, "took_us": m["took_us"], "sites": sites[:5],
       "largest_free": d.get("largest_free"), "export": export, "export_magic": magic})
 '''
 
+CUPY = r'''
+import cupy
+wait_probe()
+xs = [cupy.ones(((1 + k % 9) << 18,), cupy.float32) for k in range(300)]
+del xs[::3]
+cupy.cuda.Device().synchronize()
+answer = ask("map")
+pool = cupy.get_default_memory_pool()
+truth = {"allocated": pool.used_bytes(), "reserved": pool.total_bytes(),
+         "free": pool.free_bytes(), "free_blocks": pool.n_free_blocks()}
+m = read_map()
+devs = [d for fw in m["frameworks"] if fw["name"] == "cupy" for d in fw["devices"]]
+mine = {k: devs[0].get(k) for k in truth} if devs else None
+done({"ok": mine == truth, "answer": answer, "map": mine, "truth": truth,
+      "segments_reason": devs[0].get("segments_reason") if devs else None})
+'''
+
 
 def run(out, name, body, probe=True, timeout=150, **env_extra):
     jobs = os.path.join(out, "jobs")
@@ -369,6 +388,7 @@ def main():
                                             and steps["recording_rss_delta_mb"] <= 64)
     results["d_cost_step"] = steps
     results["e_jax"] = run(out, "jax", JAX, XLA_PYTHON_CLIENT_MEM_FRACTION="0.3")
+    results["f_cupy"] = run(out, "cupy", CUPY)
     with open(os.path.join(out, "memory_map_check.json"), "w") as f:
         json.dump(results, f, indent=1)
     for key, value in results.items():

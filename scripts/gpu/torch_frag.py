@@ -4,6 +4,10 @@ modes:
   fraction  cap the process at 4 GiB (set_per_process_memory_fraction), fill it with 6 MiB tensors
             (three per 20 MiB caching-allocator segment), free every other one, then ask for 512 MiB:
             the cache holds ~2 GiB of free holes but no block that size -> fragmentation OOM.
+  holes     cap the process at 7 GiB, fill it with 8 MiB tensors (two per 20 MiB segment) until
+            6.5 GiB is reserved, free every other one, then ask for 1 GiB: about 3 GiB free in
+            8-12 MiB holes, and no whole segment to release -> fragmentation OOM (torch 2.11
+            serves `fraction`'s 512 MiB after all).
   fill      the same without a cap, on a GPU another process already filled: fill what is left.
   full      ask for more than the device has free with an empty cache -> device-full OOM.
   grow      allocate 256 MiB every 2 s up to GROW_GIB (default 8), then hold (demo workload).
@@ -46,6 +50,16 @@ if mode in ("fraction", "fill"):
     time.sleep(float(os.environ.get("FRAG_WAIT_S", "3")))
     try:
         big = torch.empty(512 * MiB, dtype=torch.uint8, device=dev)
+    except torch.OutOfMemoryError as e:
+        report(e)
+elif mode == "holes":
+    torch.cuda.set_per_process_memory_fraction(7 * 2**30 / total)
+    while torch.cuda.memory_reserved() < 6.5 * 2**30:
+        keep.append(torch.empty(8 * MiB, dtype=torch.uint8, device=dev))
+    del keep[1::2]
+    time.sleep(float(os.environ.get("FRAG_WAIT_S", "3")))
+    try:
+        big = torch.empty(2**30, dtype=torch.uint8, device=dev)
     except torch.OutOfMemoryError as e:
         report(e)
 elif mode == "full":

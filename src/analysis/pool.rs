@@ -330,7 +330,10 @@ fn failure_risk(t: &ProcessTrack, pool: &Pool, g: Option<&GpuTrack>, what: &str)
     }
 }
 
-/// PyTorch counts its OOMs: a count that rose is a failure, even when no log said so.
+/// PyTorch counts its OOMs: a count that rose is a failure, even when no log said so. It is
+/// judged in the sample in which it became ready (at once, or once the map of the failure came
+/// while the job records allocation history: `model::ProbeOom`), unless a log reported the failure
+/// since just before the count rose: one OOM, one alert.
 fn probe_oom(
     t: &ProcessTrack,
     pool: &Pool,
@@ -338,8 +341,8 @@ fn probe_oom(
     at_ms: u64,
     failed: &dyn Fn(u32, u64) -> bool,
 ) -> Option<Risk> {
-    let (now, before) = (pool.ooms?, t.prev_pool.as_ref().and_then(|p| p.ooms)?);
-    if now <= before || failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS)) {
+    let oom = t.probe_oom.filter(|o| o.ready_ms == Some(at_ms))?;
+    if failed(t.sample.pid, oom.rose_ms.saturating_sub(SAME_FAILURE_MS)) {
         return None;
     }
     Some(failure_risk(t, pool, Some(g), "seen by its probe (no log)"))

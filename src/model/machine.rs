@@ -6,11 +6,14 @@
 use std::collections::BTreeMap;
 
 use crate::model::health::{Trouble, XidTally, troubles};
+use crate::model::process::PROBE_OOM_MAP_WAIT_MS;
 use crate::model::{Alert, Config, Level, MAX_ALERTS, MapTrack, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
 
 /// GPU events a machine keeps.
 pub const MAX_EVENTS: usize = 64;
+/// How long before the sample that saw a probe's OOM count rise its map can have been begun.
+const OOM_MAP_LEAD_MS: u64 = 10_000;
 
 /// Where the samples stand.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,6 +101,28 @@ pub struct Machine {
     pub alerts_dropped: u64,
     /// Probed processes' block maps and probe state, by (pid, start time).
     pub maps: BTreeMap<(u32, u64), MapTrack>,
+    /// What the samples a paused screen did not take in carried besides their readings.
+    pub held: Held,
+}
+
+/// The failures, notices and GPU events of samples a paused screen did not take in, handed to
+/// the next sample it takes in, so that a pause loses no alert: at most `MAX_HELD` failures and
+/// notices and `MAX_EVENTS` events, the newest kept.
+#[derive(Debug, Clone, Default)]
+pub struct Held {
+    pub failures: Vec<crate::oom::failure::Failure>,
+    pub notices: Vec<String>,
+    pub events: Vec<GpuEvent>,
+}
+
+/// Failures and notices held while a screen is paused, at most.
+pub const MAX_HELD: usize = 256;
+
+/// Appends `more` to `v`, keeping the newest `max`.
+fn append_bounded<T>(v: &mut Vec<T>, more: Vec<T>, max: usize) {
+    v.extend(more);
+    let over = v.len().saturating_sub(max);
+    v.drain(..over);
 }
 
 impl Machine {
@@ -114,6 +139,7 @@ impl Machine {
             events: Vec::new(),
             alerts_dropped: 0,
             maps: BTreeMap::new(),
+            held: Held::default(),
         }
     }
 
@@ -226,6 +252,7 @@ impl Machine {
         let keep = self.config.keep_exited_ms;
         self.processes
             .retain(|_, t| t.exited_ms.is_none_or(|e| at.saturating_sub(e) <= keep));
+        self.ready_probe_ooms(at);
         let processes = &self.processes;
         self.maps.retain(|(pid, start), _| {
             processes
@@ -250,6 +277,36 @@ impl Machine {
                 reserved: m.reserved.get(),
                 free: m.free,
             });
+        }
+    }
+
+    /// Marks the OOMs the probes counted that can be judged now: the job records no allocation
+    /// history, or the map of its failure has come, or it waited long enough (see `ProbeOom`).
+    fn ready_probe_ooms(&mut self, at: u64) {
+        for t in self.processes.values_mut() {
+            let Some(oom) = t.probe_oom.as_mut().filter(|o| o.ready_ms.is_none()) else {
+                continue;
+            };
+            let start = t.key.start_time;
+            let track = start.and_then(|s| {
+                self.maps
+                    .range(
+                        (t.sample.pid, s.saturating_sub(1))..=(t.sample.pid, s.saturating_add(1)),
+                    )
+                    .map(|(_, m)| m)
+                    .next()
+            });
+            let recording = track
+                .and_then(|m| m.recording.as_ref())
+                .is_some_and(|r| r.on);
+            // The observer's map is timed when it began: before the sample that saw the count,
+            // by up to a probe interval and a sample interval.
+            let mapped = track
+                .and_then(|m| m.at_oom.as_ref())
+                .is_some_and(|m| m.at_ms.saturating_add(OOM_MAP_LEAD_MS) >= oom.rose_ms);
+            if !recording || mapped || at.saturating_sub(oom.rose_ms) >= PROBE_OOM_MAP_WAIT_MS {
+                oom.ready_ms = Some(at);
+            }
         }
     }
 
@@ -280,10 +337,22 @@ impl Machine {
         }
     }
 
-    /// Takes in only a sample's probe news (a paused screen keeps its rows, not its maps' news:
-    /// an OOM's map is never lost).
-    pub fn take_probe_news(&mut self, s: &mut Sample) {
+    /// A sample a paused screen does not take in (it keeps its rows): its probes' news is taken
+    /// in (an OOM's map is never lost), its failures, notices and events held for the next
+    /// sample taken in.
+    pub fn hold(&mut self, mut s: Sample) {
         crate::model::maps::ingest(&mut self.maps, std::mem::take(&mut s.probes));
+        append_bounded(&mut self.held.failures, s.failures, MAX_HELD);
+        append_bounded(&mut self.held.notices, s.notices, MAX_HELD);
+        append_bounded(&mut self.held.events, s.events, MAX_EVENTS);
+    }
+
+    /// Puts what was held while paused before the sample's own failures, notices and events.
+    pub fn unhold(&mut self, s: &mut Sample) {
+        let held = std::mem::take(&mut self.held);
+        s.failures.splice(0..0, held.failures);
+        s.notices.splice(0..0, held.notices);
+        s.events.splice(0..0, held.events);
     }
 
     /// The map track of the process `pid` started at `start_time`.

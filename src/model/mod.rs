@@ -18,7 +18,7 @@ pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
 pub use maps::MapTrack;
 pub use pool_history::PoolHistory;
-pub use process::{Change, HOST_MEMORY_GONE, HostMemory, ProcKey, ProcessTrack};
+pub use process::{Change, HOST_MEMORY_GONE, HostMemory, ProbeOom, ProcKey, ProcessTrack};
 pub use tiers::{Bucket, Resolution, TIERS, Tier, Tiers};
 
 /// How long an exited process is kept (on screen, for analysis and snapshots) before it is

@@ -43,6 +43,21 @@ pub struct Change {
     pub by: i128,
 }
 
+/// An OOM the allocator probe counted. While the job records allocation history, PyTorch's OOM
+/// observer takes seconds to write the map of the failure (6 s on an H100), and the job's own
+/// error (its log line) comes only after it: the count is seen first. So the OOM is judged once
+/// that map has come, or the job records nothing, or `PROBE_OOM_MAP_WAIT_MS` has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeOom {
+    /// The time of the sample in which the count rose.
+    pub rose_ms: u64,
+    /// The time of the sample in which it became ready to judge (`None` while it waits).
+    pub ready_ms: Option<u64>,
+}
+
+/// How long an OOM the probe counted waits for its map (see [`ProbeOom`]).
+pub const PROBE_OOM_MAP_WAIT_MS: u64 = 30_000;
+
 #[derive(Debug, Clone)]
 pub struct ProcessTrack {
     pub key: ProcKey,
@@ -62,6 +77,8 @@ pub struct ProcessTrack {
     pub exited_ms: Option<u64>,
     /// The allocator probe's figures one sample earlier (to see counters rise).
     pub prev_pool: Option<crate::sample::Pool>,
+    /// The last OOM the probe counted (its count rose), and when it can be judged.
+    pub probe_oom: Option<ProbeOom>,
     /// The allocator pool over the history window; `None` until the probe first reports one.
     pub pool_history: Option<PoolHistory>,
     /// VMS and RSS as last read (kept when /proc reads 0 as the process exits).
@@ -81,6 +98,7 @@ impl ProcessTrack {
             last_seen_ms: at_ms,
             exited_ms: None,
             prev_pool: None,
+            probe_oom: None,
             pool_history: None,
             host_last: None,
         }
@@ -121,6 +139,15 @@ impl ProcessTrack {
         self.growth = self.history.rate_per_s(GROWTH_WINDOW_MS);
         self.last_seen_ms = at_ms;
         self.exited_ms = None;
+        let ooms = |s: &ProcessSample| s.pool.value().and_then(|pool| pool.ooms);
+        if let (Some(now), Some(before)) = (ooms(&p), ooms(&self.sample))
+            && now > before
+        {
+            self.probe_oom = Some(ProbeOom {
+                rose_ms: at_ms,
+                ready_ms: None,
+            });
+        }
         self.prev_pool = std::mem::replace(&mut self.sample, p).pool.value().cloned();
     }
 

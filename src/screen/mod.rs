@@ -219,9 +219,9 @@ impl State {
                 let machine = self.machines.get_mut(n)?;
                 match event {
                     // A paused screen keeps what it shows; time still moves.
-                    Event::Sample(mut s) if paused => {
+                    Event::Sample(s) if paused => {
                         machine.observe_time(s.at_ms);
-                        machine.take_probe_news(&mut s);
+                        machine.hold(s);
                     }
                     event => pipeline::apply(machine, event),
                 }

@@ -198,6 +198,7 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
         exited_ms: p.exited_at.as_deref().and_then(ms),
         last_change: None,
         prev_pool: None,
+        probe_oom: None,
         pool_history: p.pool_history.as_ref().map(|h| {
             let t = h.tiers.as_ref();
             let tiers = |f: fn(&super::PoolTiersDoc) -> &[TierDoc]| t.map_or(&[][..], f);

@@ -118,12 +118,13 @@ class Torch(ProbeTest):
         path = os.path.join(self.probe_dir, "%d.map.json" % pid)
         self.assertEqual(stat.S_IMODE(os.stat(path).st_mode), 0o600)
 
-    def test_no_snapshot_from_the_probes_thread_while_history_is_recorded(self):
+    def test_while_history_is_recorded_the_jobs_main_thread_takes_the_snapshot(self):
         # On an H100 (torch 2.11) a snapshot taken from the probe's thread while the job
-        # allocated with history on crashed the job: requests are refused, the largest free
-        # block is not looked for, and the map comes at the OOM, from the job's own thread.
+        # allocated with history on crashed the job: the job's main thread takes it (a pending
+        # call at its next bytecode boundary), the probe's thread maps or pickles it, and the
+        # largest free block is not looked for from the probe's thread.
         script = self.fakes_job("""
-            import torch
+            import os, pickle, time, torch
             from jobtools import request, wait_answer, read_map
             import segments
             torch.cuda._stats[0]["inactive_split_bytes.all.current"] = 4 << 30
@@ -131,19 +132,81 @@ class Torch(ProbeTest):
             torch.cuda.memory._record_memory_history("all", max_entries=1000, stacks="python")
             request("gpumon.request/1 map 51\\n")
             answer = wait_answer(51)["answer"]
+            the_map = read_map()
+            time.sleep(5.1)  # one map or export every 5 s
+            request("gpumon.request/1 export 52\\n")
+            export = wait_answer(52)["answer"]
+            with open(os.path.join(os.environ["GPUMON_PROBE_DIR"], export["detail"]), "rb") as f:
+                exported = pickle.load(f)
             wait_tick()
-            taken = [torch.cuda.memory.snapshot_calls, torch.cuda._snapshot_calls]
+            taken = [list(torch.cuda.memory.snapshot_threads), torch.cuda._snapshot_calls]
             try:
                 torch.cuda._oom(0, 1 << 30, 75 << 30, 512 << 20)
             except torch.cuda.OutOfMemoryError:
                 pass
-            print(json.dumps([answer, taken, read_map()["reason"]]))
+            print(json.dumps([answer, the_map, export, sorted(exported), taken,
+                              read_map()["reason"], torch.cuda.memory.snapshot_threads]))
         """)
-        answer, taken, reason = self.output_json(script)
+        answer, the_map, export, keys, taken, reason, threads = self.output_json(script)
+        pid = the_map["pid"]
+        self.assertEqual(answer, {"id": 51, "verb": "map", "ok": True,
+                                  "detail": "%d.map.json" % pid})
+        self.assertEqual((the_map["reason"], the_map["request_id"]), ("request", 51))
+        (dev,) = frameworks(the_map)["pytorch"]["devices"]
+        self.assertEqual([(s["file"], s["line"]) for s in dev["sites"]], [("/home/u/train.py", 87)])
+        self.assertEqual(export, {"id": 52, "verb": "export", "ok": True,
+                                  "detail": "%d.export.52.pickle" % pid})
+        self.assertEqual(keys, ["allocator_settings", "device_traces", "segments"])
+        # both snapshots in the main thread; none from the probe's thread, and no
+        # memory_snapshot() for the largest free block
+        self.assertEqual(taken, [["MainThread", "MainThread"], 0])
+        # the OOM's map as before: the observer runs in the thread that allocates
+        self.assertEqual((reason, threads[2:]), ("oom", ["MainThread"]))
+
+    def test_requests_before_cuda_is_initialised_never_ask_whether_history_is_recorded(self):
+        # torch._C._cuda_isHistoryEnabled() before CUDA is initialised crashed a job on an H100
+        # (the fake aborts): requests that come while torch is still importing are answered
+        script = self.fakes_job("""
+            import time, torch
+            from jobtools import request, wait_answer
+            import segments
+            answers = []
+            for n, verb in ((71, "map"), (72, "export")):
+                request("gpumon.request/1 %s %d\\n" % (verb, n))
+                answers.append(wait_answer(n)["answer"])
+                time.sleep(5.1)
+            torch.cuda._lazy_init()  # recording starts here
+            request("gpumon.request/1 map 73\\n")
+            answers.append(wait_answer(73)["answer"])
+            print(json.dumps([answers, torch.cuda.memory.snapshot_threads]))
+        """)
+        answers, threads = self.output_json(script, GPUMON_PROBE_RECORD="1")
+        self.assertEqual([(a["id"], a["ok"]) for a in answers], [(71, True), (72, False), (73, True)])
+        self.assertEqual(answers[1]["detail"][:17], "nothing to export")
+        self.assertEqual(threads, ["MainThread"])
+
+    def test_a_main_thread_that_runs_no_python_gets_no_snapshot_from_another_thread(self):
+        script = self.fakes_job("""
+            import time, torch
+            from jobtools import request, wait_answer
+            import segments
+            torch.cuda._lazy_init()
+            torch.cuda.memory._record_memory_history("all", max_entries=1000, stacks="python")
+            request("gpumon.request/1 map 61\\n")
+            time.sleep(3.0)  # one C call, longer than the wait (20 intervals of 100 ms, 2 s)
+            answer = wait_answer(61)["answer"]
+            request("gpumon.request/1 map 62\\n")
+            wait_tick()
+            second = wait_answer(62, timeout=1.0)
+            print(json.dumps([answer, torch.cuda.memory.snapshot_threads,
+                              second["answer"] if second else None]))
+        """)
+        answer, threads, second = self.output_json(script)
         self.assertEqual((answer["verb"], answer["ok"]), ("map", False))
-        self.assertIn("recording allocation history", answer["detail"])
-        self.assertEqual(taken, [0, 0])
-        self.assertEqual(reason, "oom")
+        self.assertIn("job's main thread, which ran no Python for 2 s", answer["detail"])
+        # the call still queued ran once the sleep ended and found nothing to take
+        self.assertEqual(threads, [])
+        self.assertEqual(second, {"id": 62, "verb": "map", "ok": False, "detail": "rate limited"})
 
     def test_a_slow_map_doubles_the_gap_before_the_next(self):
         script = self.fakes_job("""

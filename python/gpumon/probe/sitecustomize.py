@@ -31,7 +31,8 @@ Rules it keeps, since it runs inside other people's jobs:
   initialised here, and a device is switched to only if its primary context is already active.
 - It imports only the standard library: os and sys (always loaded), and once the probe starts
   threading and atexit (time, already loaded by threading); ctypes only once jax or cupy is
-  loaded, and on Python 3.13+ at the first os.fork(); pickle only for a PyTorch export, gzip only
+  loaded, on Python 3.13+ at the first os.fork(), and for a map or export while PyTorch
+  records allocation history (torch has imported it by then); pickle only for a PyTorch export, gzip only
   for a JAX map. json is never imported: a small encoder writes the files (a map goes through
   json's C encoder when the process has loaded json itself, as torch and JAX do: the same text).
 - Every exception is caught; it prints nothing, emits no warning, leaves signal handlers,
@@ -47,7 +48,10 @@ Rules it keeps, since it runs inside other people's jobs:
   request file; torch's memory snapshot only when stranded bytes (under expandable segments,
   cached free bytes) are large, at most every 10 s, and less often or never when it is slow. Maps
   only when asked (at most one every 5 s, less often when slow) and at an OOM (at most one a
-  second), bounded to 2048 runs and 1 MiB.
+  second), bounded to 2048 runs and 1 MiB. While PyTorch records allocation history, no
+  snapshot is taken from the probe's thread (one crashed a job on an H100): the job's main
+  thread takes it at its next bytecode boundary (a pending call), and the probe's thread maps
+  it (docs/probe-format.md, "While PyTorch records allocation history").
 No hook runs under ``python -S``, ``-E`` or ``-I``.
 """
 
@@ -694,14 +698,17 @@ def _own_frame(frames, own, skips):
     return frame
 
 
-def _map_torch(probe, torch, budget):
+def _map_torch(probe, torch, budget, snapshot=None):
+    """The PyTorch part of a map: of ``snapshot`` when the job's main thread took it (allocation
+    history is recorded), else of a ``_snapshot()`` taken here."""
     cuda = sys.modules.get("torch.cuda")
     memory = sys.modules.get("torch.cuda.memory")
     if not _ready(cuda) or not cuda.is_initialized():
         return []
-    if not _ready(memory) or _attr(memory, "_snapshot") is None:
-        raise LookupError("torch.cuda.memory._snapshot not found")
-    snapshot = memory._snapshot()
+    if snapshot is None:
+        if not _ready(memory) or _attr(memory, "_snapshot") is None:
+            raise LookupError("torch.cuda.memory._snapshot not found")
+        snapshot = memory._snapshot()
     by_device = {}
     for seg in snapshot.get("segments") or ():
         by_device.setdefault(_num(seg.get("device")) or 0, []).append(seg)
@@ -1017,18 +1024,52 @@ def _unlink(dfd, name):
         pass
 
 
-_HISTORY_ON = ("PyTorch is recording allocation history: a snapshot taken from the probe's "
-               "thread while the job allocates crashed jobs on an H100 (torch 2.11); the map "
-               "comes at the OOM, from the job's own thread")
+# While PyTorch records allocation history, a snapshot taken from the probe's thread while the
+# job allocated crashed jobs on an H100 (torch 2.11, segmentation fault); PyTorch expects
+# snapshots from the main thread (pytorch/pytorch#153839). Then the job's main thread takes the
+# snapshot, at its next bytecode boundary (Py_AddPendingCall), and the probe's thread summarises
+# or pickles it. How many intervals a request waits for that, within 2..50 s (gpumon waits 60 s):
+_JOB_WAIT_TICKS = 20
+_job_call = None  # the C callback of _in_job_thread, made once and kept alive
 
 
 def _history_on(probe):
     """Whether PyTorch records allocation history in this process (the job's own recording
-    too); unknown on a torch without the query: then whether the probe started it."""
+    too); unknown on a torch without the query: then whether the probe started it. Never asked
+    before the process has initialised CUDA: the query then crashed the job on an H100 (torch
+    2.11, segmentation fault; the allocator does not exist yet), and recording (the job's own
+    too) initialises CUDA first."""
+    cuda = sys.modules.get("torch.cuda")
     query = _attr(_attr(sys.modules.get("torch"), "_C"), "_cuda_isHistoryEnabled")
-    if query is None:
+    if query is None or not _ready(cuda) or not cuda.is_initialized():
         return probe.recording_on()
     return bool(query())
+
+
+def _job_wait_s(probe):
+    return min(max(_JOB_WAIT_TICKS * probe.interval_ms / 1000.0, 2.0), 50.0)
+
+
+def _queue_in_job_thread():
+    """Asks the job's main thread to run _in_job_thread at its next check: False when Python's
+    queue of pending calls is full. ctypes is loaded already: torch imports it."""
+    global _job_call
+    import ctypes
+    if _job_call is None:
+        _job_call = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(_in_job_thread)
+    return ctypes.pythonapi.Py_AddPendingCall(_job_call, None) == 0
+
+
+def _in_job_thread(_arg):
+    """Runs in the job's main thread between two bytecodes: takes the snapshot a queued request
+    waits for. Returns 0 always (anything else, or an exception escaping, would reach the job)."""
+    try:
+        probe = _probe
+        if probe is not None and os.getpid() == probe.pid:
+            probe.take_queued()
+    except BaseException:
+        pass
+    return 0
 
 
 def _torch_memory():
@@ -1103,12 +1144,14 @@ def _arm_torch(probe):
         probe.record_reason = _reason(exc)
 
 
-def _export_torch():
+def _export_torch(snapshot=None):
+    """PyTorch's snapshot pickled, as _dump_snapshot writes it: of ``snapshot`` when the job's
+    main thread took it, else of one taken here; None before the process uses CUDA."""
     cuda, memory = _torch_memory()
     if cuda is None or not cuda.is_initialized():
         return None
     import pickle
-    return "pickle", pickle.dumps(memory._snapshot())  # what _dump_snapshot writes
+    return "pickle", pickle.dumps(memory._snapshot() if snapshot is None else snapshot)
 
 
 def _jax_profiler():
@@ -1160,7 +1203,10 @@ class _Probe:
         self.oom_next, self.armed = 0.0, False
         self.record_wanted = os.environ.get("GPUMON_PROBE_RECORD") == "1"
         self.record_entries, self.record_since, self.record_reason = _record_entries(), None, None
-        self.map_lock = threading.Lock()
+        self.map_lock, self.queue_lock = threading.Lock(), threading.Lock()
+        # a request waiting for the job's main thread: (verb, id, since); then what it took:
+        # (verb, id, at_ms, seconds, snapshot); and whether a pending call is queued
+        self.queued, self.taken, self.call_queued = None, None, False
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name=_NAME, daemon=True)
 
@@ -1284,6 +1330,11 @@ class _Probe:
     def serve(self, dfd):
         """Takes ``<pid>.request`` if there is one (one failed openat when there is none) and
         answers it in ``answer``."""
+        try:
+            if self.serve_queued():
+                return  # one answer a tick: a new request waits in its file for the next
+        except BaseException:
+            self.queued = self.taken = None
         taken = _read_request(dfd, self.pid)
         if taken is None:
             return
@@ -1293,11 +1344,18 @@ class _Probe:
         ok, detail = False, why
         if why is None:
             try:
-                ok, detail = self.run_verb(verb, ident)
+                done = self.run_verb(verb, ident)
+                if done is None:
+                    return  # queued for the job's main thread: answered once it has run
+                ok, detail = done
             except BaseException as exc:
                 ok, detail = False, _reason(exc)
-        self.answer = {"id": ident, "verb": verb, "ok": ok,
-                       "detail": (str(detail).splitlines() or [""])[0][:300]}
+        self.set_answer(verb, ident, ok, detail)
+
+    def set_answer(self, verb, ident, ok, detail):
+        if ident is not None:
+            self.answer = {"id": ident, "verb": verb, "ok": ok,
+                           "detail": (str(detail).splitlines() or [""])[0][:300]}
 
     def run_verb(self, verb, ident):
         import time
@@ -1307,7 +1365,7 @@ class _Probe:
         if now < self.map_next:
             return False, "rate limited"
         if "torch" in sys.modules and _history_on(self):
-            return False, _HISTORY_ON
+            return self.queue(verb, ident, now)
         if verb == "map":
             self.map_next = now + self.map_gap
             why = self.take_map("request", ident, None)
@@ -1322,15 +1380,89 @@ class _Probe:
         return False, ("nothing to export: PyTorch and JAX export once they use a GPU; "
                        "CuPy and TensorFlow have no export format")
 
+    # -- snapshots taken in the job's main thread (allocation history recorded) --
+
+    def queue(self, verb, ident, now):
+        """Queues a map or export for the job's main thread: None (answered later), or the
+        answer when it cannot be queued."""
+        with self.queue_lock:
+            if self.queued is not None or self.taken is not None:
+                return False, "the previous request still waits for the job's main thread"
+            if not self.call_queued:
+                if not _queue_in_job_thread():
+                    return False, "Python's queue of pending calls is full"
+                self.call_queued = True
+            self.queued, self.map_next = (verb, ident, now), now + self.map_gap
+        return None
+
+    def take_queued(self):
+        """In the job's main thread: takes the snapshot the queued request waits for."""
+        import time
+        with self.queue_lock:
+            self.call_queued = False
+            queued, self.queued = self.queued, None
+        if queued is None:
+            return  # given up on, or none
+        memory = sys.modules.get("torch.cuda.memory")
+        at_ms, began = time.time_ns() // 1000000, time.perf_counter()
+        try:
+            snapshot = memory._snapshot()
+        except BaseException as exc:
+            snapshot = exc
+        with self.queue_lock:
+            self.taken = (queued[0], queued[1], at_ms, time.perf_counter() - began, snapshot)
+
+    def serve_queued(self):
+        """In the probe's thread: answers a request whose snapshot the job's main thread took,
+        or gives it up when that thread has run no Python for the allowed time. True when it
+        answered."""
+        import time
+        with self.queue_lock:
+            taken, self.taken = self.taken, None
+            queued, wait = self.queued, _job_wait_s(self)
+            if taken is None and queued is not None and time.monotonic() - queued[2] > wait:
+                self.queued = None
+            else:
+                queued = None
+        if queued is not None:
+            self.set_answer(queued[0], queued[1], False,
+                            "allocation history is recorded, so the snapshot is taken in the "
+                            "job's main thread, which ran no Python for %d s (waiting in CUDA "
+                            "or C code); no snapshot is taken from another thread" % wait)
+            return True
+        if taken is None:
+            return False
+        verb, ident, at_ms, seconds, snapshot = taken
+        if isinstance(snapshot, BaseException):
+            self.set_answer(verb, ident, False, _reason(snapshot))
+        elif verb == "map":
+            why = self.take_map("request", ident, None, given=(at_ms, seconds, snapshot))
+            self.set_answer(verb, ident, why is None, why or "%d.map.json" % self.pid)
+        else:
+            found = _export_torch(snapshot)
+            if found is None:
+                self.set_answer(verb, ident, False, "PyTorch has not initialised CUDA")
+            else:
+                name = "%d.export.%d.%s" % (self.pid, ident, found[0])
+                self.write_file(name, found[1])
+                self.set_answer(verb, ident, True, name)
+        return True
+
     # -- maps --
 
-    def take_map(self, reason, request_id, oom, mappers=_MAPPERS):
-        """Writes ``<pid>.map.json``: None, or why not. Slow maps widen the gap between maps."""
+    def take_map(self, reason, request_id, oom, mappers=_MAPPERS, given=None):
+        """Writes ``<pid>.map.json``: None, or why not. Slow maps widen the gap between maps.
+        ``given``: (at_ms, seconds, snapshot) of a PyTorch snapshot the job's main thread took,
+        mapped instead of one taken here (its seconds count in took_us)."""
         import time
         if not self.map_lock.acquire(timeout=2.0):
             return "another map is being written"
         try:
             began, at_ms = time.perf_counter(), time.time_ns() // 1000000
+            if given is not None:
+                at_ms, began = given[0], began - given[1]
+                mappers = tuple((n, m, (lambda p, t, b: _map_torch(p, t, b, given[2]))
+                                 if n == "pytorch" else f) for n, m, f in mappers)
             for budget in (_MAX_RUNS, 0):  # with no runs left, only names can still be too long
                 doc = {"schema": "gpumon.map/1", "pid": self.pid, "start_time": self.start_time,
                        "at_ms": at_ms, "reason": reason, "request_id": request_id,

@@ -3,7 +3,7 @@
 
 use crate::model::{Alert, Config, Event, Level, Machine};
 use crate::pipeline;
-use crate::sample::{Framework, GpuSample, Pool, ProcessSample, Reading, Sample};
+use crate::sample::{Framework, GpuSample, Pool, ProbeNews, ProcessSample, Reading, Sample};
 use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
 
 const T0: u64 = 1_763_812_900_000;
@@ -49,9 +49,19 @@ fn probed(pid: u32, g: &GpuSample, device: u64, p: Pool) -> ProcessSample {
 
 /// Runs the samples through the pipeline; returns the machine's alerts, oldest first.
 fn run(samples: Vec<(GpuSample, Vec<ProcessSample>)>) -> Vec<Alert> {
+    run_with_news(
+        samples
+            .into_iter()
+            .map(|(g, p)| (g, p, Vec::new()))
+            .collect(),
+    )
+}
+
+/// `run`, each sample with its probes' news.
+fn run_with_news(samples: Vec<(GpuSample, Vec<ProcessSample>, Vec<ProbeNews>)>) -> Vec<Alert> {
     let mut m = Machine::new(Config::new(1000, 600_000));
     pipeline::apply(&mut m, Event::Started(machine()));
-    for (k, (g, processes)) in samples.into_iter().enumerate() {
+    for (k, (g, processes, probes)) in samples.into_iter().enumerate() {
         let s = Sample {
             at_ms: T0 + k as u64 * 1000,
             gpus: vec![g],
@@ -59,7 +69,7 @@ fn run(samples: Vec<(GpuSample, Vec<ProcessSample>)>) -> Vec<Alert> {
             failures: Vec::new(),
             notices: Vec::new(),
             events: Vec::new(),
-            probes: Vec::new(),
+            probes,
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }
@@ -252,6 +262,79 @@ fn an_oom_the_probe_counted_is_a_failure_even_without_a_log() {
         "{}",
         failure[0].title
     );
+}
+
+/// A job that records allocation history: its OOM count rises in sample 1, and the map of the
+/// failure comes with sample `map_in` (never with `None`); the failure alerts, by sample.
+fn recorded_oom(map_in: Option<usize>, samples: usize) -> Vec<(u64, Alert)> {
+    use crate::sample::pool_map::{AllocRecording, MapOom, MapReason};
+    let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
+    let p = |ooms| Pool {
+        ooms: Some(ooms),
+        ..torch(4 * GIB, 9 * GIB, 5 * GIB, 6 * MIB)
+    };
+    let start = 1_763_800_000 + 873;
+    let news = |k: usize| {
+        let map = (Some(k) == map_in).then(|| {
+            let mut map = crate::source::scripted::maps::fragmented(873, &g.uuid, T0 + 900, 64);
+            (map.start_time, map.reason) = (start, MapReason::Oom);
+            map.oom = Some(MapOom {
+                device: 0,
+                request: GIB,
+                device_allocated: None,
+                device_free: None,
+            });
+            Box::new(map)
+        });
+        let recording = AllocRecording {
+            on: true,
+            max_entries: 100_000,
+            stacks: "python".into(),
+            since_ms: Some(T0),
+            reason: None,
+        };
+        vec![ProbeNews {
+            pid: 873,
+            start_time: start,
+            answer: None,
+            recording: Some(recording),
+            map,
+        }]
+    };
+    let samples = (0..samples)
+        .map(|k| {
+            (
+                g.clone(),
+                vec![probed(873, &g, 9 * GIB, p(u64::from(k > 0)))],
+                news(k),
+            )
+        })
+        .collect();
+    run_with_news(samples)
+        .into_iter()
+        .filter(|a| a.level == Level::Failure)
+        .map(|a| ((a.at_ms - T0) / 1000, a))
+        .collect()
+}
+
+#[test]
+fn an_oom_counted_while_the_job_records_history_waits_for_the_map_of_the_failure() {
+    // PyTorch's observer wrote the map for 6 s on an H100 before the job saw its error: the
+    // count rose first. Judged once the map came, with it in the evidence; one alert.
+    let failures = recorded_oom(Some(7), 12);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let (at, a) = &failures[0];
+    assert_eq!((*at, a.class.as_str()), (7, "fragmentation"));
+    assert!(
+        a.evidence[0].starts_with("at the failure: "),
+        "{:?}",
+        a.evidence
+    );
+    // No map within 30 s: judged then, on the pool's figures alone.
+    let failures = recorded_oom(None, 40);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].0, 31);
+    assert!(!failures[0].1.evidence[0].starts_with("at the failure"));
 }
 
 #[test]

@@ -2,6 +2,8 @@
 CUDA allocator hooks."""
 __version__ = "2.11.0+fake"
 
+import ctypes  # noqa: E402,F401  (torch/__init__.py imports it too: the probe relies on that)
+
 from torch import _C  # noqa: E402,F401
 from torch import cuda  # noqa: E402,F401
 

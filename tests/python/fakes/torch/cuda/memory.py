@@ -9,6 +9,7 @@ history_calls = []
 early_calls = 0
 snapshot_calls = 0
 snapshot_delay = 0.0  # seconds _snapshot() takes
+snapshot_threads = []  # the name of the thread each _snapshot() call ran in
 
 
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize,
@@ -23,6 +24,7 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
 def _snapshot(device=None):
     global snapshot_calls
     snapshot_calls += 1
+    snapshot_threads.append(__import__("threading").current_thread().name)
     if snapshot_delay:
         __import__("time").sleep(snapshot_delay)
     cuda = sys.modules["torch.cuda"]
