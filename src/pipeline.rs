@@ -11,21 +11,44 @@ use tokio::task::JoinHandle;
 
 use crate::analysis;
 use crate::model::{Event, Machine};
+use crate::oom::failure::Failure;
 use crate::sampler::{self, Factory};
 
-/// Applies one event: a sample is taken in, then analysed against the machine it produced.
+/// Applies one event: a sample is taken in, then analysed against the machine it produced. When
+/// the source ends, the memory faults still waiting for their Xid are raised as they are.
 pub fn apply(machine: &mut Machine, event: Event) {
     machine.update(&event);
-    if let Event::Sample(mut sample) = event {
-        machine.unhold(&mut sample);
-        let failures = std::mem::take(&mut sample.failures);
-        let notices = std::mem::take(&mut sample.notices);
-        let events = sample.events.clone();
-        let at_ms = sample.at_ms;
-        machine.ingest(sample);
-        let alerts = analysis::findings(machine, &failures, &events, &notices, at_ms);
-        machine.add_alerts(alerts);
+    match event {
+        Event::Sample(mut sample) => {
+            machine.unhold(&mut sample);
+            let failures = std::mem::take(&mut sample.failures);
+            let notices = std::mem::take(&mut sample.notices);
+            let events = sample.events.clone();
+            let at_ms = sample.at_ms;
+            machine.ingest(sample);
+            let failures = due(machine, failures, at_ms);
+            let alerts = analysis::findings(machine, &failures, &events, &notices, at_ms);
+            machine.add_alerts(alerts);
+        }
+        Event::SourceEnded => {
+            let waited = std::mem::take(&mut machine.waiting_faults);
+            let alerts = analysis::failure_alerts(machine, &waited);
+            machine.add_alerts(alerts);
+        }
+        _ => {}
     }
+}
+
+/// The failures to judge now: the sample's, and the memory faults that waited for their Xid and
+/// need wait no longer; the others wait in the machine (`analysis::fault::waits_for_xid`).
+fn due(machine: &mut Machine, failures: Vec<Failure>, at_ms: u64) -> Vec<Failure> {
+    let waiting = std::mem::take(&mut machine.waiting_faults);
+    let (wait, now): (Vec<Failure>, Vec<Failure>) = waiting
+        .into_iter()
+        .chain(failures)
+        .partition(|f| analysis::fault::waits_for_xid(f, machine, at_ms));
+    machine.waiting_faults = wait;
+    now
 }
 
 /// A sampler started for a front end without a screen; its task stops when this is dropped.

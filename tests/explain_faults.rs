@@ -1,7 +1,8 @@
 //! `gpumon explain` on memory faults that are not OOMs: each framework's log (tests/fixtures/
 //! faults: the torch 2.11 and cupy 14.2 lines are what an H100 printed, the JAX, TensorFlow and
 //! NCCL ones follow their sources' wording), alone and with the kernel's Xid lines (a saved
-//! `dmesg -T`, a journal), a log cut mid-line; text within 80 columns and JSON.
+//! `dmesg -T`, a journal), a log cut mid-line; a real misaligned address with its Xid 13, from
+//! its logs and from a recording of it; text within 80 columns and JSON.
 
 use std::process::Command;
 
@@ -75,7 +76,7 @@ fn a_fault_with_the_kernels_xid_line() {
         "{text}"
     );
     assert!(text.contains("not the GPU"), "{text}");
-    assert!(text.contains("1 Xid line(s) in the kernel log"), "{text}");
+    assert!(text.contains("1 Xid(s) in the kernel log"), "{text}");
     let v = json(&["torch-ecc.log", "journal-ecc.txt"]);
     let f = &v["failures"][0];
     assert_eq!(f["class"], "uncorrectable-ecc");
@@ -85,6 +86,63 @@ fn a_fault_with_the_kernels_xid_line() {
     assert_eq!(v["xids"].as_array().unwrap().len(), 2);
     assert_eq!(v["xids"][1]["code"], 63);
     assert_eq!(v["xids"][1]["pid"], serde_json::Value::Null);
+}
+
+/// A real misaligned address on an H100 (`memory_fault_programs.py cupy-misaligned`): CuPy's
+/// error and the kernel's three Xid 13 lines for it, the last with the pid: one Xid.
+#[test]
+fn a_real_misaligned_address_with_its_xid_13() {
+    let v = json(&["cupy-misaligned-address.log", "dmesg-misaligned.txt"]);
+    let failures = v["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    let f = &failures[0];
+    assert_eq!(
+        (&f["source"], &f["class"], &f["confidence"]),
+        (
+            &serde_json::json!("cupy"),
+            &serde_json::json!("misaligned-address"),
+            &serde_json::json!("certain")
+        )
+    );
+    assert_eq!(f["xid"]["code"], 13);
+    // The driver's three lines for it are one Xid: the first line's words, the last's pid.
+    let xids = v["xids"].as_array().unwrap();
+    assert_eq!(xids.len(), 1, "{xids:#?}");
+    assert_eq!(
+        (&xids[0]["lines"], &xids[0]["pid"]),
+        (&serde_json::json!(3), &serde_json::json!(475))
+    );
+    assert_eq!(
+        xids[0]["detail"],
+        "Graphics SM Warp Exception on (GPC 1, TPC 4, SM 0): Misaligned Address"
+    );
+}
+
+/// `gpumon record` of the same fault on the H100: the Xid, joined from NVML's event and the
+/// kernel line, reached the sampler 2.1 s after CuPy's error reached its log. The fault waits for
+/// it: both alerts name each other, and the fault's is certain.
+#[test]
+fn a_recorded_fault_whose_xid_came_later_is_joined_with_it() {
+    let v = json(&["cupy-misaligned-recorded.ndjson.zst"]);
+    let alerts = v["recordings"][0]["alerts"].as_array().unwrap();
+    let classes: Vec<&str> = alerts
+        .iter()
+        .map(|a| a["class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["xid", "misaligned-address"], "{alerts:#?}");
+    let (xid, fault) = (&alerts[0], &alerts[1]);
+    assert_eq!(fault["confidence"], "certain");
+    assert_eq!(
+        fault["title"],
+        "a misaligned memory access (Xid 13) in pid 475: a bug in the program or one of its kernels, not the GPU"
+    );
+    assert!(
+        xid["evidence"].as_array().unwrap().iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .starts_with("near it, in a log: a misaligned")),
+        "{xid:#?}"
+    );
 }
 
 #[test]

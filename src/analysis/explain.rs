@@ -178,7 +178,15 @@ fn read(path: &Path) -> std::io::Result<(Vec<Failure>, Vec<XidLine>)> {
         if l.windows(4).any(|w| w == b"NVRM")
             && let Some(x) = crate::oom::xid::parse_kernel_line(&crate::oom::clean(l))
         {
-            xids.push(XidLine::new(&log, no, x));
+            let x = XidLine::new(&log, no, x);
+            if let Some(prev) = xids
+                .last_mut()
+                .filter(|p: &&mut XidLine| p.continued_by(&x))
+            {
+                prev.absorb(x);
+            } else {
+                xids.push(x);
+            }
         }
     };
     let mut buf = vec![0u8; 64 * 1024];
@@ -248,7 +256,7 @@ fn text(all: &[Explained], xids: &[XidLine]) -> String {
         count.push_str(&format!(", {faults} memory fault(s)"));
     }
     if !xids.is_empty() {
-        count.push_str(&format!(", {} Xid line(s) in the kernel log", xids.len()));
+        count.push_str(&format!(", {} Xid(s) in the kernel log", xids.len()));
     }
     out.push_str(&count);
     out.push('\n');

@@ -13,6 +13,26 @@ use crate::oom::failure::{Dialect, Failure};
 use crate::oom::xid::{self, Blame};
 use crate::sample::GpuEvent;
 
+/// How long a memory fault read from a log waits for the Xid the driver reports for it. The event
+/// sources join NVML's and the kernel log's reports of one Xid within 5 s
+/// (`source::events::SAME_XID_MS`), so the Xid can come seconds after the job's own error (2.1 s
+/// for a misaligned address on an H100).
+pub const XID_WAIT_MS: u64 = 7_000;
+
+/// Whether fault `f` waits for its Xid at `at_ms`: it is a memory fault, no Xid near it has been
+/// heard, and it has waited less than `XID_WAIT_MS`.
+pub fn waits_for_xid(f: &Failure, machine: &Machine, at_ms: u64) -> bool {
+    f.fault.is_some()
+        && at_ms < f.at_ms.saturating_add(XID_WAIT_MS)
+        && xid_near(
+            machine.events.iter(),
+            f.pid,
+            Context::from_machine(f, machine).gpu_uuid.as_deref(),
+            f.at_ms,
+        )
+        .is_none()
+}
+
 /// The Xid of `pid` (or else of GPU `uuid`) nearest `at_ms` within `JOIN_MS`. A fault known by
 /// neither (a log given with `--log`, no process behind it) takes the nearest Xid when every Xid
 /// of that time is on one GPU.

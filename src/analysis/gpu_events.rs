@@ -33,9 +33,10 @@ pub const HEALTH_CLASSES: [&str; 8] = [
     "ecc-uncorrected",
 ];
 
-/// One alert per event.
-pub fn alerts(events: &[GpuEvent], machine: &Machine) -> Vec<Alert> {
-    events.iter().map(|e| alert(e, machine)).collect()
+/// One alert per event; `faults`: the memory faults raised with them (joined as already raised
+/// ones are).
+pub fn alerts(events: &[GpuEvent], machine: &Machine, faults: &[Alert]) -> Vec<Alert> {
+    events.iter().map(|e| alert(e, machine, faults)).collect()
 }
 
 /// "GPU2", or how a GPU no longer listed is known.
@@ -47,7 +48,7 @@ pub fn gpu_label(uuid: Option<&str>, pci: Option<&str>, machine: &Machine) -> St
     }
 }
 
-fn alert(e: &GpuEvent, machine: &Machine) -> Alert {
+fn alert(e: &GpuEvent, machine: &Machine, faults: &[Alert]) -> Alert {
     let gpu = gpu_label(e.gpu_uuid.as_deref(), e.pci.as_deref(), machine);
     let troubles = e
         .gpu_uuid
@@ -102,7 +103,7 @@ fn alert(e: &GpuEvent, machine: &Machine) -> Alert {
         evidence.push(format!("the driver said: {d}"));
     }
     evidence.extend(troubles.iter().map(|t| format!("{gpu} now: {}", t.words())));
-    if let Some(f) = joined_fault(machine, e) {
+    if let Some(f) = joined_fault(faults.iter().chain(&machine.alerts), e) {
         evidence.push(format!("near it, in a log: {}", f.title));
     }
     Alert {
@@ -118,9 +119,12 @@ fn alert(e: &GpuEvent, machine: &Machine) -> Alert {
     }
 }
 
-/// A job's memory fault already raised near `e` (same pid, or same GPU), if any.
-fn joined_fault<'a>(machine: &'a Machine, e: &GpuEvent) -> Option<&'a Alert> {
-    machine.alerts.iter().find(|a| {
+/// A job's memory fault among `alerts` near `e` (same pid, or same GPU), if any.
+fn joined_fault<'a>(
+    mut alerts: impl Iterator<Item = &'a Alert>,
+    e: &GpuEvent,
+) -> Option<&'a Alert> {
+    alerts.find(|a| {
         FAULT_CLASSES.contains(&a.class.as_str())
             && a.at_ms.abs_diff(e.at_ms) <= JOIN_MS
             && match (e.pid, a.pid) {

@@ -35,11 +35,9 @@ pub fn findings(
     notices: &[String],
     at_ms: u64,
 ) -> Vec<Alert> {
-    let mut alerts = gpu_events::alerts(events, machine);
-    alerts.extend(failures.iter().map(|f| match f.fault {
-        Some(kind) => fault::alert(f, kind, machine),
-        None => alert_for_failure(f, machine),
-    }));
+    let failed = failure_alerts(machine, failures);
+    let mut alerts = gpu_events::alerts(events, machine, &failed);
+    alerts.extend(failed);
     alerts.extend(notices.iter().map(|n| Alert {
         at_ms,
         gpu_uuid: None,
@@ -55,6 +53,17 @@ pub fn findings(
     let risks = warnings::scan(machine, &alerts, at_ms);
     alerts.extend(risks);
     alerts
+}
+
+/// One alert per failure read from a log: a memory fault joined with its Xid, an OOM classified.
+pub fn failure_alerts(machine: &Machine, failures: &[Failure]) -> Vec<Alert> {
+    failures
+        .iter()
+        .map(|f| match f.fault {
+            Some(kind) => fault::alert(f, kind, machine),
+            None => alert_for_failure(f, machine),
+        })
+        .collect()
 }
 
 /// The alert for a failure read from a log, classified against the machine at that moment. Its

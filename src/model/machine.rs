@@ -103,6 +103,9 @@ pub struct Machine {
     pub maps: BTreeMap<(u32, u64), MapTrack>,
     /// What the samples a paused screen did not take in carried besides their readings.
     pub held: Held,
+    /// Memory faults read from logs, waiting for the Xid the driver reports for them
+    /// (`analysis::fault::waits_for_xid`).
+    pub waiting_faults: Vec<crate::oom::failure::Failure>,
 }
 
 /// The failures, notices and GPU events of samples a paused screen did not take in, handed to
@@ -140,6 +143,7 @@ impl Machine {
             alerts_dropped: 0,
             maps: BTreeMap::new(),
             held: Held::default(),
+            waiting_faults: Vec::new(),
         }
     }
 

@@ -25,6 +25,8 @@ pub struct XidLine {
     pub meaning: Option<&'static str>,
     pub detail: Option<String>,
     pub remedy: String,
+    /// How many consecutive kernel lines reported it (the driver writes several for one Xid 13).
+    pub lines: u64,
     #[serde(skip)]
     pub at_ms: Option<u64>,
 }
@@ -44,8 +46,29 @@ impl XidLine {
             time: x.at_ms.map(rfc3339),
             meaning: m.map(|m| m.words),
             detail: x.detail,
+            lines: 1,
             at_ms: x.at_ms,
         }
+    }
+
+    /// Whether `next` is the next line of the same Xid: the line after this one's last, the same
+    /// GPU and code, within a second.
+    pub fn continued_by(&self, next: &XidLine) -> bool {
+        let near = match (self.at_ms, next.at_ms) {
+            (Some(a), Some(b)) => a.abs_diff(b) <= 1000,
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        near && next.line == self.line + self.lines
+            && next.pci == self.pci
+            && next.code == self.code
+    }
+
+    /// Takes in the next line of the same Xid: its pid and detail fill what this one lacks.
+    pub fn absorb(&mut self, next: XidLine) {
+        self.lines += 1;
+        self.pid = self.pid.or(next.pid);
+        self.process = self.process.take().or(next.process);
+        self.detail = self.detail.take().or(next.detail);
     }
 
     /// "Xid 31 (GPU memory page fault) on PCI 0000:00:06 at 14:15:03, pid 514 (python3)".

@@ -1,5 +1,6 @@
 //! GPU events and memory faults into alerts: an ECC death on a GPU with a remap pending, an
-//! illegal access with its Xid 31, an Xid for a GPU no longer listed, health alerts raised once.
+//! illegal access with its Xid 31, an Xid for a GPU no longer listed, health alerts raised once,
+//! a fault that waits for the Xid that comes after it.
 
 use super::*;
 use crate::analysis::findings;
@@ -153,7 +154,7 @@ fn events_become_alerts_with_the_gpu_health_and_a_fault_nearby() {
         &[],
         T,
     ));
-    let a = &alerts(&[e], &m)[0];
+    let a = &alerts(&[e], &m, &[])[0];
     assert_eq!(
         a.title,
         "Xid 48 (double-bit ECC error) on GPU2 at 03:12:07, pid 4121 (python)"
@@ -186,7 +187,7 @@ fn an_xid_for_a_gpu_no_longer_listed_and_an_unknown_code() {
         origin: EventOrigin::Kernel,
         detail: Some("GPU has fallen off the bus.".into()),
     };
-    let a = &alerts(std::slice::from_ref(&e), &m)[0];
+    let a = &alerts(std::slice::from_ref(&e), &m, &[])[0];
     assert_eq!(
         a.title,
         "Xid 79 (GPU has fallen off the bus) on the GPU at PCI 0000:3b:00 (not listed by NVML) at 03:12:07"
@@ -196,7 +197,7 @@ fn an_xid_for_a_gpu_no_longer_listed_and_an_unknown_code() {
         kind: GpuEventKind::Xid { code: None },
         ..e
     };
-    let a = &alerts(&[odd], &m)[0];
+    let a = &alerts(&[odd], &m, &[])[0];
     assert!(a.title.starts_with("an Xid of unknown code on"));
     assert!(a.remedy.as_deref().unwrap().contains("Xid catalogue"));
 }
@@ -243,4 +244,100 @@ fn a_fault_from_a_log_without_a_process_takes_the_xid_of_the_only_gpu_that_had_o
     );
     let b = crate::analysis::fault::alert(&f, FaultKind::IllegalAddress, &two);
     assert_eq!(b.confidence.as_deref(), Some("likely"));
+}
+
+/// Samples a second apart from `T`: sample 1 carries the job's fault, sample `xid_in` (if any)
+/// the Xid the driver reported for it (the event sources join NVML's and the kernel log's
+/// reports first: on an H100 it came 2.1 s after the job's error), then the source ends.
+/// The alerts raised, oldest first, with the sample each came in (the end counts as `samples`).
+fn fault_then_xid(xid_in: Option<u64>, samples: u64) -> Vec<(u64, Alert)> {
+    let base = machine(false, Vec::new());
+    let g = base.gpus_in_order()[2].sample.clone();
+    let mut m = machine(false, Vec::new());
+    let mut at = Vec::new();
+    for k in 1..samples {
+        let mut e = xid(13, &base, 2, Some(4121));
+        e.at_ms = T + 800;
+        let s = Sample {
+            at_ms: T + k * 1000,
+            gpus: base
+                .gpus_in_order()
+                .iter()
+                .map(|g| g.sample.clone())
+                .collect(),
+            processes: vec![build::process(
+                4121,
+                &g,
+                9 * GIB,
+                Framework::Cupy,
+                "python k.py",
+            )],
+            failures: if k == 1 {
+                vec![fault(
+                    FaultKind::MisalignedAddress,
+                    "cudaErrorMisalignedAddress: misaligned address",
+                )]
+            } else {
+                Vec::new()
+            },
+            notices: Vec::new(),
+            events: if Some(k) == xid_in {
+                vec![e]
+            } else {
+                Vec::new()
+            },
+            probes: Vec::new(),
+        };
+        let before = m.alerts.len();
+        apply(&mut m, Event::Sample(s));
+        at.extend(std::iter::repeat_n(k, m.alerts.len() - before));
+    }
+    let before = m.alerts.len();
+    apply(&mut m, Event::SourceEnded);
+    at.extend(std::iter::repeat_n(samples, m.alerts.len() - before));
+    let mut alerts: Vec<Alert> = m.alerts.into_iter().rev().collect();
+    alerts.retain(|a| a.level == Level::Failure);
+    at.into_iter().zip(alerts).collect()
+}
+
+#[test]
+fn a_fault_waits_for_its_xid_and_both_alerts_name_each_other() {
+    let raised = fault_then_xid(Some(3), 12);
+    let got: Vec<(u64, &str)> = raised.iter().map(|(k, a)| (*k, a.class.as_str())).collect();
+    assert_eq!(
+        got,
+        vec![(3, "xid"), (3, "misaligned-address")],
+        "{raised:#?}"
+    );
+    let (xid, fault) = (&raised[0].1, &raised[1].1);
+    assert_eq!(fault.confidence.as_deref(), Some("certain"));
+    assert!(
+        fault.title.contains("(Xid 13) in pid 4121"),
+        "{}",
+        fault.title
+    );
+    assert!(
+        xid.evidence
+            .iter()
+            .any(|l| l.starts_with("near it, in a log: a misaligned memory access")),
+        "{:?}",
+        xid.evidence
+    );
+}
+
+#[test]
+fn a_fault_no_xid_follows_is_raised_once_it_waited_or_when_the_source_ends() {
+    // 7 s after the error: sample 8.
+    let raised = fault_then_xid(None, 12);
+    assert_eq!(raised.len(), 1, "{raised:#?}");
+    assert_eq!(raised[0].0, 8);
+    assert!(
+        raised[0].1.title.contains("no Xid heard"),
+        "{}",
+        raised[0].1.title
+    );
+    // A recording that ends first still raises it.
+    let raised = fault_then_xid(None, 4);
+    assert_eq!(raised.len(), 1, "{raised:#?}");
+    assert_eq!(raised[0].0, 4);
 }
