@@ -155,4 +155,127 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
 }
 
 #[cfg(test)]
+mod test_pools {
+    //! What the analysis tests build alike: PyTorch and JAX pools as the probe reads them, a
+    //! probed process, a process's settings, and a runner that applies one sample a second
+    //! through the pipeline. Inline, in this file's test part, because analysis code may not
+    //! import `pipeline` (tests/architecture.rs); its tests may.
+
+    use crate::model::{Alert, Config, Event, Machine};
+    use crate::oom::failure::Failure;
+    use crate::pipeline;
+    use crate::sample::{Framework, GpuSample, Pool, ProbeNews, ProcessSample, Reading, Sample};
+    use crate::source::scripted::build::{machine, process};
+
+    /// When a scripted run takes its first sample, and when its pools are read.
+    pub const T0: u64 = 1_763_812_900_000;
+
+    /// A PyTorch pool holding `reserved`, `allocated` of it in use and `stranded` in split
+    /// blocks, with its largest free block and cap where known; no retries or OOMs yet.
+    pub fn torch(
+        allocated: u64,
+        reserved: u64,
+        stranded: u64,
+        largest_free_block: Option<u64>,
+        limit: Option<u64>,
+    ) -> Pool {
+        Pool {
+            framework: Framework::Pytorch,
+            version: None,
+            at_ms: T0,
+            allocated: Some(allocated),
+            reserved: Some(reserved),
+            cached_free: Some(reserved - allocated),
+            stranded: Some(stranded),
+            largest_free_block,
+            largest_alloc: None,
+            limit,
+            peak_allocated: None,
+            peak_reserved: None,
+            alloc_retries: Some(0),
+            ooms: Some(0),
+        }
+    }
+
+    /// A JAX pool preallocated up to its `limit`, `in_use` of it used, the rest one free block.
+    pub fn jax(in_use: u64, limit: u64) -> Pool {
+        Pool {
+            framework: Framework::Jax,
+            version: None,
+            at_ms: T0,
+            allocated: Some(in_use),
+            reserved: Some(limit),
+            cached_free: Some(limit - in_use),
+            stranded: None,
+            largest_free_block: Some(limit - in_use),
+            largest_alloc: None,
+            limit: Some(limit),
+            peak_allocated: None,
+            peak_reserved: None,
+            alloc_retries: None,
+            ooms: None,
+        }
+    }
+
+    /// `python train.py` (PyTorch) as pid `pid` holding `device` on `g`, its probe reading `pool`.
+    pub fn probed(pid: u32, g: &GpuSample, device: u64, pool: Pool) -> ProcessSample {
+        ProcessSample {
+            pool: Reading::Value(pool),
+            ..process(pid, g, device, Framework::Pytorch, "python train.py")
+        }
+    }
+
+    /// `p` with `env` as the settings of its initial environment.
+    pub fn with_env(mut p: ProcessSample, env: &[(&str, &str)]) -> ProcessSample {
+        p.settings = Reading::Value(
+            env.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        p
+    }
+
+    /// One second of a scripted run: its GPU, the processes on it, their probes' news and the
+    /// failures its logs showed.
+    pub struct Second {
+        pub gpu: GpuSample,
+        pub processes: Vec<ProcessSample>,
+        pub probes: Vec<ProbeNews>,
+        pub failures: Vec<Failure>,
+    }
+
+    impl From<(GpuSample, Vec<ProcessSample>)> for Second {
+        fn from((gpu, processes): (GpuSample, Vec<ProcessSample>)) -> Self {
+            Second {
+                gpu,
+                processes,
+                probes: Vec::new(),
+                failures: Vec::new(),
+            }
+        }
+    }
+
+    /// Applies `seconds` through the pipeline, the first at `T0` and one a second after, on a
+    /// machine just started; returns its alerts, oldest first.
+    pub fn run<S: Into<Second>>(seconds: impl IntoIterator<Item = S>) -> Vec<Alert> {
+        let mut m = Machine::new(Config::new(1000, 600_000));
+        pipeline::apply(&mut m, Event::Started(machine()));
+        for (k, s) in seconds.into_iter().enumerate() {
+            let s: Second = s.into();
+            let sample = Sample {
+                at_ms: T0 + k as u64 * 1000,
+                gpus: vec![s.gpu],
+                processes: s.processes,
+                failures: s.failures,
+                notices: Vec::new(),
+                events: Vec::new(),
+                probes: s.probes,
+            };
+            pipeline::apply(&mut m, Event::Sample(sample));
+        }
+        m.alerts.into_iter().rev().collect()
+    }
+}
+
+#[cfg(test)]
 mod tests;

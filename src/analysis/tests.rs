@@ -1,7 +1,6 @@
 //! Alerts through `State::update`: failures classified against the state, warnings from history.
 
-use std::collections::BTreeMap;
-
+use crate::analysis::test_pools::with_env;
 use crate::model::Level;
 use crate::model::{Config, Event};
 use crate::oom::failure::Failure;
@@ -39,15 +38,6 @@ fn failure(pid: u32, line: &str) -> Failure {
         .into_failure(5_000, "job.out", Some(pid))
 }
 
-fn with(mut p: ProcessSample, env: &[(&str, &str)]) -> ProcessSample {
-    p.settings = Reading::Value(
-        env.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-    );
-    p
-}
-
 #[test]
 fn failure_maps_through_cuda_visible_devices_and_names_others() {
     let mut s = state();
@@ -55,7 +45,7 @@ fn failure_maps_through_cuda_visible_devices_and_names_others() {
         gpu(0, 80 * GIB, 10 * GIB, GIB / 2),
         gpu(1, 80 * GIB, 79 * GIB, GIB / 2),
     );
-    let me = with(
+    let me = with_env(
         process(100, &g1, 18 * GIB, Framework::Pytorch, "python train.py"),
         &[("CUDA_VISIBLE_DEVICES", "1")],
     );
@@ -117,7 +107,7 @@ fn jax_failure_is_not_compared_with_nvml_free_under_preallocation() {
     let oom = "XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.";
     let g = gpu(0, 80 * GIB, 60 * GIB, GIB / 2);
     let mut s = state();
-    let p = with(
+    let p = with_env(
         process(300, &g, 60 * GIB, Framework::Jax, "python jax.py"),
         &[],
     );
@@ -138,7 +128,7 @@ fn jax_failure_is_not_compared_with_nvml_free_under_preallocation() {
         "19.5 GiB free must not make it driver-level"
     );
     let mut s = state();
-    let p = with(p, &[("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")]);
+    let p = with_env(p, &[("XLA_PYTHON_CLIENT_ALLOCATOR", "platform")]);
     s.update(sample(5_000, vec![g], vec![p], vec![failure(300, oom)]));
     let a = s
         .machine()
@@ -156,7 +146,7 @@ fn jax_failure_is_not_compared_with_nvml_free_under_preallocation() {
 fn preallocation_is_raised_once_with_its_variable() {
     let mut s = state();
     let g = gpu(0, 80 * GIB, 61 * GIB, GIB / 2);
-    let p = with(
+    let p = with_env(
         process(400, &g, 60 * GIB, Framework::Jax, "python jax.py"),
         &[("XLA_CLIENT_MEM_FRACTION", ".75")],
     );

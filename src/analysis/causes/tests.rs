@@ -1,20 +1,16 @@
 //! An OOM at the end of a leak is named a leak with the leak remedy, from NVML's device memory
 //! alone when the process runs without the probe; one large request after flat memory is not.
 
-use crate::model::{Alert, Config, Event, Level, Machine};
+use crate::analysis::test_pools::{Second, T0, run};
+use crate::model::{Alert, Level};
 use crate::oom::parse_all;
-use crate::pipeline;
-use crate::sample::{Framework, Sample};
-use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
-
-const T0: u64 = 1_763_812_900_000;
+use crate::sample::Framework;
+use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
 /// An unprobed PyTorch job (pid 430) alone on an 80 GiB GPU whose device memory follows
 /// `held(second)` for `secs` seconds, failing at the last one with `oom`.
 fn unprobed(secs: u64, held: impl Fn(u64) -> u64, oom: &str) -> Alert {
-    let mut m = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(&mut m, Event::Started(machine()));
-    for k in 0..secs {
+    run((0..secs).map(|k| {
         let h = held(k);
         let g = gpu(0, 80 * GIB, (h + 300 * MIB).min(80 * GIB), 0);
         let p = process(430, &g, h, Framework::Pytorch, "python3 train.py");
@@ -28,22 +24,14 @@ fn unprobed(secs: u64, held: impl Fn(u64) -> u64, oom: &str) -> Alert {
         } else {
             Vec::new()
         };
-        let s = Sample {
-            at_ms: at,
-            gpus: vec![g],
-            processes: vec![p],
+        Second {
             failures,
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-        };
-        pipeline::apply(&mut m, Event::Sample(s));
-    }
-    m.alerts
-        .iter()
-        .find(|a| a.level == Level::Failure)
-        .cloned()
-        .expect("a failure alert")
+            ..(g, vec![p]).into()
+        }
+    }))
+    .into_iter()
+    .rfind(|a| a.level == Level::Failure)
+    .expect("a failure alert")
 }
 
 const FULL: &str = "CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 212.00 MiB is free. Of the allocated memory 77.50 GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.";

@@ -3,28 +3,10 @@
 //! each kind of limit.
 
 use super::*;
+use crate::analysis::test_pools::torch;
 use crate::model::{GpuTrack, PoolHistory, ProcessTrack, Ring};
 use crate::sample::{Framework, GpuSample, Pool, Reading};
 use crate::source::scripted::build::{GIB, MIB, gpu, process};
-
-fn pool(allocated: u64, reserved: u64, stranded: u64, limit: Option<u64>) -> Pool {
-    Pool {
-        framework: Framework::Pytorch,
-        version: None,
-        at_ms: 0,
-        allocated: Some(allocated),
-        reserved: Some(reserved),
-        cached_free: Some(reserved.saturating_sub(allocated)),
-        stranded: Some(stranded),
-        largest_free_block: None,
-        largest_alloc: None,
-        limit,
-        peak_allocated: None,
-        peak_reserved: None,
-        alloc_retries: Some(0),
-        ooms: Some(0),
-    }
-}
 
 fn track(sample: GpuSample) -> GpuTrack {
     GpuTrack {
@@ -67,7 +49,7 @@ fn a_leak_under_a_cap_is_warned_with_its_cap_and_time() {
     let cap = 9 * GIB + GIB / 2;
     let (t, g, last) = run(20, 70 * GIB, |k| {
         let a = GIB + k * 200 * MIB;
-        pool(a, a + 100 * MIB, 50 * MIB, Some(cap))
+        torch(a, a + 100 * MIB, 50 * MIB, None, Some(cap))
     });
     let r = risk(&t, &last, &g, now(20)).expect("a leak");
     assert_eq!(r.class, "leak");
@@ -80,7 +62,7 @@ fn a_leak_under_a_cap_is_warned_with_its_cap_and_time() {
 fn cache_growth_over_flat_allocated_is_never_a_warning() {
     // The pool grows 2 GiB a second toward a full GPU; allocated stays at 1 GiB.
     let (t, g, last) = run(38, 2 * GIB, |k| {
-        pool(GIB, GIB + k * 2 * GIB, 80 * MIB, None)
+        torch(GIB, GIB + k * 2 * GIB, 80 * MIB, None, None)
     });
     assert!(risk(&t, &last, &g, now(38)).is_none());
 }
@@ -90,7 +72,7 @@ fn a_growing_pool_with_its_stranded_share_growing_is_fragmentation() {
     let (t, g, last) = run(20, 70 * GIB, |k| {
         let a = GIB + k * 120 * MIB;
         let s = 200 * MIB + k * 60 * MIB;
-        pool(a, a + s, s, Some(8 * GIB))
+        torch(a, a + s, s, None, Some(8 * GIB))
     });
     let r = risk(&t, &last, &g, now(20)).expect("a fragmentation that builds");
     assert_eq!(r.class, "fragmentation-risk");
@@ -101,7 +83,7 @@ fn a_growing_pool_with_its_stranded_share_growing_is_fragmentation() {
 fn one_jump_then_flat_is_not_a_climb() {
     let (t, g, last) = run(20, 70 * GIB, |k| {
         let a = if k < 8 { 100 * MIB } else { 3 * GIB };
-        pool(a, a, 0, None)
+        torch(a, a, 0, None, None)
     });
     assert!(risk(&t, &last, &g, now(20)).is_none());
 }
@@ -111,7 +93,7 @@ fn in_step_temporaries_are_not_a_leak() {
     // Allocated read at any moment of a step: 1 GiB between steps, up to 5 GiB inside one.
     let (t, g, last) = run(40, 70 * GIB, |k| {
         let a = GIB + (k * 7919 % 5) * GIB;
-        pool(a, 7 * GIB, 100 * MIB, Some(10 * GIB))
+        torch(a, 7 * GIB, 100 * MIB, None, Some(10 * GIB))
     });
     assert!(risk(&t, &last, &g, now(40)).is_none());
 }
@@ -119,11 +101,11 @@ fn in_step_temporaries_are_not_a_leak() {
 #[test]
 fn the_gpu_binds_first_when_its_free_memory_is_nearer_than_the_cap() {
     let g = track(gpu(0, 80 * GIB, 78 * GIB, 0));
-    let l = binding(&pool(4 * GIB, 5 * GIB, 0, Some(40 * GIB)), &g).unwrap();
+    let l = binding(&torch(4 * GIB, 5 * GIB, 0, None, Some(40 * GIB)), &g).unwrap();
     assert_eq!(l.kind, LimitKind::Gpu);
     // The GPU's free memory plus the cache the process could release.
     assert_eq!(l.headroom, 2 * GIB + GIB);
-    let capped = binding(&pool(4 * GIB, 5 * GIB, 0, Some(6 * GIB)), &g).unwrap();
+    let capped = binding(&torch(4 * GIB, 5 * GIB, 0, None, Some(6 * GIB)), &g).unwrap();
     assert_eq!(capped.kind, LimitKind::Own);
     assert_eq!(capped.headroom, 2 * GIB);
     assert_eq!(
@@ -138,7 +120,7 @@ fn a_slow_leak_far_from_its_limit_waits() {
     // 20 MiB a second with 70 GiB to go: an hour away, not a warning yet.
     let (t, g, last) = run(60, 70 * GIB, |k| {
         let a = GIB + k * 20 * MIB;
-        pool(a, a, 0, None)
+        torch(a, a, 0, None, None)
     });
     assert!(risk(&t, &last, &g, now(60)).is_none());
 }
@@ -147,7 +129,7 @@ fn a_slow_leak_far_from_its_limit_waits() {
 fn retries_are_counted_only_when_the_count_rises() {
     let mut track = PoolHistory::new(60);
     let with = |n: u64| {
-        let mut p = pool(GIB, 2 * GIB, 0, None);
+        let mut p = torch(GIB, 2 * GIB, 0, None, None);
         p.alloc_retries = Some(n);
         p
     };
@@ -163,61 +145,33 @@ fn retries_are_counted_only_when_the_count_rises() {
 /// from the pool's free part (reserved − allocated) and the largest free block where the probe has
 /// one; a pool at its cap whose free part is steady and whose flushes succeed stays silent.
 mod expandable {
-    use std::collections::BTreeMap;
+    use crate::analysis::test_pools::{self, T0, with_env};
+    use crate::model::Alert;
+    use crate::sample::{Framework, Pool, ProcessSample, Reading};
+    use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
-    use crate::model::{Alert, Config, Event, Machine};
-    use crate::pipeline;
-    use crate::sample::{Framework, Pool, Reading, Sample};
-    use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
-
-    const T0: u64 = 1_763_812_900_000;
     const CAP: u64 = 7 * GIB;
     const EXPANDABLE: (&str, &str) = ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True");
 
     fn torch(allocated: u64, reserved: u64, largest: Option<u64>, retries: u64) -> Pool {
         Pool {
-            framework: Framework::Pytorch,
-            version: None,
-            at_ms: T0,
-            allocated: Some(allocated),
-            reserved: Some(reserved),
-            cached_free: Some(reserved - allocated),
-            stranded: Some(0),
-            largest_free_block: largest,
-            largest_alloc: None,
-            limit: Some(CAP),
             peak_allocated: Some(allocated + 16 * MIB),
-            peak_reserved: None,
             alloc_retries: Some(retries),
-            ooms: Some(0),
+            ..test_pools::torch(allocated, reserved, 0, largest, Some(CAP))
         }
     }
 
     /// One probed job (pid 91) with `env`, one reading a second.
     fn run(secs: u64, env: &[(&str, &str)], f: impl Fn(u64) -> Pool) -> Vec<Alert> {
-        let mut m = Machine::new(Config::new(1000, 600_000));
-        pipeline::apply(&mut m, Event::Started(machine()));
-        for k in 0..secs {
+        test_pools::run((0..secs).map(|k| {
             let g = gpu(0, 80 * GIB, 10 * GIB, 0);
-            let mut p = process(91, &g, 8 * GIB, Framework::Pytorch, "python3 churn.py");
-            p.settings = Reading::Value(
-                env.iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect::<BTreeMap<_, _>>(),
-            );
-            p.pool = Reading::Value(f(k));
-            let s = Sample {
-                at_ms: T0 + k * 1000,
-                gpus: vec![g],
-                processes: vec![p],
-                failures: Vec::new(),
-                notices: Vec::new(),
-                events: Vec::new(),
-                probes: Vec::new(),
+            let job = process(91, &g, 8 * GIB, Framework::Pytorch, "python3 churn.py");
+            let p = ProcessSample {
+                pool: Reading::Value(f(k)),
+                ..with_env(job, env)
             };
-            pipeline::apply(&mut m, Event::Sample(s));
-        }
-        m.alerts.into_iter().rev().collect()
+            (g, vec![p])
+        }))
     }
 
     /// The job: every other 8 MiB tensor freed for 30 s under a 7 GiB cap; the pool grows

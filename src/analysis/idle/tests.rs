@@ -2,59 +2,33 @@
 //! device-full OOM is the OOM's first cause and first remedy, its pool is never called
 //! releasable, and a JAX job with default preallocation that never fails raises no warning.
 
-use std::collections::BTreeMap;
-
-use crate::model::{Alert, Config, Event, Level, Machine};
+use crate::analysis::test_pools::{self, Second, T0, run, torch, with_env};
+use crate::model::{Alert, Level};
 use crate::oom::parse_all;
-use crate::pipeline;
-use crate::sample::{Framework, GpuSample, Pool, ProcessSample, Reading, Sample};
-use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
+use crate::sample::{Framework, GpuSample, Pool, ProcessSample, Reading};
+use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
-const T0: u64 = 1_763_812_900_000;
 const TORCH_OOM: &str = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 300.00 MiB is free. Of the allocated memory 18.50 GiB is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but unallocated.";
 
+/// A JAX pool preallocated to `pool`, `in_use` of it used, its peak what it uses now.
 fn jax_pool(in_use: u64, pool: u64) -> Pool {
     Pool {
-        framework: Framework::Jax,
-        version: None,
-        at_ms: T0,
-        allocated: Some(in_use),
-        reserved: Some(pool),
-        cached_free: Some(pool - in_use),
-        stranded: None,
-        largest_free_block: Some(pool - in_use),
-        largest_alloc: None,
-        limit: Some(pool),
         peak_allocated: Some(in_use),
-        peak_reserved: None,
-        alloc_retries: None,
-        ooms: None,
+        ..test_pools::jax(in_use, pool)
     }
 }
 
+/// A PyTorch pool with `allocated` in use and 20 MiB cached, its peak what it uses now.
 fn torch_pool(allocated: u64) -> Pool {
     Pool {
-        framework: Framework::Pytorch,
-        allocated: Some(allocated),
-        reserved: Some(allocated + 20 * MIB),
-        cached_free: Some(20 * MIB),
-        stranded: Some(0),
-        largest_free_block: None,
-        limit: None,
         peak_allocated: Some(allocated),
-        alloc_retries: Some(0),
-        ooms: Some(0),
-        ..jax_pool(0, 0)
+        ..torch(allocated, allocated + 20 * MIB, 0, None, None)
     }
 }
 
 fn jax(g: &GpuSample, held: u64, pool: Option<Pool>, env: &[(&str, &str)]) -> ProcessSample {
-    let mut p = process(410, g, held, Framework::Jax, "python3 /srv/serve_jax.py");
-    p.settings = Reading::Value(
-        env.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect::<BTreeMap<_, _>>(),
-    );
+    let serve = process(410, g, held, Framework::Jax, "python3 /srv/serve_jax.py");
+    let mut p = with_env(serve, env);
     if let Some(pool) = pool {
         p.pool = Reading::Value(pool);
     }
@@ -65,9 +39,7 @@ fn jax(g: &GpuSample, held: u64, pool: Option<Pool>, env: &[(&str, &str)]) -> Pr
 /// preallocated pool holds 59.4 GiB, until the GPU is full and it fails.
 fn weights_beside_jax(jax_probed: bool, env: &[(&str, &str)]) -> Vec<Alert> {
     let jax_held = 59 * GIB + 400 * MIB;
-    let mut m = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(&mut m, Event::Started(machine()));
-    for k in 0..20u64 {
+    run((0..20u64).map(|k| {
         let torch = (2 * GIB + k * GIB).min(18 * GIB + 512 * MIB);
         let g = gpu(
             0,
@@ -91,18 +63,12 @@ fn weights_beside_jax(jax_probed: bool, env: &[(&str, &str)]) -> Vec<Alert> {
         } else {
             Vec::new()
         };
-        let s = Sample {
-            at_ms: at,
-            gpus: vec![g.clone()],
-            processes: vec![jax(&g, jax_held + 500 * MIB, pool, env), t],
+        let processes = vec![jax(&g, jax_held + 500 * MIB, pool, env), t];
+        Second {
             failures,
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-        };
-        pipeline::apply(&mut m, Event::Sample(s));
-    }
-    m.alerts.into_iter().rev().collect()
+            ..(g, processes).into()
+        }
+    }))
 }
 
 fn failure(alerts: &[Alert]) -> &Alert {
@@ -191,36 +157,25 @@ fn an_unprobed_jax_neighbour_is_named_from_its_framework_and_settings() {
 
 #[test]
 fn a_jax_job_with_default_preallocation_that_never_fails_raises_no_warning() {
-    let mut m = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(&mut m, Event::Started(machine()));
-    for k in 0..120u64 {
+    let alerts = run((0..120u64).map(|k| {
         // 60 GiB preallocated, its use swinging between 2 and 14 GiB; a small torch job beside
         // it, and 16 GiB of the GPU still free.
         let in_use = 2 * GIB + (k % 7) * 2 * GIB;
         let g = gpu(0, 80 * GIB, 64 * GIB, 0);
         let mut t = process(420, &g, 3 * GIB, Framework::Pytorch, "python3 eval.py");
         t.pool = Reading::Value(torch_pool(2 * GIB));
-        let s = Sample {
-            at_ms: T0 + k * 1000,
-            gpus: vec![g.clone()],
-            processes: vec![
-                jax(
-                    &g,
-                    60 * GIB + 500 * MIB,
-                    Some(jax_pool(in_use, 60 * GIB)),
-                    &[],
-                ),
-                t,
-            ],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-        };
-        pipeline::apply(&mut m, Event::Sample(s));
-    }
-    let warnings: Vec<&Alert> = m
-        .alerts
+        let processes = vec![
+            jax(
+                &g,
+                60 * GIB + 500 * MIB,
+                Some(jax_pool(in_use, 60 * GIB)),
+                &[],
+            ),
+            t,
+        ];
+        (g, processes)
+    }));
+    let warnings: Vec<&Alert> = alerts
         .iter()
         .filter(|a| matches!(a.level, Level::Suspected | Level::Failure))
         .collect();

@@ -2,11 +2,12 @@
 //! and which processes are asked for maps during an alert (at most every 30 s, only while the
 //! alert's risk holds).
 
+use crate::analysis::test_pools::{probed, torch};
 use crate::model::{Alert, Config, Event, Level, Machine};
 use crate::oom::parse_all;
 use crate::pipeline::{self, alert_maps::AlertMaps};
 use crate::sample::pool_map::{MapOom, MapReason};
-use crate::sample::{Framework, PoolMap, ProbeNews, ProcessSample, Sample};
+use crate::sample::{Framework, Pool, PoolMap, ProbeNews, ProcessSample, Sample};
 use crate::source::scripted::build::{GIB, gpu, machine, process};
 use crate::source::scripted::maps::fragmented;
 
@@ -98,24 +99,12 @@ fn a_leak_names_the_site_that_climbs_and_its_probe_is_asked_for_maps_every_30_s(
     // A pool that leaks 100 MiB a second, its allocated memory in one site.
     for k in 0..40u64 {
         let at = 1_000 + k * 1000;
-        let mut p = process(PID, &g, 20 * GIB, Framework::Pytorch, "python train.py");
         let allocated = 4 * GIB + k * (100 << 20);
-        p.pool = crate::sample::Reading::Value(crate::sample::Pool {
-            framework: Framework::Pytorch,
-            version: None,
+        let pool = Pool {
             at_ms: at,
-            allocated: Some(allocated),
-            reserved: Some(allocated + (64 << 20)),
-            cached_free: Some(64 << 20),
-            stranded: Some(0),
-            largest_free_block: None,
-            largest_alloc: None,
-            limit: None,
-            peak_allocated: None,
-            peak_reserved: None,
-            alloc_retries: Some(0),
-            ooms: Some(0),
-        });
+            ..torch(allocated, allocated + (64 << 20), 0, None, None)
+        };
+        let p = probed(PID, &g, 20 * GIB, pool);
         let probes = match k {
             2 | 30 => {
                 let mut map = fragmented(PID, &g.uuid, at, 16);

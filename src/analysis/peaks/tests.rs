@@ -4,12 +4,11 @@
 //! that plateaus, a job tuned to 90-95 % of its cap whose cache flushes succeed, and memory kept
 //! between steps (a leak, the leak rule's).
 
-use crate::model::{Alert, Config, Event, Machine};
-use crate::pipeline;
-use crate::sample::{Framework, Pool, Reading, Sample};
-use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
+use crate::analysis::test_pools::{self, Second, T0, torch};
+use crate::model::{Alert, Level};
+use crate::sample::{Framework, GpuSample, Pool, ProcessSample, Reading};
+use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
-const T0: u64 = 1_763_812_900_000;
 const CAP: u64 = 12 * GIB;
 
 /// One reading of a PyTorch pool: `floor` allocated between steps, a step needing `peak`, read at
@@ -23,43 +22,26 @@ fn reading(k: u64, floor: u64, peak: u64, flushes: u64, cap: Option<u64>) -> Poo
     };
     let reserved = (peak + 512 * MIB).min(cap.unwrap_or(u64::MAX));
     Pool {
-        framework: Framework::Pytorch,
-        version: None,
         at_ms: T0 + k * 1000,
-        allocated: Some(allocated),
-        reserved: Some(reserved),
-        cached_free: Some(reserved - allocated),
-        stranded: Some(40 * MIB),
-        largest_free_block: None,
-        largest_alloc: None,
-        limit: cap,
         peak_allocated: Some(peak_seen),
-        peak_reserved: None,
         alloc_retries: Some(flushes),
-        ooms: Some(0),
+        ..torch(allocated, reserved, 40 * MIB, None, cap)
     }
 }
 
-/// A probed job on an 80 GiB GPU with 60 GiB free, one reading a second for `secs` seconds.
+/// The probed job (pid 7) on an 80 GiB GPU with 60 GiB free, its probe reading `pool`.
+fn job(pool: Pool) -> (GpuSample, Vec<ProcessSample>) {
+    let g = gpu(0, 80 * GIB, 20 * GIB, 0);
+    let p = ProcessSample {
+        pool: Reading::Value(pool),
+        ..process(7, &g, 13 * GIB, Framework::Pytorch, "python3 train.py")
+    };
+    (g, vec![p])
+}
+
+/// The probed job, one reading a second for `secs` seconds.
 fn run(secs: u64, f: impl Fn(u64) -> Pool) -> Vec<Alert> {
-    let mut m = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(&mut m, Event::Started(machine()));
-    for k in 0..secs {
-        let g = gpu(0, 80 * GIB, 20 * GIB, 0);
-        let mut p = process(7, &g, 13 * GIB, Framework::Pytorch, "python3 train.py");
-        p.pool = Reading::Value(f(k));
-        let s = Sample {
-            at_ms: T0 + k * 1000,
-            gpus: vec![g],
-            processes: vec![p],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-        };
-        pipeline::apply(&mut m, Event::Sample(s));
-    }
-    m.alerts.into_iter().rev().collect()
+    test_pools::run((0..secs).map(|k| job(f(k))))
 }
 
 fn of<'a>(alerts: &'a [Alert], class: &str) -> Option<&'a Alert> {
@@ -239,13 +221,8 @@ fn a_pool_that_holds_more_after_each_cache_flush_is_a_growing_need() {
 #[test]
 fn the_oom_at_the_end_of_a_growing_peak_names_it_with_the_schedule_remedy_first() {
     let oom = "CUDA out of memory. Tried to allocate 1.54 GiB. GPU 0 has a total capacity of 79.18 GiB of which 63.06 GiB is free. Including non-PyTorch memory, this process has 11.21 GiB memory in use. 12.00 GiB allowed; Of the allocated memory 9.93 GiB is allocated by PyTorch, and 566.57 MiB is reserved by PyTorch but unallocated.";
-    let mut m = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(&mut m, Event::Started(machine()));
-    for k in 0..60u64 {
-        let g = gpu(0, 80 * GIB, 20 * GIB, 0);
-        let mut p = process(7, &g, 13 * GIB, Framework::Pytorch, "python3 train.py");
+    let alerts = test_pools::run((0..60u64).map(|k| {
         let peak = (2 * GIB + k * 170 * MIB).min(CAP);
-        p.pool = Reading::Value(reading(k, 3 * GIB / 2, peak, 0, Some(CAP)));
         let at = T0 + k * 1000;
         let failures = if k == 59 {
             let f = crate::oom::parse_all(oom.as_bytes()).remove(0);
@@ -253,21 +230,15 @@ fn the_oom_at_the_end_of_a_growing_peak_names_it_with_the_schedule_remedy_first(
         } else {
             Vec::new()
         };
-        let s = Sample {
-            at_ms: at,
-            gpus: vec![g],
-            processes: vec![p],
+        Second {
             failures,
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-        };
-        pipeline::apply(&mut m, Event::Sample(s));
-    }
-    let f = m
-        .alerts
+            ..job(reading(k, 3 * GIB / 2, peak, 0, Some(CAP))).into()
+        }
+    }));
+    // The newest failure.
+    let f = alerts
         .iter()
-        .find(|a| a.level == crate::model::Level::Failure)
+        .rfind(|a| a.level == Level::Failure)
         .expect("the OOM");
     assert!(
         f.title

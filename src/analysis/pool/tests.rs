@@ -1,80 +1,11 @@
 //! Probe alerts from scripted sequences of pool figures: each fires on the numbers that make it,
 //! and none fires on a healthy pool.
 
+use crate::analysis::test_pools::{Second, T0, jax, probed, run, torch};
 use crate::model::{Alert, Config, Event, Level, Machine};
 use crate::pipeline;
-use crate::sample::{Framework, GpuSample, Pool, ProbeNews, ProcessSample, Reading, Sample};
-use crate::source::scripted::build::{GIB, MIB, gpu, machine, process};
-
-const T0: u64 = 1_763_812_900_000;
-
-fn pool(framework: Framework) -> Pool {
-    Pool {
-        framework,
-        version: None,
-        at_ms: T0,
-        allocated: None,
-        reserved: None,
-        cached_free: None,
-        stranded: None,
-        largest_free_block: None,
-        largest_alloc: None,
-        limit: None,
-        peak_allocated: None,
-        peak_reserved: None,
-        alloc_retries: None,
-        ooms: None,
-    }
-}
-
-fn torch(allocated: u64, reserved: u64, stranded: u64, largest: u64) -> Pool {
-    Pool {
-        allocated: Some(allocated),
-        reserved: Some(reserved),
-        cached_free: Some(reserved - allocated),
-        stranded: Some(stranded),
-        largest_free_block: Some(largest),
-        alloc_retries: Some(0),
-        ooms: Some(0),
-        ..pool(Framework::Pytorch)
-    }
-}
-
-fn probed(pid: u32, g: &GpuSample, device: u64, p: Pool) -> ProcessSample {
-    ProcessSample {
-        pool: Reading::Value(p),
-        ..process(pid, g, device, Framework::Pytorch, "python train.py")
-    }
-}
-
-/// Runs the samples through the pipeline; returns the machine's alerts, oldest first.
-fn run(samples: Vec<(GpuSample, Vec<ProcessSample>)>) -> Vec<Alert> {
-    run_with_news(
-        samples
-            .into_iter()
-            .map(|(g, p)| (g, p, Vec::new()))
-            .collect(),
-    )
-}
-
-/// `run`, each sample with its probes' news.
-fn run_with_news(samples: Vec<(GpuSample, Vec<ProcessSample>, Vec<ProbeNews>)>) -> Vec<Alert> {
-    let mut m = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(&mut m, Event::Started(machine()));
-    for (k, (g, processes, probes)) in samples.into_iter().enumerate() {
-        let s = Sample {
-            at_ms: T0 + k as u64 * 1000,
-            gpus: vec![g],
-            processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes,
-        };
-        pipeline::apply(&mut m, Event::Sample(s));
-    }
-    m.alerts.into_iter().rev().collect()
-}
+use crate::sample::{Framework, GpuSample, Pool, ProbeNews, Sample};
+use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
 fn classes(alerts: &[Alert]) -> Vec<&str> {
     alerts.iter().map(|a| a.class.as_str()).collect()
@@ -89,15 +20,13 @@ fn a_torch_cache_splitting_into_small_blocks_warns_before_the_oom() {
         [(200, 2000), (400, 2600), (2304, 4300)]
             .into_iter()
             .map(|(stranded, reserved)| {
-                let p = Pool {
-                    limit: cap,
-                    ..torch(
-                        (reserved - stranded) * MIB,
-                        reserved * MIB,
-                        stranded * MIB,
-                        8 * MIB,
-                    )
-                };
+                let p = torch(
+                    (reserved - stranded) * MIB,
+                    reserved * MIB,
+                    stranded * MIB,
+                    Some(8 * MIB),
+                    cap,
+                );
                 (
                     g.clone(),
                     vec![probed(873, &g, reserved * MIB + 500 * MIB, p)],
@@ -139,12 +68,16 @@ fn a_torch_cache_splitting_into_small_blocks_warns_before_the_oom() {
 #[test]
 fn a_healthy_pool_raises_nothing() {
     let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
-    let seq = (0..5)
-        .map(|k| {
-            let p = torch(8 * GIB + k * 200 * MIB, 10 * GIB, 100 * MIB, GIB);
-            (g.clone(), vec![probed(873, &g, 11 * GIB, p)])
-        })
-        .collect();
+    let seq = (0..5).map(|k| {
+        let p = torch(
+            8 * GIB + k * 200 * MIB,
+            10 * GIB,
+            100 * MIB,
+            Some(GIB),
+            None,
+        );
+        (g.clone(), vec![probed(873, &g, 11 * GIB, p)])
+    });
     assert!(run(seq).is_empty());
 }
 
@@ -158,8 +91,13 @@ fn climbing_allocation_retries_are_a_fragmentation_risk() {
             .map(|r| {
                 let p = Pool {
                     alloc_retries: Some(*r),
-                    limit: Some(8 * GIB + 512 * MIB),
-                    ..torch(5 * GIB + 512 * MIB, 8 * GIB, 2 * GIB + 512 * MIB, 2 * GIB)
+                    ..torch(
+                        5 * GIB + 512 * MIB,
+                        8 * GIB,
+                        2 * GIB + 512 * MIB,
+                        Some(2 * GIB),
+                        Some(8 * GIB + 512 * MIB),
+                    )
                 };
                 (g.clone(), vec![probed(873, &g, 9 * GIB, p)])
             })
@@ -178,28 +116,14 @@ fn climbing_allocation_retries_are_a_fragmentation_risk() {
         alerts[0].title
     );
     // Retries with the pool full say the GPU was full, not that the pool fragmented.
-    let full = [0u64, 1]
-        .into_iter()
-        .map(|retries| {
-            let p = Pool {
-                alloc_retries: Some(retries),
-                ..torch(4 * GIB, 4 * GIB + 100 * MIB, 0, 0)
-            };
-            (g.clone(), vec![probed(874, &g, 5 * GIB, p)])
-        })
-        .collect();
+    let full = [0u64, 1].into_iter().map(|retries| {
+        let p = Pool {
+            alloc_retries: Some(retries),
+            ..torch(4 * GIB, 4 * GIB + 100 * MIB, 0, Some(0), None)
+        };
+        (g.clone(), vec![probed(874, &g, 5 * GIB, p)])
+    });
     assert!(run(full).is_empty());
-}
-
-fn jax(in_use: u64, limit: u64) -> Pool {
-    Pool {
-        allocated: Some(in_use),
-        reserved: Some(limit),
-        cached_free: Some(limit - in_use),
-        largest_free_block: Some(limit - in_use),
-        limit: Some(limit),
-        ..pool(Framework::Jax)
-    }
 }
 
 #[test]
@@ -224,7 +148,14 @@ fn a_jax_pool_near_its_limit_is_named_with_its_numbers() {
 fn cache_one_process_could_release_is_named_when_its_gpu_is_short() {
     let short = gpu(0, 80 * GIB, 79 * GIB + 500 * MIB, 0);
     let roomy = gpu(0, 80 * GIB, 40 * GIB, 0);
-    let hog = |g: &GpuSample| probed(813, g, 10 * GIB, torch(2 * GIB, 10 * GIB, GIB, GIB));
+    let hog = |g: &GpuSample| {
+        probed(
+            813,
+            g,
+            10 * GIB,
+            torch(2 * GIB, 10 * GIB, GIB, Some(GIB), None),
+        )
+    };
     let other = |g: &GpuSample| process(837, g, 30 * GIB, Framework::Jax, "python serve.py");
     let alerts = run(vec![(short.clone(), vec![hog(&short), other(&short)])]);
     assert_eq!(classes(&alerts), vec!["releasable-cache"]);
@@ -245,7 +176,7 @@ fn an_oom_the_probe_counted_is_a_failure_even_without_a_log() {
     let frag = |ooms| {
         let p = Pool {
             ooms: Some(ooms),
-            ..torch(4 * GIB, 9 * GIB, 5 * GIB, 6 * MIB)
+            ..torch(4 * GIB, 9 * GIB, 5 * GIB, Some(6 * MIB), None)
         };
         (g.clone(), vec![probed(873, &g, 9 * GIB, p)])
     };
@@ -271,7 +202,7 @@ fn recorded_oom(map_in: Option<usize>, samples: usize) -> Vec<(u64, Alert)> {
     let g = gpu(0, 80 * GIB, 20 * GIB, 40 * GIB);
     let p = |ooms| Pool {
         ooms: Some(ooms),
-        ..torch(4 * GIB, 9 * GIB, 5 * GIB, 6 * MIB)
+        ..torch(4 * GIB, 9 * GIB, 5 * GIB, Some(6 * MIB), None)
     };
     let start = 1_763_800_000 + 873;
     let news = |k: usize| {
@@ -301,16 +232,14 @@ fn recorded_oom(map_in: Option<usize>, samples: usize) -> Vec<(u64, Alert)> {
             map,
         }]
     };
-    let samples = (0..samples)
-        .map(|k| {
-            (
-                g.clone(),
-                vec![probed(873, &g, 9 * GIB, p(u64::from(k > 0)))],
-                news(k),
-            )
-        })
-        .collect();
-    run_with_news(samples)
+    let samples = (0..samples).map(|k| {
+        let job = vec![probed(873, &g, 9 * GIB, p(u64::from(k > 0)))];
+        Second {
+            probes: news(k),
+            ..(g.clone(), job).into()
+        }
+    });
+    run(samples)
         .into_iter()
         .filter(|a| a.level == Level::Failure)
         .map(|a| ((a.at_ms - T0) / 1000, a))
@@ -386,18 +315,19 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
 #[test]
 fn a_capped_leak_warns_of_its_cap_not_of_a_full_gpu() {
     let cap = 12 * GIB;
-    let seq = (0..40u64)
-        .map(|k| {
-            let allocated = GIB + k * 200 * MIB;
-            let device = allocated + GIB;
-            let g = gpu(0, 80 * GIB, device, GIB / 2);
-            let p = Pool {
-                limit: Some(cap),
-                ..torch(allocated, allocated + 100 * MIB, 50 * MIB, 64 * MIB)
-            };
-            (g.clone(), vec![probed(873, &g, device, p)])
-        })
-        .collect();
+    let seq = (0..40u64).map(|k| {
+        let allocated = GIB + k * 200 * MIB;
+        let device = allocated + GIB;
+        let g = gpu(0, 80 * GIB, device, GIB / 2);
+        let p = torch(
+            allocated,
+            allocated + 100 * MIB,
+            50 * MIB,
+            Some(64 * MIB),
+            Some(cap),
+        );
+        (g.clone(), vec![probed(873, &g, device, p)])
+    });
     let alerts = run(seq);
     assert_eq!(classes(&alerts), vec!["leak"], "{alerts:?}");
     assert!(

@@ -4,32 +4,14 @@
 //! 30 minutes, a warm-up then a plateau, a cache that fills then holds, never.
 
 use super::*;
+use crate::analysis::test_pools::torch;
 use crate::model::{GpuTrack, ProcessTrack, Ring};
-use crate::sample::{Framework, Pool, Reading};
+use crate::sample::{Framework, Reading};
 use crate::source::scripted::build::{GIB, MIB, gpu, process};
 
 const T0: u64 = 1_800_000_000_000;
 const MINUTE: u64 = 60_000;
 const HOUR: u64 = 60 * MINUTE;
-
-fn pool(allocated: u64, reserved: u64, limit: Option<u64>) -> Pool {
-    Pool {
-        framework: Framework::Pytorch,
-        version: None,
-        at_ms: 0,
-        allocated: Some(allocated),
-        reserved: Some(reserved),
-        cached_free: Some(reserved.saturating_sub(allocated)),
-        stranded: Some(0),
-        largest_free_block: None,
-        largest_alloc: None,
-        limit,
-        peak_allocated: None,
-        peak_reserved: None,
-        alloc_retries: Some(0),
-        ooms: Some(0),
-    }
-}
 
 /// What a job's memory reads at a moment: with the probe (allocated, reserved, cap) or without
 /// (device memory only).
@@ -64,7 +46,7 @@ fn run(every_ms: u64, for_ms: u64, f: impl Fn(u64, u64) -> Reads) -> Option<(u64
         match *r {
             Reads::Probed(a, res, limit) => {
                 p.device_memory = Reading::Value(res + 500 * MIB);
-                p.pool = Reading::Value(pool(a, res, limit));
+                p.pool = Reading::Value(torch(a, res, 0, None, limit));
             }
             Reads::Device(d) => p.device_memory = Reading::Value(d),
         }
