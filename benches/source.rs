@@ -76,6 +76,7 @@ fn live_parts(s: &Sample) -> (FakeGpu, FakeHost) {
                 framework: p.framework.clone(),
                 settings: p.settings.clone(),
                 container: p.container.clone(),
+                rank: p.rank.clone(),
             };
             (p.pid, h)
         })

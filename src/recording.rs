@@ -1,4 +1,4 @@
-//! Recordings: NDJSON, a header line (`gpumon.recording/3`, the machine, the interval) and one
+//! Recordings: NDJSON, a header line (`gpumon.recording/4`, the machine, the interval) and one
 //! `Sample` per line. `gpumon record` writes them, `--replay` and `--demo` read them.
 //!
 //! Version 2 adds each process's allocator-probe `pool` and the samples' `notices`; version 1
@@ -13,9 +13,13 @@ use crate::sample::{MachineInfo, Sample};
 pub mod file;
 pub mod zst;
 
-pub const SCHEMA: &str = "gpumon.recording/3";
+pub const SCHEMA: &str = "gpumon.recording/4";
 /// Earlier versions this gpumon still reads.
-pub const OLDER: &[&str] = &["gpumon.recording/2", "gpumon.recording/1"];
+pub const OLDER: &[&str] = &[
+    "gpumon.recording/3",
+    "gpumon.recording/2",
+    "gpumon.recording/1",
+];
 
 /// Lines longer than this are refused rather than read into memory.
 pub const MAX_LINE: usize = 16 << 20;

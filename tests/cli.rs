@@ -125,7 +125,7 @@ fn diff_refuses_what_is_not_a_snapshot_in_one_line() {
         ("empty.json", &b""[..]),
         ("text.json", b"hello"),
         ("other.json", b"{\"schema\": \"something/1\"}"),
-        ("newer.json", b"{\"schema\": \"gpumon.snapshot/4\"}"),
+        ("newer.json", b"{\"schema\": \"gpumon.snapshot/5\"}"),
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, bytes).unwrap();
@@ -197,7 +197,7 @@ fn snapshot_of_a_recording_writes_a_private_file() {
     );
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "gpumon.snapshot/3");
+    assert_eq!(doc["schema"], "gpumon.snapshot/4");
     let classes: Vec<&str> = doc["alerts"]
         .as_array()
         .unwrap()

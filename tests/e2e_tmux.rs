@@ -54,7 +54,7 @@ fn filter_snapshot_resize_and_quit() {
     assert_eq!(files.len(), 1, "{files:?}");
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "gpumon.snapshot/3");
+    assert_eq!(doc["schema"], "gpumon.snapshot/4");
     let in_doc: Vec<u64> = doc["processes"]
         .as_array()
         .unwrap()

@@ -249,6 +249,7 @@ fn the_header_names_the_host_once_and_information_wears_no_sign() {
             title: format!("pid 7 {class}"),
             evidence: Vec::new(),
             remedy: None,
+            job: None,
         }]);
         (host.to_string(), m)
     };

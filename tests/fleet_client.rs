@@ -148,7 +148,7 @@ fn each_fault_is_named_for_what_it_is() {
     );
     assert_eq!(
         text(get("schema")),
-        "bad answer: not a gpumon snapshot (schema \"gpumon.recording/1\"; this gpumon reads gpumon.snapshot/3 and gpumon.snapshot/2, gpumon.snapshot/1)"
+        "bad answer: not a gpumon snapshot (schema \"gpumon.recording/1\"; this gpumon reads gpumon.snapshot/4 and gpumon.snapshot/3, gpumon.snapshot/2, gpumon.snapshot/1)"
     );
     assert!(
         text(get("auth")).starts_with("refused: HTTP 401 Unauthorized (the server wants a token")

@@ -313,7 +313,7 @@ fn reading_bad_files_gives_one_line_errors() {
         ),
         (
             "future.json",
-            with(&|v| v["schema"] = "gpumon.snapshot/4".into()),
+            with(&|v| v["schema"] = "gpumon.snapshot/5".into()),
             "newer than this gpumon reads",
         ),
         (
@@ -328,7 +328,7 @@ fn reading_bad_files_gives_one_line_errors() {
         (
             "negative.json",
             with(&|v| v["gpus"][0]["memory"]["used"] = (-5).into()),
-            "invalid gpumon.snapshot/3 document: invalid value: integer `-5`",
+            "invalid gpumon.snapshot/4 document: invalid value: integer `-5`",
         ),
         (
             "extra.json",

@@ -141,5 +141,6 @@ pub fn alert(f: &Failure, kind: FaultKind, machine: &Machine) -> Alert {
         title,
         evidence,
         remedy: Some(remedy(code, Some(blame), &gpu, &troubles)),
+        job: None,
     }
 }

@@ -116,6 +116,7 @@ fn alert(e: &GpuEvent, machine: &Machine, faults: &[Alert]) -> Alert {
         title: format!("{what} on {gpu} at {}{who}", clock(e.at_ms)),
         evidence,
         remedy: Some(remedy),
+        job: None,
     }
 }
 

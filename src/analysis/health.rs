@@ -42,6 +42,7 @@ pub fn alerts(machine: &Machine, at_ms: u64) -> Vec<Alert> {
                 title: format!("{gpu}: {}", t.words()),
                 evidence: fewer,
                 remedy: Some(remedy(code, Some(Blame::Memory), &gpu, &g.troubles)),
+                job: None,
             });
         }
     }

@@ -48,6 +48,7 @@ pub fn findings(
         title: n.clone(),
         evidence: Vec::new(),
         remedy: None,
+        job: None,
     }));
     alerts.extend(health::alerts(machine, at_ms));
     let risks = warnings::scan(machine, &alerts, at_ms);
@@ -151,6 +152,10 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         ),
         evidence,
         remedy: Some(remedy),
+        job: f
+            .pid
+            .and_then(|p| machine.job_of(p))
+            .map(|(j, _)| j.id.clone()),
     }
 }
 

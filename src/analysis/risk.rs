@@ -36,6 +36,7 @@ impl Risk {
             title: self.title,
             evidence: self.evidence,
             remedy: Some(self.remedy),
+            job: None,
         }
     }
 }

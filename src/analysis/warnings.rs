@@ -177,6 +177,7 @@ fn alert(
         title,
         evidence,
         remedy,
+        job: None,
     }
 }
 

@@ -61,4 +61,7 @@ pub struct Alert {
     /// The numbers that decided the class.
     pub evidence: Vec<String>,
     pub remedy: Option<String>,
+    /// The distributed job it is about (`model::Job::id`), when it concerns a rank of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }

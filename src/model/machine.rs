@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::model::health::{Trouble, XidTally, troubles};
+use crate::model::jobs::{self, Job};
 use crate::model::process::PROBE_OOM_MAP_WAIT_MS;
 use crate::model::{Alert, Config, Level, MAX_ALERTS, MapTrack, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
@@ -106,6 +107,8 @@ pub struct Machine {
     /// Memory faults read from logs, waiting for the Xid the driver reports for them
     /// (`analysis::fault::waits_for_xid`).
     pub waiting_faults: Vec<crate::oom::failure::Failure>,
+    /// The distributed jobs among the processes (their ranks side by side), by id.
+    pub jobs: Vec<Job>,
 }
 
 /// The failures, notices and GPU events of samples a paused screen did not take in, handed to
@@ -144,6 +147,7 @@ impl Machine {
             maps: BTreeMap::new(),
             held: Held::default(),
             waiting_faults: Vec::new(),
+            jobs: Vec::new(),
         }
     }
 
@@ -282,6 +286,7 @@ impl Machine {
                 free: m.free,
             });
         }
+        self.jobs = jobs::derive(&self.processes);
     }
 
     /// Marks the OOMs the probes counted that can be judged now: the job records no allocation
@@ -366,6 +371,13 @@ impl Machine {
             .range((pid, start.saturating_sub(1))..=(pid, start.saturating_add(1)))
             .map(|(_, t)| t)
             .next()
+    }
+
+    /// The job the process `pid` is a rank of, and its row in it.
+    pub fn job_of(&self, pid: u32) -> Option<(&Job, &jobs::RankRow)> {
+        self.jobs
+            .iter()
+            .find_map(|j| Some((j, j.ranks.iter().find(|r| r.pid == pid)?)))
     }
 
     /// Forgets the peaks: each process's peak becomes its current device memory.

@@ -277,6 +277,7 @@ fn add(hosts: &mut BTreeMap<(String, String), HostAcc>, s: Series) {
                 ),
                 evidence: vec![format!("gpumon_alerts_active = {bytes}")],
                 remedy: None,
+                job: None,
             });
         }
         process => {
@@ -391,6 +392,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
                 }),
                 Reading::Unavailable(r) => Reading::Unavailable(r),
             },
+            rank: None,
         });
     }
     HostReading {

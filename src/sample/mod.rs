@@ -11,11 +11,13 @@ use serde::{Deserialize, Serialize};
 use crate::oom::failure::Failure;
 
 pub mod health;
+pub mod job;
 mod placement;
 mod pool;
 pub mod pool_map;
 pub mod request;
 pub use health::{GpuEvent, Health};
+pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
@@ -287,6 +289,10 @@ pub struct ProcessSample {
     pub pool: Reading<Pool>,
     /// Its container, pod, Slurm job or service (read once per process).
     pub container: Reading<Placement>,
+    /// Its place in a distributed job; `None` when it is no rank of one (no launcher variables
+    /// and no probe that saw a process group), or its environment could not be read (`settings`
+    /// then says why: the job is unknown, never guessed).
+    pub rank: Option<Rank>,
 }
 
 /// Everything gathered in one tick.

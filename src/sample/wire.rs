@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     Framework, GpuSample, GpuStatus, Health, Memory, MigInstance, MigMemory, Placement, Pool,
-    ProcessKind, ProcessSample, ProcessUtil, join, split,
+    ProcessKind, ProcessSample, ProcessUtil, Rank, join, split,
 };
 
 #[derive(Serialize, Deserialize)]
@@ -159,6 +159,10 @@ pub struct ProcessWire {
     /// Absent in recordings made before containers were read ("not recorded").
     #[serde(default)]
     container: Option<Placement>,
+    /// Absent for a process that is no rank of a distributed job, and in recordings made before
+    /// ranks were read (`gpumon.recording/3` and older).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rank: Option<Rank>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     unavailable: BTreeMap<String, String>,
 }
@@ -181,6 +185,7 @@ impl From<ProcessSample> for ProcessWire {
             log: split(p.log, "log", &mut na),
             pool: split(p.pool, "pool", &mut na),
             container: split(p.container, "container", &mut na),
+            rank: p.rank,
             pid: p.pid,
             gpu_uuid: p.gpu_uuid,
             kind: p.kind,
@@ -207,6 +212,7 @@ impl From<ProcessWire> for ProcessSample {
             log: join(w.log, "log", na),
             pool: join(w.pool, "pool", na),
             container: join(w.container, "container", na),
+            rank: w.rank,
             pid: w.pid,
             gpu_uuid: w.gpu_uuid,
             kind: w.kind,

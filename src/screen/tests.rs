@@ -89,6 +89,7 @@ fn one_condition_is_one_alert_row() {
         title: "pid 7 torch pool fragmenting".into(),
         evidence: Vec::new(),
         remedy: None,
+        job: None,
     };
     let mut s = State::new(Config::new(1000, 60_000));
     s.machine_mut().add_alerts(vec![alert(1000), alert(2000)]);

@@ -1,5 +1,5 @@
 //! `gpumon serve`: the pipeline without the screen. After every event the machine becomes a
-//! `Snapshot` (the `gpumon.snapshot/3` document), published on a watch channel; the HTTP side
+//! `Snapshot` (the `gpumon.snapshot/4` document), published on a watch channel; the HTTP side
 //! (`http`) answers only from the latest one, so no request ever calls NVML.
 
 pub mod auth;

@@ -283,6 +283,7 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool, tiers: bool) -> Proce
             &mut na,
         )
         .flatten(),
+        rank: s.rank.clone(),
         pool: split(s.pool.clone().map(pool_doc), "pool", &mut na),
         util: split(s.util.clone(), "util", &mut na),
         gpu_instance_id: s.gpu_instance_id,

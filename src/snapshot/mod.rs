@@ -1,4 +1,4 @@
-//! Snapshots: one JSON document (`gpumon.snapshot/3`) of what the screen shows, what the filter
+//! Snapshots: one JSON document (`gpumon.snapshot/4`) of what the screen shows, what the filter
 //! hides and the history behind it; its text form, safe writing, reading back, and `gpumon diff`.
 //!
 //! The types here are the document (DTOs), separate from `State`: unavailable readings are
@@ -33,9 +33,14 @@ pub use tiers::TierDoc;
 pub use write::{file_name, write_atomic, write_to_dir};
 
 /// The schema this gpumon writes and reads.
-pub const SCHEMA: &str = "gpumon.snapshot/3";
-/// Earlier versions this gpumon still reads (2 added each process's `pool` and `container`).
-pub const OLDER: &[&str] = &["gpumon.snapshot/2", "gpumon.snapshot/1"];
+pub const SCHEMA: &str = "gpumon.snapshot/4";
+/// Earlier versions this gpumon still reads (4 added each process's `rank`, 3 coarse tiers,
+/// maps and health, 2 each process's `pool` and `container`).
+pub const OLDER: &[&str] = &[
+    "gpumon.snapshot/3",
+    "gpumon.snapshot/2",
+    "gpumon.snapshot/1",
+];
 
 /// Reasons of unavailable fields, keyed by field name (`memory.reserved` for nested ones).
 pub type Unavailable = BTreeMap<String, String>;
@@ -241,6 +246,10 @@ pub struct Process {
     /// `docker:9c1e…`); absent when none or not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+    /// Its place in a distributed job (job id, launcher, rank, world size, …); absent when it is
+    /// no rank of one, and in snapshots before `gpumon.snapshot/4`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<crate::sample::Rank>,
     /// The allocator pool on this GPU as the probe reports it; absent without the probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<PoolDoc>,

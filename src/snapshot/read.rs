@@ -140,7 +140,7 @@ mod tests {
         assert!(err("{\"a\": 1}").contains("no \"schema\""));
         assert!(err("{\"schema\": 1}").contains("not a string"));
         assert!(err("{\"schema\": \"gpumon.recording/1\"}").contains("not a gpumon snapshot"));
-        assert!(err("{\"schema\": \"gpumon.snapshot/4\"}").contains("newer"));
+        assert!(err("{\"schema\": \"gpumon.snapshot/5\"}").contains("newer"));
         let s = err("{\"schema\": \"gpumon.snapshot/1\"}");
         assert!(
             s.contains("invalid gpumon.snapshot/1 document: missing field"),

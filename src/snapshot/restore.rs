@@ -54,6 +54,7 @@ impl Snapshot {
                 (t.key.clone(), t)
             })
             .collect();
+        machine.jobs = crate::model::jobs::derive(&machine.processes);
         // Oldest first, as the analysis would have added them: the list ends newest first.
         machine.add_alerts(self.alerts.iter().rev().map(alert).collect());
         machine.alerts_dropped = self.alerts_dropped;
@@ -178,6 +179,7 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
                 namespace_pid: None,
             }),
         },
+        rank: p.rank.clone(),
     };
     let history = ring(&p.history, &p.history_tiers, cap);
     let first_seen_ms = ms(&p.first_seen_at).unwrap_or_default();
@@ -271,5 +273,6 @@ fn alert(a: &AlertDoc) -> Alert {
         title: a.title.clone(),
         evidence: a.evidence.clone(),
         remedy: a.remedy.clone(),
+        job: None,
     }
 }

@@ -1,7 +1,8 @@
-//! Memory-related settings from a process's initial environment (`/proc/PID/environ`).
+//! Memory-related settings and launcher variables from a process's initial environment
+//! (`/proc/PID/environ`).
 //!
-//! Only the variables in [`MEMORY_SETTINGS`] are ever kept: the rest of an environment may hold
-//! secrets. The file is the environment given to `execve`; later changes made by the process
+//! Only the variables in [`MEMORY_SETTINGS`] and `launcher::LAUNCH_VARIABLES` are ever kept: the
+//! rest of an environment may hold secrets. The file is the environment given to `execve`; later changes made by the process
 //! itself (e.g. `os.environ[...] = ...` before `import torch`) are not visible there.
 
 use std::collections::BTreeMap;
@@ -33,15 +34,20 @@ pub const MEMORY_SETTINGS: &[&str] = &[
 /// Why the settings are unknown when the kernel refuses to show another user's environment.
 pub const NOT_READABLE: &str = "unknown: initial environment not readable (permission denied)";
 
-/// Keeps the [`MEMORY_SETTINGS`] found in NUL-separated `NAME=value` entries; other bytes are
-/// never copied. Values that are not UTF-8 are kept with replacement characters.
+/// Keeps the [`MEMORY_SETTINGS`] found in NUL-separated `NAME=value` entries.
 pub fn memory_settings(environ: &[u8]) -> BTreeMap<String, String> {
+    keep(environ, MEMORY_SETTINGS)
+}
+
+/// Keeps the variables named in `names` found in NUL-separated `NAME=value` entries; other bytes
+/// are never copied. Values that are not UTF-8 are kept with replacement characters.
+pub fn keep(environ: &[u8], names: &[&str]) -> BTreeMap<String, String> {
     environ
         .split(|&b| b == 0)
         .filter_map(|entry| {
             let eq = entry.iter().position(|&b| b == b'=')?;
             let (name, value) = (&entry[..eq], &entry[eq + 1..]);
-            let known = MEMORY_SETTINGS.iter().find(|k| k.as_bytes() == name)?;
+            let known = names.iter().find(|k| k.as_bytes() == name)?;
             Some((
                 (*known).to_string(),
                 String::from_utf8_lossy(value).into_owned(),
@@ -50,10 +56,23 @@ pub fn memory_settings(environ: &[u8]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Reads the memory settings of process `pid`; permission denied is "unknown", not "unset".
-pub fn read(pid: u32) -> Reading<BTreeMap<String, String>> {
+/// What gpumon keeps of one initial environment.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Environ {
+    /// The [`MEMORY_SETTINGS`] set in it.
+    pub settings: BTreeMap<String, String>,
+    /// The launcher variables set in it (`launcher::LAUNCH_VARIABLES`).
+    pub launch: BTreeMap<String, String>,
+}
+
+/// Reads the initial environment of process `pid` once; permission denied is "unknown", not
+/// "unset".
+pub fn read(pid: u32) -> Reading<Environ> {
     match std::fs::read(format!("/proc/{pid}/environ")) {
-        Ok(bytes) => Reading::Value(memory_settings(&bytes)),
+        Ok(bytes) => Reading::Value(Environ {
+            settings: memory_settings(&bytes),
+            launch: keep(&bytes, super::launcher::LAUNCH_VARIABLES),
+        }),
         Err(e) if e.kind() == ErrorKind::PermissionDenied => Reading::na(NOT_READABLE),
         Err(e) => Reading::na(format!("initial environment not readable: {e}")),
     }

@@ -34,6 +34,8 @@ pub struct LiveSource<G, H> {
     /// and the kernel's reports of one Xid become one event.
     events: Option<EventFeed>,
     held: Vec<GpuEvent>,
+    /// The host's name as `machine` read it (a probed rank's loopback rendezvous names it).
+    hostname: String,
 }
 
 /// How long a GPU event is held before it goes out in a sample (its twin from the other origin
@@ -50,6 +52,7 @@ impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
             in_proc: HashSet::new(),
             events: None,
             held: Vec::new(),
+            hostname: String::new(),
         }
     }
 
@@ -70,6 +73,7 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
     fn machine(&mut self) -> Result<MachineInfo, SourceError> {
         let mut info = self.gpu.versions()?;
         let (host, kernel) = self.host.host();
+        self.hostname.clone_from(&host);
         info.host = host;
         info.kernel = kernel;
         Ok(info)
@@ -114,6 +118,17 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
                     && s.start_time.value().is_some()
                 {
                     s.pool = report.pool_for(&s, at_ms);
+                    if report
+                        .start_time
+                        .abs_diff(s.start_time.get().unwrap_or_default())
+                        <= 1
+                    {
+                        s.rank = super::launcher::merge(
+                            s.rank.take(),
+                            report.distributed.clone(),
+                            &self.hostname,
+                        );
+                    }
                 }
                 Some(s)
             })
@@ -215,6 +230,7 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         framework: Reading::na(NOT_IN_NAMESPACE),
         settings: Reading::na(NOT_IN_NAMESPACE),
         container: Reading::na(NOT_IN_NAMESPACE),
+        rank: None,
     });
     ProcessSample {
         pid: p.pid,
@@ -234,5 +250,6 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         log,
         pool: Reading::na(pool_reason),
         container: host.container,
+        rank: host.rank,
     }
 }

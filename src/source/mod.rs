@@ -7,6 +7,7 @@ pub mod environ;
 pub mod events;
 pub mod framework;
 pub mod kmsg;
+pub mod launcher;
 pub mod live;
 pub mod nvml;
 pub mod period;
@@ -82,6 +83,8 @@ pub struct HostProcess {
     pub framework: Reading<Framework>,
     pub settings: Reading<std::collections::BTreeMap<String, String>>,
     pub container: Reading<crate::sample::Placement>,
+    /// Its place in a distributed job, from its launcher's variables (`launcher::rank`).
+    pub rank: Option<crate::sample::Rank>,
 }
 
 /// The host side of the live source (/proc in production, a fake in tests).

@@ -4,7 +4,7 @@
 //! reads what it knows (VMS and RSS from /proc/PID/statm every tick; the start time, user and
 //! command line; the host name and kernel), refreshed only for these PIDs; the hand-written
 //! readers beside it read what it does not (the framework from /proc/PID/maps, memory settings
-//! from /proc/PID/environ, the container from the cgroup and NSpid). Facts that rarely change
+//! and launcher variables from /proc/PID/environ, read once, the container from the cgroup and NSpid). Facts that rarely change
 //! during a process's life (user, command, framework, settings, container) are read when a
 //! process (pid, start time) is first seen and again every `period::LIFETIME`. `start_time(pid)`
 //! re-reads one start time (`kill`'s check) with the same formula as sysinfo: boot time from
@@ -20,9 +20,10 @@ use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Us
 use super::period::{self, Period};
 use super::{
     Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
+    launcher,
 };
 use crate::clock::tick_times::time;
-use crate::sample::Placement;
+use crate::sample::{Placement, Rank};
 
 mod parse;
 
@@ -35,6 +36,7 @@ struct Lifetime {
     framework: Reading<Framework>,
     settings: Reading<BTreeMap<String, String>>,
     container: Reading<Placement>,
+    rank: Option<Rank>,
 }
 
 /// Reads /proc for the PIDs it is given.
@@ -45,6 +47,8 @@ pub struct ProcReader {
     users_period: Period,
     lifetimes: HashMap<u32, Lifetime>,
     refresh: Duration,
+    /// This host's name, read once (a loopback rendezvous names its host).
+    hostname: OnceLock<String>,
 }
 
 impl ProcReader {
@@ -63,6 +67,7 @@ impl ProcReader {
             users_period: Period::new(refresh),
             lifetimes: HashMap::new(),
             refresh,
+            hostname: OnceLock::new(),
         })
     }
 }
@@ -87,6 +92,13 @@ pub fn start_time(pid: u32) -> Option<u64> {
     boot_time()?.checked_add(ticks)
 }
 
+/// This host's name as sysinfo reads it; "unknown" when it has none.
+fn host_name() -> String {
+    System::host_name()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 /// Reads what rarely changes about process `pid` (sysinfo's `process`, refreshed with its
 /// command line and user just before).
 fn lifetime(
@@ -95,6 +107,7 @@ fn lifetime(
     start_time: Option<u64>,
     users: &Users,
     period: Period,
+    host: &str,
 ) -> Lifetime {
     let user = match process.user_id() {
         Some(uid) => Reading::Value(
@@ -111,13 +124,23 @@ fn lifetime(
     } else {
         args.join(" ")
     };
+    let environ = time("proc.environ", || environ::read(pid));
+    let rank = environ.value().and_then(|e| {
+        launcher::rank(&launcher::Launch {
+            vars: &e.launch,
+            args: &args.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            host,
+            parent: process.parent().map(Pid::as_u32),
+        })
+    });
     Lifetime {
         start_time,
         period,
         user,
         command: Reading::Value(command),
         framework: time("proc.maps (framework)", || framework::read(pid)),
-        settings: time("proc.environ", || environ::read(pid)),
+        settings: environ.map(|e| e.settings),
+        rank,
         container: time("proc.cgroup (container)", || {
             container::read(std::path::Path::new("/proc"), pid)
         })
@@ -127,9 +150,7 @@ fn lifetime(
 
 impl HostReader for ProcReader {
     fn host(&mut self) -> (String, Option<String>) {
-        let host = System::host_name()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "unknown".to_string());
+        let host = self.hostname.get_or_init(host_name).clone();
         (host, System::kernel_version().filter(|k| !k.is_empty()))
     }
 
@@ -141,7 +162,9 @@ impl HostReader for ProcReader {
             users_period,
             lifetimes,
             refresh,
+            hostname,
         } = self;
+        let host = hostname.get_or_init(host_name);
         // Each PID once: sysinfo drops a process listed twice as not updated the second time.
         let mut wanted: Vec<Pid> = pids.iter().map(|&p| Pid::from_u32(p)).collect();
         wanted.sort_unstable();
@@ -197,11 +220,13 @@ impl HostReader for ProcReader {
             let life = match lifetimes.entry(pid) {
                 Entry::Occupied(mut e) => {
                     if is_due {
-                        e.insert(lifetime(pid, process, start_time, users, fresh()));
+                        e.insert(lifetime(pid, process, start_time, users, fresh(), host));
                     }
                     e.into_mut()
                 }
-                Entry::Vacant(e) => e.insert(lifetime(pid, process, start_time, users, fresh())),
+                Entry::Vacant(e) => {
+                    e.insert(lifetime(pid, process, start_time, users, fresh(), host))
+                }
             };
             let host = HostProcess {
                 start_time: life
@@ -214,6 +239,7 @@ impl HostReader for ProcReader {
                 framework: life.framework.clone(),
                 settings: life.settings.clone(),
                 container: life.container.clone(),
+                rank: life.rank.clone(),
             };
             found.insert(pid, host);
         }

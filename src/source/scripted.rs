@@ -111,12 +111,28 @@ pub mod build {
                 full: String::new(),
                 namespace_pid: None,
             }),
+            rank: None,
         }
     }
 
     /// `gpu` with MIG on and the instances NVML gives for these MIG devices, converted as the
     /// NVML reader converts them (the lent GPU machines run with MIG off, so tests build MIG
     /// from NVML's own return shapes).
+    /// `p` as rank `rank` of `world` in the torchrun job `job`, as its launcher's variables say.
+    pub fn ranked(mut p: ProcessSample, job: &str, rank: u32, world: u32) -> ProcessSample {
+        p.rank = Some(crate::sample::Rank {
+            job: Some(job.into()),
+            launcher: crate::sample::Launcher::Torchrun,
+            rank: Some(rank),
+            world_size: Some(world),
+            local_rank: Some(rank),
+            node: Some(0),
+            problem: None,
+            inside: None,
+        });
+        p
+    }
+
     pub fn with_mig(
         mut gpu: GpuSample,
         slots: Vec<crate::source::nvml::mig::MigSlot>,

@@ -41,13 +41,13 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str, bool)> {
         ),
         (
             "version.json",
-            edit(&g, "gpumon.snapshot/3", "gpumon.snapshot/4"),
-            "schema \"gpumon.snapshot/4\" is newer",
+            edit(&g, "gpumon.snapshot/4", "gpumon.snapshot/5"),
+            "schema \"gpumon.snapshot/5\" is newer",
             false,
         ),
         (
             "foreign.json",
-            edit(&g, "gpumon.snapshot/3", "gpumon.recording/1"),
+            edit(&g, "gpumon.snapshot/4", "gpumon.recording/1"),
             "not a gpumon snapshot",
             false,
         ),
@@ -58,7 +58,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str, bool)> {
                 "\"taken_at_ms\": ",
                 "\"taken_at_ms\": \"soon\", \"x\": ",
             ),
-            "invalid gpumon.snapshot/3 document: invalid type: string \"soon\"",
+            "invalid gpumon.snapshot/4 document: invalid type: string \"soon\"",
             true,
         ),
         (
@@ -70,7 +70,7 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str, bool)> {
         (
             "negative.json",
             edit(&g, "\"total\": ", "\"total\": -5, \"x\": "),
-            "invalid gpumon.snapshot/3 document: invalid value: integer `-5`",
+            "invalid gpumon.snapshot/4 document: invalid value: integer `-5`",
             true,
         ),
         (

@@ -105,6 +105,7 @@ pub fn host(start_time: u64) -> HostProcess {
             full: "slurm job 48211 step 0".into(),
             namespace_pid: None,
         }),
+        rank: None,
     }
 }
 

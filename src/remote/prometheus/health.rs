@@ -125,6 +125,7 @@ pub fn last_xid(index: u32, uuid: &str, code: u64, at_ms: u64) -> Alert {
             .map(|m| vec![m.words.to_string()])
             .unwrap_or_default(),
         remedy: None,
+        job: None,
     }
 }
 

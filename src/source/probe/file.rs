@@ -30,6 +30,49 @@ struct Doc {
     recording: Option<AllocRecording>,
     #[serde(default)]
     map_at_ms: Option<u64>,
+    #[serde(default)]
+    distributed: Option<DistributedDoc>,
+}
+
+/// What the probe read of `torch.distributed` or JAX's distributed state.
+#[derive(Deserialize)]
+struct DistributedDoc {
+    framework: String,
+    #[serde(default)]
+    backend: Option<String>,
+    #[serde(default)]
+    rank: Option<u32>,
+    #[serde(default)]
+    world_size: Option<u32>,
+    #[serde(default)]
+    master: Option<String>,
+    #[serde(default)]
+    run_id: Option<String>,
+}
+
+impl DistributedDoc {
+    /// The process's own word on its rank; its strings made printable and short (they came
+    /// from the job's environment), a framework gpumon does not know refused.
+    fn inside(self) -> Result<crate::sample::Inside, String> {
+        use crate::sample::job::{MAX_JOB_ID, printable};
+        let framework = Framework::from_pool_name(&self.framework)
+            .filter(|f| matches!(f, Framework::Pytorch | Framework::Jax))
+            .ok_or_else(|| {
+                format!(
+                    "distributed state of an unknown framework {:?}",
+                    printable(&self.framework, 20)
+                )
+            })?;
+        let text = |s: Option<String>| s.map(|s| printable(&s, MAX_JOB_ID));
+        Ok(crate::sample::Inside {
+            framework,
+            backend: text(self.backend),
+            rank: self.rank,
+            world_size: self.world_size,
+            master: text(self.master),
+            run_id: text(self.run_id),
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -155,6 +198,7 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
         answer: doc.answer,
         recording: doc.recording,
         map_at_ms: doc.map_at_ms,
+        distributed: doc.distributed.map(DistributedDoc::inside).transpose()?,
     })
 }
 

@@ -53,6 +53,9 @@ pub struct ProbeReport {
     pub recording: Option<AllocRecording>,
     /// When it last wrote `<pid>.map.json`.
     pub map_at_ms: Option<u64>,
+    /// The process's place in a distributed job as `torch.distributed` or JAX says it, once the
+    /// job has initialised a process group (`docs/probe-format.md`).
+    pub distributed: Option<crate::sample::Inside>,
 }
 
 impl ProbeReport {

@@ -225,6 +225,7 @@ impl HostReader for Host {
                     framework: p.framework,
                     settings: p.settings,
                     container: p.container,
+                    rank: p.rank,
                 };
                 (pid, h)
             })
@@ -333,13 +334,13 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         w.sample(&sample).unwrap();
     }
     let (header, mut r) = Reader::open("rec", bytes.as_slice()).unwrap();
-    assert_eq!(header.schema, "gpumon.recording/3");
+    assert_eq!(header.schema, "gpumon.recording/4");
     assert_eq!(r.next_sample().unwrap().unwrap(), sample);
 
     // The same sample as version 1 wrote it: no pool, no notices.
     let text = String::from_utf8(bytes)
         .unwrap()
-        .replace("gpumon.recording/3", "gpumon.recording/1");
+        .replace("gpumon.recording/4", "gpumon.recording/1");
     let old: String = text
         .lines()
         .map(|l| {
