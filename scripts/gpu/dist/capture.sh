@@ -22,6 +22,8 @@ record() {
   sleep 2
   local t0=$SECONDS
   (cd "$o/$name" && timeout -s INT "$limit" "$@"); echo "exit $? after $((SECONDS - t0))s" >"$o/$name/status.txt"
+  # A job's processes left behind (a launcher stopped by the timeout) are ended before the next run.
+  pkill -9 -f "dist/ddp_job.py|dist/jax_dist.py|dist/nccl_memory.py" 2>/dev/null
   sleep 3
   kill -INT $rec; wait $rec
   "$bin" explain "$o/$name"/*.log "$o/$name/recording.ndjson" >"$o/$name/explain.txt" 2>&1
@@ -44,7 +46,7 @@ for run in $runs; do
       record load 120 sh -c "RUN_S=20 torchrun --nproc-per-node 2 $here/ddp_job.py load >torchrun.log 2>&1" ;;
     fsdp)
       mkdir -p "$o/fsdp"; smi_during fsdp 25
-      record fsdp 120 sh -c "RUN_S=40 torchrun --nproc-per-node 2 $here/ddp_job.py fsdp >torchrun.log 2>&1" ;;
+      record fsdp 120 sh -c "STEPS=400 torchrun --nproc-per-node 2 $here/ddp_job.py fsdp >torchrun.log 2>&1" ;;
     jax)
       record jax 120 sh -c "for p in 0 1; do CUDA_VISIBLE_DEVICES=\$p XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_MEM_FRACTION=0.15 JAX_COORDINATOR_ADDRESS=127.0.0.1:12355 JAX_NUM_PROCESSES=2 JAX_PROCESS_ID=\$p python3 $here/jax_dist.py >process\$p.log 2>&1 & done; wait" ;;
     nccl-memory)

@@ -9,7 +9,7 @@ modes:
   healthy  the same DDP job without the keeping: balanced, RUN_S seconds.
   load     every rank torch.load()s a tensor saved from cuda:0 without map_location (a second
            CUDA context on GPU 0 for every other rank), then trains a little: RUN_S seconds.
-  fsdp     GPT-2 under FSDP (FULL_SHARD), healthy, RUN_S seconds.
+  fsdp     GPT-2 under FSDP (FULL_SHARD), healthy, STEPS steps (400).
 Each step prints one JSON line ({"ev": "step", "rank": r, ...}: the job's own allocator figures);
 the OOM is left uncaught, as in a real job. Env: CAP_GIB, RUN_S (30), NCCL_TIMEOUT_S (600)."""
 import datetime
@@ -60,10 +60,10 @@ def gpt2():
     return GPT2LMHeadModel(cfg).to(dev), cfg.vocab_size
 
 
-def train(model, vocab, keep=None, until=None):
+def train(model, vocab, keep=None, until=None, steps=None):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     step, start = 0, time.time()
-    while until is None or time.time() - start < until:
+    while (until is None or time.time() - start < until) and (steps is None or step < steps):
         ids = torch.randint(0, vocab, (8, 512), device=dev)
         out = model(input_ids=ids, labels=ids)
         out.loss.backward()
@@ -96,6 +96,9 @@ elif mode == "load":
 elif mode == "fsdp":
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     model, vocab = gpt2()
-    train(FSDP(model, device_id=local), vocab, until=run_s)
-dist.destroy_process_group()
+    # A fixed number of steps: every rank ends after the same collective (time-bounded loops
+    # ended apart and the group's shutdown then hung, seen on 2 H200s).
+    train(FSDP(model, device_id=local), vocab, steps=int(os.environ.get("STEPS", "400")))
+dist.barrier()
 emit(ev="end", rank=rank)
+dist.destroy_process_group()

@@ -1,7 +1,8 @@
 """What NCCL holds outside PyTorch's pool, per rank, at each step of a job's life: the CUDA
 context with a 4 MiB tensor, after init_process_group("nccl", device_id=...), after the first
-all_reduce, after the first all_to_all. At each step every rank waits at a barrier, then rank 0
-runs `gpumon snapshot` (NVML's device memory and the probe's pool for each rank) and nvidia-smi.
+all_reduce, after the first all_to_all. Between steps every rank sleeps (a barrier is itself a
+collective, an all-reduce under NCCL, so it would blur the steps); rank 0 then runs `gpumon
+snapshot` (NVML's device memory and the probe's pool for each rank) and nvidia-smi.
 Run under torchrun with the probe (`eval "$(gpumon probe env --interval 200ms)"`); prints JSON."""
 import json
 import os
@@ -20,11 +21,9 @@ dev = torch.device("cuda", local)
 x = torch.ones(1 << 20, device=dev)  # 4 MiB
 
 
-def look(phase, group=True):
+def look(phase):
     torch.cuda.synchronize()
-    if group:
-        dist.barrier()
-    time.sleep(1.5)  # two probe intervals at least: the probe file is fresh
+    time.sleep(2.0)  # both ranks are past the step, and the probe's file is fresh
     if rank == 0:
         snap = json.loads(subprocess.run([gpumon, "snapshot", "--format", "json"], check=True,
                                          capture_output=True, text=True).stdout)
@@ -38,12 +37,10 @@ def look(phase, group=True):
                          "rank": (p.get("rank") or {}).get("rank")})
         print(json.dumps({"phase": phase, "processes": rows, "nvidia_smi": smi.strip().splitlines(),
                           "torch_reserved_rank0": torch.cuda.memory_reserved(dev)}), flush=True)
-    if group:
-        dist.barrier()
+    time.sleep(2.0)
 
 
-look("context+4MiB", group=False)
-time.sleep(3)
+look("context+4MiB")
 dist.init_process_group("nccl", device_id=dev)
 look("init_process_group")
 dist.all_reduce(x)
