@@ -36,6 +36,8 @@ pub fn spawn<T: From<Event> + Send + 'static>(
         let mut failures: u32 = 0;
         loop {
             tick.tick().await;
+            // The source's clock before this tick, for a failure that loses the source.
+            let clock_ms = source.now_ms();
             let (back, result) = match tokio::task::spawn_blocking(move || {
                 let r = tick_times::time("source.sample (whole tick)", || source.sample());
                 tick_times::tick_done();
@@ -47,7 +49,7 @@ pub fn spawn<T: From<Event> + Send + 'static>(
                 Err(e) => {
                     let reason = format!("sampler failed: {e}");
                     let failed = Event::SourceFailed {
-                        at_ms: crate::clock::unix_ms(),
+                        at_ms: clock_ms,
                         reason,
                     };
                     let _ = tx.send(failed.into()).await;
@@ -64,10 +66,12 @@ pub fn spawn<T: From<Event> + Send + 'static>(
                     let _ = tx.send(Event::SourceEnded.into()).await;
                     return;
                 }
+                // The next tick takes the new lap's first sample.
+                Err(SourceError::Lapped(n)) => Event::Lap(n),
                 Err(e) => {
                     failures += 1;
                     Event::SourceFailed {
-                        at_ms: crate::clock::unix_ms(),
+                        at_ms: source.now_ms(),
                         reason: e.to_string(),
                     }
                 }

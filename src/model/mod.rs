@@ -4,6 +4,7 @@
 
 pub mod alert;
 pub mod health;
+pub mod held;
 pub mod history;
 pub mod machine;
 pub mod maps;
@@ -14,6 +15,7 @@ pub mod units;
 
 use crate::sample::Reading;
 pub use alert::{Alert, Level};
+pub use held::Held;
 pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
 pub use maps::MapTrack;
