@@ -3,13 +3,15 @@
 //!
 //! The screen's state (selection, filter, sort, …) lives in `screen` and only refers to machines.
 
+pub mod held;
+
 use std::collections::BTreeMap;
 
 use crate::model::health::{Trouble, XidTally, troubles};
-use crate::model::held::Held;
 use crate::model::process::PROBE_OOM_MAP_WAIT_MS;
 use crate::model::{Alert, Config, Level, MAX_ALERTS, MapTrack, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
+use held::Held;
 
 /// GPU events a machine keeps.
 pub const MAX_EVENTS: usize = 64;

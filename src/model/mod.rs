@@ -4,7 +4,6 @@
 
 pub mod alert;
 pub mod health;
-pub mod held;
 pub mod history;
 pub mod machine;
 pub mod maps;
@@ -15,7 +14,6 @@ pub mod units;
 
 use crate::sample::Reading;
 pub use alert::{Alert, Level};
-pub use held::Held;
 pub use history::{Point, Ring};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
 pub use maps::MapTrack;

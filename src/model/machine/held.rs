@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Machine, MapTrack};
+use super::Machine;
+use crate::model::MapTrack;
 use crate::sample::{GpuEvent, Sample};
 
 /// Probed processes' block maps, by (pid, start time), as `Machine::maps` keeps them.
@@ -48,11 +49,7 @@ impl Machine {
         self.hold_time(s.at_ms);
         append_bounded(&mut self.held.failures, s.failures, MAX_HELD);
         append_bounded(&mut self.held.notices, s.notices, MAX_HELD);
-        append_bounded(
-            &mut self.held.events,
-            s.events,
-            crate::model::machine::MAX_EVENTS,
-        );
+        append_bounded(&mut self.held.events, s.events, super::MAX_EVENTS);
     }
 
     /// A time a paused screen is told (a sample's, the wall clock's, a failure's) and does not
