@@ -123,7 +123,7 @@ fn stale_for(state: &State) -> Option<u64> {
     let age = state
         .machine()
         .now_ms
-        .checked_sub(state.machine().last_sample_ms?)?;
+        .checked_sub(state.machine().last_heard_ms()?)?;
     (age > 2 * state.config.interval_ms).then_some(age)
 }
 

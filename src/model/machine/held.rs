@@ -24,6 +24,9 @@ pub struct Held {
     pub events: Vec<GpuEvent>,
     /// The latest time the source reported while paused (0: none).
     pub at_ms: u64,
+    /// The latest sample's time among those held (0: none): the source was heard from, so a
+    /// resumed screen is not stale for the samples it chose not to take in.
+    pub sample_ms: u64,
     /// A looping replay started lap `n` while paused: the machine starts again when the screen
     /// resumes, with the block maps its probes sent since (kept here, not in the old lap's).
     pub lap: Option<(u32, Maps)>,
@@ -47,6 +50,7 @@ impl Machine {
         };
         crate::model::maps::ingest(maps, std::mem::take(&mut s.probes));
         self.hold_time(s.at_ms);
+        self.held.sample_ms = self.held.sample_ms.max(s.at_ms);
         append_bounded(&mut self.held.failures, s.failures, MAX_HELD);
         append_bounded(&mut self.held.notices, s.notices, MAX_HELD);
         append_bounded(&mut self.held.events, s.events, super::MAX_EVENTS);
@@ -83,6 +87,13 @@ impl Machine {
         self.now_ms.max(self.held.at_ms)
     }
 
+    /// The time of the latest sample the source gave, taken in or held by a pause: how old the
+    /// readings are ("stale") is measured from it.
+    pub fn last_heard_ms(&self) -> Option<u64> {
+        let held = Some(self.held.sample_ms).filter(|t| *t > 0);
+        self.last_sample_ms.max(held)
+    }
+
     /// Puts what was held while paused before the sample's own failures, notices and events.
     pub fn unhold(&mut self, s: &mut Sample) {
         s.failures
@@ -90,5 +101,6 @@ impl Machine {
         s.notices
             .splice(0..0, std::mem::take(&mut self.held.notices));
         s.events.splice(0..0, std::mem::take(&mut self.held.events));
+        self.held.sample_ms = 0;
     }
 }
