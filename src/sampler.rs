@@ -165,6 +165,61 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_looping_replay_says_each_new_lap_before_its_first_sample() {
+        let demo = crate::source::replay::ReplaySource::demo().unwrap();
+        let cell = std::sync::Mutex::new(Some(demo));
+        let factory: Factory = Arc::new(move || {
+            let demo = cell.lock().unwrap().take().unwrap();
+            Ok(Box::new(demo) as Box<dyn Source>)
+        });
+        let (tx, mut rx) = mpsc::channel::<Event>(16);
+        spawn(factory, Duration::from_millis(10), tx);
+        assert!(matches!(rx.recv().await, Some(Event::Started(_))));
+        let mut last = 0;
+        loop {
+            match rx.recv().await {
+                Some(Event::Sample(s)) => last = s.at_ms,
+                Some(Event::Lap(n)) => {
+                    assert_eq!(n, 2);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(matches!(rx.recv().await, Some(Event::Sample(s)) if s.at_ms > last));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replays_failure_is_timed_by_the_replay_not_the_wall_clock() {
+        let demo = std::str::from_utf8(crate::source::replay::DEMO).unwrap();
+        let mut text: String = demo.lines().take(3).map(|l| format!("{l}\n")).collect();
+        // A bad line in the middle (a line cut off at the end may be the writer killed).
+        text.push_str("{\"at_ms\": oops\n");
+        text.push_str(&format!("{}\n", demo.lines().nth(3).unwrap()));
+        let replay = crate::source::replay::ReplaySource::read(
+            "cut.ndjson",
+            std::io::Cursor::new(text.into_bytes()),
+        )
+        .unwrap();
+        let cell = std::sync::Mutex::new(Some(replay));
+        let factory: Factory = Arc::new(move || {
+            let replay = cell.lock().unwrap().take().unwrap();
+            Ok(Box::new(replay) as Box<dyn Source>)
+        });
+        let (tx, mut rx) = mpsc::channel::<Event>(16);
+        spawn(factory, Duration::from_millis(10), tx);
+        assert!(matches!(rx.recv().await, Some(Event::Started(_))));
+        assert!(matches!(rx.recv().await, Some(Event::Sample(_))));
+        let Some(Event::Sample(second)) = rx.recv().await else {
+            panic!("a second sample")
+        };
+        match rx.recv().await {
+            Some(Event::SourceFailed { at_ms, .. }) => assert_eq!(at_ms, second.at_ms),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_source_that_cannot_start_says_why() {
         let factory: Factory =
             Arc::new(|| Err(SourceError::Unavailable("NVML library not found".into())));
