@@ -97,9 +97,15 @@ fn captures() -> Vec<(&'static str, String)> {
     // The fragmenting PyTorch job filtered (`/1377` Enter) with the alerts list selected (`a`).
     let mut frag = demo_after_its_last_oom();
     act(&mut frag, &[Action::TogglePause, Action::FilterPrompt]);
-    act(&mut frag, &"1377".chars().map(Action::PromptChar).collect::<Vec<_>>());
+    act(
+        &mut frag,
+        &"1377".chars().map(Action::PromptChar).collect::<Vec<_>>(),
+    );
     act(&mut frag, &[Action::PromptApply, Action::TogglePane]);
-    vec![("demo-paused", draw(&paused)), ("demo-frag-alerts", draw(&frag))]
+    vec![
+        ("demo-paused", draw(&paused)),
+        ("demo-frag-alerts", draw(&frag)),
+    ]
 }
 
 /// `text` with the fenced block after each `<!-- capture: NAME -->` line given by `blocks`
@@ -153,7 +159,9 @@ fn the_docs_screens_are_what_the_binary_draws() {
                 .find(|(n, _)| n == name)
                 .unwrap_or_else(|| panic!("{page}: no capture is named {name}"));
             if old != want {
-                stale.push(format!("{page}: {name}\n--- in the page\n{old}\n--- drawn\n{want}"));
+                stale.push(format!(
+                    "{page}: {name}\n--- in the page\n{old}\n--- drawn\n{want}"
+                ));
             }
             seen.push(name.clone());
         }

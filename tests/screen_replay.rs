@@ -1,7 +1,8 @@
 //! The demo's promises on a rendered screen (TestBackend): paused, nothing on it changes while
 //! its replay goes on; each loop says which it is and starts clean (no exited rows or alerts of
 //! the last, every count agreeing with the panel's); a replay that fails or ends is told in
-//! its own time, never the wall clock's; a control character in the filter is drawn escaped.
+//! its own time, never the wall clock's; a control character in the filter is drawn escaped;
+//! the block map says what a replay can do.
 
 use gpumon::input::Action;
 use gpumon::model::{Config, Event};
@@ -54,7 +55,7 @@ impl Demo {
         }
     }
 
-    fn to_lap(&mut self, lap: u32) {
+    fn play_until_lap(&mut self, lap: u32) {
         while self.tick() != Some(lap) {}
     }
 }
@@ -74,7 +75,7 @@ fn counts(screen: &str) -> (usize, usize) {
 #[test]
 fn each_loop_of_the_demo_says_so_and_starts_clean_with_counts_that_agree() {
     let mut demo = Demo::new();
-    demo.to_lap(2);
+    demo.play_until_lap(2);
     let first = draw(&demo.state);
     assert!(first.contains("replay x10 ─ loop 2"), "{first}");
     assert!(!first.contains("exited"), "nothing of loop 1:\n{first}");
@@ -98,7 +99,7 @@ fn each_loop_of_the_demo_says_so_and_starts_clean_with_counts_that_agree() {
 #[test]
 fn a_second_loops_process_charts_only_what_its_detail_says() {
     let mut demo = Demo::new();
-    demo.to_lap(2);
+    demo.play_until_lap(2);
     // pid 1377's first sample of loop 2, before its probe's first figures: its pool is n/a, and
     // the chart draws no pool of loop 1's.
     let has = |d: &Demo| d.state.machine().processes.keys().any(|k| k.pid == 1377);
@@ -178,4 +179,27 @@ fn a_control_character_in_the_filter_is_drawn_escaped() {
     for line in screen.lines() {
         assert_eq!(line.chars().count(), 120, "{line}");
     }
+}
+
+#[test]
+fn the_map_says_plainly_what_a_replay_can_do() {
+    let mut demo = Demo::new();
+    for _ in 0..30 {
+        demo.tick();
+    }
+    // As `gpumon --demo` sets it up: no requests to a recording's probes.
+    demo.state.screen.requests_off = Some("the demo replays a recording".into());
+    demo.state.update(Msg::Action(Action::MapPane));
+    let screen = draw(&demo.state);
+    let text = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.contains("no map in this recording"), "{screen}");
+    assert!(text.contains("a replay has not"), "{screen}");
+    assert!(!text.contains("M asks"), "{screen}");
+    assert!(!text.contains("not probed (probed"), "{screen}");
+    demo.state.update(Msg::Action(Action::AskMap));
+    let screen = draw(&demo.state);
+    assert!(
+        screen.contains("requests to probes are off: the demo replays a recording"),
+        "{screen}"
+    );
 }

@@ -121,7 +121,7 @@ pub(super) fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
 /// alert wrapped, or with the alerts pane active the selected one's evidence under the list.
 pub fn wanted(state: &State, width: u16) -> usize {
     let width = usize::from(width);
-    let alerts = &state.machine().alerts;
+    let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
     if state.screen.pane == Pane::Alerts
         && let Some(a) = alerts.get(state.screen.alert_selected)
     {
