@@ -94,13 +94,19 @@ fn draw(state: &State) -> String {
 fn captures() -> Vec<(&'static str, String)> {
     let mut paused = demo_after_its_last_oom();
     act(&mut paused, &[Action::TogglePause]);
-    // The fragmenting PyTorch job filtered (`/1377` Enter) with the alerts list selected (`a`).
+    // The fragmenting PyTorch job filtered (`/PID` Enter, 1377 in this recording) with the
+    // alerts list selected (`a`).
     let mut frag = demo_after_its_last_oom();
+    let pid = frag
+        .machine()
+        .alerts
+        .iter()
+        .find(|a| a.class == "fragmentation")
+        .and_then(|a| a.pid)
+        .expect("the demo's fragmentation OOM");
     act(&mut frag, &[Action::TogglePause, Action::FilterPrompt]);
-    act(
-        &mut frag,
-        &"1377".chars().map(Action::PromptChar).collect::<Vec<_>>(),
-    );
+    let digits: Vec<Action> = pid.to_string().chars().map(Action::PromptChar).collect();
+    act(&mut frag, &digits);
     act(&mut frag, &[Action::PromptApply, Action::TogglePane]);
     vec![
         ("demo-paused", draw(&paused)),
