@@ -120,7 +120,7 @@ where
                     _ => {}
                 }
                 if local_sample && let Some(requests) = &options.requests {
-                    for ask in alert_maps.due(&state.machines[0], state.machines[0].now_ms) {
+                    for ask in alert_maps.due(&state.machines[0], state.machines[0].latest_ms()) {
                         // An alert's map is asked quietly: a failure is the next try's.
                         send(requests, ask, None);
                     }
@@ -192,6 +192,14 @@ fn act<B: Backend>(
     options: &Options,
     status: &mpsc::Sender<Msg>,
 ) -> Result<bool, TerminalError> {
+    // Over an open alert, how far a scrolling key or the wheel goes depends on the screen's size.
+    let action = if state.screen.alert_open.is_some() {
+        let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
+        let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+        view::alert_view::scroll(area, state, action)
+    } else {
+        action
+    };
     match state.update(Msg::Action(action)) {
         Some(Command::Quit) => return Ok(true),
         Some(Command::WriteSnapshot) => {

@@ -36,6 +36,8 @@ pub fn spawn<T: From<Event> + Send + 'static>(
         let mut failures: u32 = 0;
         loop {
             tick.tick().await;
+            // The source's clock before this tick, for a failure that loses the source.
+            let clock_ms = source.now_ms();
             let (back, result) = match tokio::task::spawn_blocking(move || {
                 let r = tick_times::time("source.sample (whole tick)", || source.sample());
                 tick_times::tick_done();
@@ -47,7 +49,7 @@ pub fn spawn<T: From<Event> + Send + 'static>(
                 Err(e) => {
                     let reason = format!("sampler failed: {e}");
                     let failed = Event::SourceFailed {
-                        at_ms: crate::clock::unix_ms(),
+                        at_ms: clock_ms,
                         reason,
                     };
                     let _ = tx.send(failed.into()).await;
@@ -64,10 +66,12 @@ pub fn spawn<T: From<Event> + Send + 'static>(
                     let _ = tx.send(Event::SourceEnded.into()).await;
                     return;
                 }
+                // The next tick takes the new lap's first sample.
+                Err(SourceError::Lapped(n)) => Event::Lap(n),
                 Err(e) => {
                     failures += 1;
                     Event::SourceFailed {
-                        at_ms: crate::clock::unix_ms(),
+                        at_ms: source.now_ms(),
                         reason: e.to_string(),
                     }
                 }
@@ -158,6 +162,61 @@ mod tests {
         );
         assert!(matches!(rx.recv().await, Some(Event::Sample(s)) if s.at_ms == 3));
         assert!(matches!(rx.recv().await, Some(Event::SourceEnded)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_looping_replay_says_each_new_lap_before_its_first_sample() {
+        let demo = crate::source::replay::ReplaySource::demo().unwrap();
+        let cell = std::sync::Mutex::new(Some(demo));
+        let factory: Factory = Arc::new(move || {
+            let demo = cell.lock().unwrap().take().unwrap();
+            Ok(Box::new(demo) as Box<dyn Source>)
+        });
+        let (tx, mut rx) = mpsc::channel::<Event>(16);
+        spawn(factory, Duration::from_millis(10), tx);
+        assert!(matches!(rx.recv().await, Some(Event::Started(_))));
+        let mut last = 0;
+        loop {
+            match rx.recv().await {
+                Some(Event::Sample(s)) => last = s.at_ms,
+                Some(Event::Lap(n)) => {
+                    assert_eq!(n, 2);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(matches!(rx.recv().await, Some(Event::Sample(s)) if s.at_ms > last));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replays_failure_is_timed_by_the_replay_not_the_wall_clock() {
+        let demo = std::str::from_utf8(crate::source::replay::DEMO).unwrap();
+        let mut text: String = demo.lines().take(3).map(|l| format!("{l}\n")).collect();
+        // A bad line in the middle (a line cut off at the end may be the writer killed).
+        text.push_str("{\"at_ms\": oops\n");
+        text.push_str(&format!("{}\n", demo.lines().nth(3).unwrap()));
+        let replay = crate::source::replay::ReplaySource::read(
+            "cut.ndjson",
+            std::io::Cursor::new(text.into_bytes()),
+        )
+        .unwrap();
+        let cell = std::sync::Mutex::new(Some(replay));
+        let factory: Factory = Arc::new(move || {
+            let replay = cell.lock().unwrap().take().unwrap();
+            Ok(Box::new(replay) as Box<dyn Source>)
+        });
+        let (tx, mut rx) = mpsc::channel::<Event>(16);
+        spawn(factory, Duration::from_millis(10), tx);
+        assert!(matches!(rx.recv().await, Some(Event::Started(_))));
+        assert!(matches!(rx.recv().await, Some(Event::Sample(_))));
+        let Some(Event::Sample(second)) = rx.recv().await else {
+            panic!("a second sample")
+        };
+        match rx.recv().await {
+            Some(Event::SourceFailed { at_ms, .. }) => assert_eq!(at_ms, second.at_ms),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,6 +1,7 @@
 //! `gpumon run` end to end in tmux, without NVML (`GPUMON_NVML_LIB` points nowhere): the command
-//! still runs, its log is followed and its failure shown, and gpumon exits with its status; the
-//! quit question stops it (`k`) or leaves it running (`l`). Needs tmux (`.ci/run` installs it).
+//! still runs, its log is followed and its failure shown, and gpumon exits with its status,
+//! leaving the run's alerts on the terminal; the quit question stops it (`k`) or leaves it
+//! running (`l`). Needs tmux (`.ci/run` installs it).
 
 #[path = "common/tmux.rs"]
 mod tmux;
@@ -56,6 +57,33 @@ fn without_nvml_the_log_is_followed_and_the_status_passed_on() {
     );
     let log = std::fs::read_to_string(run_log(&s)).unwrap();
     assert!(log.contains("Tried to allocate 512.00 MiB"), "{log}");
+}
+
+#[test]
+fn the_runs_alerts_stay_on_the_terminal_once_the_screen_closes() {
+    let oom = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/logs/demo-train-frag.log"
+    );
+    let s = start("report", &format!("-- sh -c 'cat {oom}; sleep 1; exit 3'"));
+    s.wait_for(|t| t.contains("exited with status 3"), "the command's end");
+    s.keys(&["q"]);
+    s.assert_restored(3);
+    let after = s.wait_for(|t| t.contains("remedy:"), "the alerts after the screen");
+    assert!(
+        after.contains("gpumon: 1 alert about sh -c cat"),
+        "one block, its header:\n{after}"
+    );
+    assert!(after.contains("fragmentation: "), "the class:\n{after}");
+    assert!(after.contains("evidence: asked 512.00 MiB"), "{after}");
+    assert!(after.contains("PYTORCH_ALLOC_CONF"), "the remedy:\n{after}");
+
+    // A run without alerts leaves nothing behind.
+    let s = start("quiet", "-- sh -c 'exit 0'");
+    s.wait_for(|t| t.contains("exited with status 0"), "the command's end");
+    s.keys(&["q"]);
+    s.assert_restored(0);
+    assert!(!s.screen().contains("gpumon:"), "{}", s.screen());
 }
 
 #[test]

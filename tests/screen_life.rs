@@ -135,15 +135,22 @@ fn an_exited_oomed_process_stays_selectable_with_its_cause() {
         "exited last"
     );
 
-    // From the alert about it, Enter selects it.
+    // From the alert about it, Enter opens the alert and Enter again selects it.
     act(&mut s, &[Action::TogglePane, Action::Down]);
     let (_, alerts) = text(&s, 120, 40);
     assert!(
-        alerts.contains("pid 873 exited 17s ago, OOM: fragmentation: Enter"),
+        alerts.contains("pid 873 exited 17s ago, OOM: fragmentation"),
         "{alerts}"
     );
     act(&mut s, &[Action::Enter]);
+    let (_, open) = text(&s, 120, 40);
+    assert!(
+        open.contains("pid 873 exited 17s ago, OOM: fragmentation: Enter selects it"),
+        "{open}"
+    );
+    act(&mut s, &[Action::Enter]);
     assert_eq!(s.screen.pane, Pane::Processes);
+    assert!(s.screen.alert_open.is_none(), "the alert closed");
     assert_eq!(s.selected_process().map(|t| t.key.pid), Some(873));
     let wide = check("exited_oom_selected", &s);
     let (terminal, _) = text(&s, 120, 40);

@@ -37,9 +37,10 @@ pub struct Cli {
 /// Options of the live screen.
 #[derive(Debug, Args)]
 pub struct LiveArgs {
-    /// Time between samples (e.g. 1s, 500ms; at least 100ms)
-    #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
+    /// Time between samples (e.g. 1s, 500ms; at least 100ms) [default: 1s; a replay keeps the
+    /// interval it was recorded at: --speed plays it faster or slower]
+    #[arg(long, value_parser = parse_interval, allow_hyphen_values = true)]
+    pub interval: Option<Duration>,
     /// How much history the sparklines and snapshots keep (e.g. 10m, 1h) [default: 10m; with
     /// --replay/--demo the whole recording up to 1h, 10m for a .zst file]
     #[arg(long, value_parser = parse_history, allow_hyphen_values = true)]
@@ -80,6 +81,24 @@ pub struct LiveArgs {
     pub read_only: bool,
     #[command(flatten)]
     pub fleet: FleetArgs,
+}
+
+/// The sampling interval when none is given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Why `--interval` cannot go with a replay: its samples keep the spacing they were recorded
+/// with (`--speed` changes their pace). `None` when it was not given.
+pub fn replay_interval_refused(interval: Option<Duration>) -> Option<String> {
+    interval.map(|_| {
+        "--interval sets how often the GPUs are read; a replay keeps the interval it was recorded at (--speed plays it faster or slower)".to_string()
+    })
+}
+
+impl LiveArgs {
+    /// The time between samples: `--interval`, or 1 s.
+    pub fn every(&self) -> Duration {
+        self.interval.unwrap_or(DEFAULT_INTERVAL)
+    }
 }
 
 /// Other hosts on the same screen (docs/guide/hosts.md).
@@ -272,8 +291,17 @@ pub fn record_allocations(on: bool, off: bool, entries: Option<u64>) -> Option<u
 
 /// A duration like `1s`, `500ms`, `10m`; rejects zero, negatives and absurd values.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s.trim())
-        .map_err(|e| format!("{s:?} is not a duration ({e}); try 1s, 500ms or 10m"))?;
+    let d = humantime::parse_duration(s.trim()).map_err(|e| {
+        let why = match e {
+            humantime::DurationError::UnknownUnit { unit, .. } => {
+                format!("{unit:?} is not a unit of time")
+            }
+            humantime::DurationError::NumberOverflow => "the number is too large".into(),
+            humantime::DurationError::Empty => "it is empty".into(),
+            _ => "it is not a number followed by a unit".into(),
+        };
+        format!("{s:?} is not a duration: {why}; try 500ms, 1s, 10m or 2h")
+    })?;
     if d.is_zero() {
         return Err(format!("{s:?}: must be more than zero"));
     }

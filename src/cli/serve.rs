@@ -45,9 +45,10 @@ pub struct ServeArgs {
     /// Add the full command line as a `command` label (it may hold secrets; off by default)
     #[arg(long)]
     pub expose_cmdline: bool,
-    /// Time between samples (e.g. 1s, 500ms; at least 100ms)
-    #[arg(long, default_value = "1s", value_parser = parse_interval, allow_hyphen_values = true)]
-    pub interval: Duration,
+    /// Time between samples (e.g. 1s, 500ms; at least 100ms) [default: 1s; a replay keeps the
+    /// interval it was recorded at: --speed plays it faster or slower]
+    #[arg(long, value_parser = parse_interval, allow_hyphen_values = true)]
+    pub interval: Option<Duration>,
     /// Serve the real recording built into gpumon (no GPU needed; it loops)
     #[arg(long)]
     pub demo: bool,
@@ -64,6 +65,13 @@ pub struct ServeArgs {
     /// Follow this log for allocation failures (repeatable)
     #[arg(long = "log", value_name = "FILE")]
     pub logs: Vec<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The time between samples: `--interval`, or 1 s.
+    pub fn every(&self) -> Duration {
+        self.interval.unwrap_or(super::DEFAULT_INTERVAL)
+    }
 }
 
 /// A host name to report: not empty, one line, at most 253 bytes (a DNS name's limit).

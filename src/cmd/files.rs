@@ -41,7 +41,11 @@ pub(super) fn take_snapshot(
     let machine = match replay {
         Some(path) => {
             let mut source = sources::open_replay(path)?;
-            replay_recording(&mut source, |_| {}).map_err(|e| Fail::usage(e.to_string()))?
+            let mut machine =
+                replay_recording(&mut source, |_| {}).map_err(|e| Fail::usage(e.to_string()))?;
+            // The recording is over: the snapshot says so (and raises what waited for more).
+            pipeline::apply(&mut machine, Event::SourceEnded);
+            machine
         }
         None => {
             let start = |e: crate::source::SourceError| Fail::usage(format!("{e}\n{HINT}"));

@@ -20,6 +20,14 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     // A replay's samples keep their recorded spacing (`sample_ms`); the sampler hands them out
     // `speed` times faster. Its history covers the whole recording by default (see
     // `replay_history`).
+    if args.demo || args.replay.is_some() {
+        // A fleet's hosts are polled every --interval; a replay alone has no use for it.
+        let fleet = &args.fleet;
+        let alone = fleet.remotes.is_empty() && fleet.hosts.is_none() && fleet.prometheus.is_none();
+        if let Some(why) = crate::cli::replay_interval_refused(args.interval).filter(|_| alone) {
+            return Err(Fail::usage(why));
+        }
+    }
     let replay = if args.demo {
         let mut source = ReplaySource::demo().map_err(Fail::runtime)?;
         let span = replay_span(&mut source, recording::file::tail_at_ms(DEMO, true));
@@ -44,12 +52,12 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
             (factory, sample_ms, tick, history, Some(speed))
         }
         None => {
-            let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
+            let ms = u64::try_from(args.every().as_millis()).unwrap_or(1000);
             let history = args.history.unwrap_or(Duration::from_secs(600));
             (
                 sources::live_factory(args.logs.clone()),
                 ms,
-                args.interval,
+                args.every(),
                 history,
                 None,
             )
@@ -73,7 +81,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     let sampler = local.then(|| sampler::spawn(factory, tick, tx.clone()));
     let (opened_tx, opened) = tokio::sync::watch::channel(None);
     if let Some(plan) = fleet {
-        plan.start(&state.config, args.interval, opened, &tx);
+        plan.start(&state.config, args.every(), opened, &tx);
     }
     drop(tx);
     let options = app::Options {

@@ -42,7 +42,7 @@ pub(super) async fn run_command(
     let watch = LogWatch::new(&logs);
     // `probe`: the allocator probe, recording allocation history (this many events) or not.
     let env = if let Some(record) = probe {
-        let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
+        let ms = u64::try_from(args.every().as_millis()).unwrap_or(1000);
         let env = super::probe::prepare(None, None, ms).map_err(|e| {
             Fail::usage(format!(
                 "cannot set up the allocator probe: {e} (--no-probe runs without it)"
@@ -64,19 +64,20 @@ pub(super) async fn run_command(
     let pid = child.id();
     eprintln!("gpumon: {command} (pid {pid}) writes to {}", log.shown);
 
-    let ms = u64::try_from(args.interval.as_millis()).unwrap_or(1000);
+    let ms = u64::try_from(args.every().as_millis()).unwrap_or(1000);
     let history = args.history.unwrap_or(Duration::from_secs(600));
     let mut state = State::new(config(&args, ms, history, None));
-    state.screen.filter = Some(Filter::Run {
+    let run_filter = Filter::Run {
         pid,
         log: log.absolute.display().to_string(),
-    });
+    };
+    state.screen.filter = Some(run_filter.clone());
     state.screen.run = Some(RunInfo::new(pid, command.clone(), log.shown.clone()));
     state.screen.signals_off = super::live::signals_off(&args);
     state.screen.requests_off = super::live::requests_off(&args, true);
     let (tx, rx) = tokio::sync::mpsc::channel::<Msg>(16);
     let mut handle = run::child::watch(child, tx.clone());
-    let sampler = sampler::spawn(sources::run_factory(watch, logs), args.interval, tx);
+    let sampler = sampler::spawn(sources::run_factory(watch, logs), args.every(), tx);
     let options = app::Options {
         snapshot_dir: args.snapshot_dir.clone(),
         live_clock: true,
@@ -88,6 +89,12 @@ pub(super) async fn run_command(
     };
     let exit = screen(&mut state, rx, options).await;
     sampler.abort();
+    // The screen is closed and the terminal restored: its alerts stay on the terminal (not when
+    // the terminal itself is gone, SIGHUP).
+    if matches!(exit, Ok(Exit::Quit) | Ok(Exit::Signal(2 | 15))) {
+        let report = state.run_report(&run_filter);
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes());
+    }
     let left = || {
         eprintln!(
             "gpumon: {command} (pid {pid}) is still running; its output goes to {}",

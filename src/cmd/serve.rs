@@ -8,6 +8,11 @@ use crate::serve::{self, ServeError};
 use crate::source::replay::ReplaySource;
 
 pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
+    if (args.demo || args.replay.is_some())
+        && let Some(why) = crate::cli::replay_interval_refused(args.interval)
+    {
+        return Err(Fail::usage(why));
+    }
     let (factory, spacing) = match (&args.replay, args.demo) {
         (Some(path), _) => {
             let source = sources::open_replay(path)?;

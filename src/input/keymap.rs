@@ -28,7 +28,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "Esc",
-        help: "close the block map or the prompt, or clear the filter",
+        help: "close an alert, the map or the prompt, or clear the filter",
     },
     Binding {
         keys: "f",
@@ -56,7 +56,11 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "a  Enter",
-        help: "alerts: a moves there and back, Enter selects its process",
+        help: "alerts: a moves there and back, Enter reads one whole",
+    },
+    Binding {
+        keys: "PgUp PgDn",
+        help: "scroll an open alert (Up Down too); Enter: its process",
     },
     Binding {
         keys: "K  F9",
@@ -76,7 +80,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "mouse",
-        help: "click selects a process or a GPU; wheel scrolls the table",
+        help: "click selects a process, an alert or a GPU; wheel scrolls",
     },
     Binding {
         keys: "m  M R e",
@@ -147,6 +151,8 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Char('?') => Action::ToggleHelp,
         KeyCode::Char('K') | KeyCode::F(9) => Action::Signal,
         KeyCode::Enter => Action::Enter,
+        KeyCode::PageUp => Action::PageUp,
+        KeyCode::PageDown => Action::PageDown,
         _ => return None,
     })
 }

@@ -56,9 +56,19 @@ pub enum Action {
     Signal,
     /// The signal dialog's answer.
     SendSignal(Sig),
-    /// Enter: in the fleet overview, show the selected host; in the alerts, select the alert's
-    /// process.
+    /// Enter: in the fleet overview, show the selected host; in the alerts, open the selected
+    /// alert whole; over an open alert, select its process.
     Enter,
+    /// PgUp, PgDn: scroll an open alert by a page.
+    PageUp,
+    PageDown,
+    /// The open alert's first row: what the view makes of a scrolling key or the wheel over an
+    /// open alert, at the screen's size (`view::alert_view::scroll`).
+    AlertTop(usize),
+    /// A click on alert `n` of the alerts list (its position in the rows shown).
+    SelectAlert(usize),
+    /// The wheel over the alerts list: move the alert selection by this many.
+    WheelAlerts(isize),
     /// `m`: show or hide the selected process's block map.
     MapPane,
     /// `M`: ask the selected process's probe for a map now.

@@ -65,3 +65,28 @@ pub struct Alert {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
 }
+
+/// What makes alerts one condition: the same class, process, GPU and words.
+type Condition<'a> = (&'a str, Option<u32>, Option<&'a str>, &'a str);
+
+impl Alert {
+    fn condition(&self) -> Condition<'_> {
+        (
+            self.class.as_str(),
+            self.pid,
+            self.gpu_uuid.as_deref(),
+            self.title.as_str(),
+        )
+    }
+}
+
+/// The alerts one per condition, with their index: a condition raised again (or by another
+/// source, in the same words) is listed and counted once, its newest (alerts are kept newest
+/// first). The alerts panel and the GPUs' counts both go by this, so they agree.
+pub fn distinct(alerts: &[Alert]) -> impl Iterator<Item = (usize, &Alert)> {
+    let mut seen = std::collections::BTreeSet::new();
+    alerts
+        .iter()
+        .enumerate()
+        .filter(move |(_, a)| seen.insert(a.condition()))
+}

@@ -3,6 +3,8 @@
 //!
 //! The screen's state (selection, filter, sort, …) lives in `screen` and only refers to machines.
 
+pub mod held;
+
 use std::collections::BTreeMap;
 
 use crate::model::health::{Trouble, XidTally, troubles};
@@ -10,6 +12,7 @@ use crate::model::jobs::{self, Job};
 use crate::model::process::PROBE_OOM_MAP_WAIT_MS;
 use crate::model::{Alert, Config, Level, MAX_ALERTS, MapTrack, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
+use held::Held;
 
 /// GPU events a machine keeps.
 pub const MAX_EVENTS: usize = 64;
@@ -43,6 +46,10 @@ pub enum Event {
     SourceEnded,
     /// The current time, sent when no sample has come for a while (shows sample age).
     Clock(u64),
+    /// A looping replay (the demo) reached its end and starts again: lap `n` (2, 3, …). The
+    /// machine starts clean, so nothing of the last lap (its exited processes, its alerts)
+    /// stays.
+    Lap(u32),
 }
 
 /// Four segments of the memory bar, in bytes; they add up to `total`.
@@ -109,26 +116,8 @@ pub struct Machine {
     pub waiting_faults: Vec<crate::oom::failure::Failure>,
     /// The distributed jobs among the processes (their ranks side by side), by id.
     pub jobs: Vec<Job>,
-}
-
-/// The failures, notices and GPU events of samples a paused screen did not take in, handed to
-/// the next sample it takes in, so that a pause loses no alert: at most `MAX_HELD` failures and
-/// notices and `MAX_EVENTS` events, the newest kept.
-#[derive(Debug, Clone, Default)]
-pub struct Held {
-    pub failures: Vec<crate::oom::failure::Failure>,
-    pub notices: Vec<String>,
-    pub events: Vec<GpuEvent>,
-}
-
-/// Failures and notices held while a screen is paused, at most.
-pub const MAX_HELD: usize = 256;
-
-/// Appends `more` to `v`, keeping the newest `max`.
-fn append_bounded<T>(v: &mut Vec<T>, more: Vec<T>, max: usize) {
-    v.extend(more);
-    let over = v.len().saturating_sub(max);
-    v.drain(..over);
+    /// Which pass over its recording a looping replay is on (1: the first; live sources stay 1).
+    pub lap: u32,
 }
 
 impl Machine {
@@ -148,7 +137,23 @@ impl Machine {
             held: Held::default(),
             waiting_faults: Vec::new(),
             jobs: Vec::new(),
+            lap: 1,
         }
+    }
+
+    /// Lap `lap` of a looping replay begins: the machine is as new but for what it is (`info`),
+    /// its settings, its clock (the replay's keeps running forward) and what a paused screen
+    /// holds.
+    pub fn restart(&mut self, lap: u32) {
+        let fresh = Machine::new(self.config.clone());
+        *self = Machine {
+            info: self.info.take(),
+            source: SourceState::Running,
+            now_ms: self.now_ms,
+            held: std::mem::take(&mut self.held),
+            lap,
+            ..fresh
+        };
     }
 
     /// GPUs in NVML index order.
@@ -162,7 +167,7 @@ impl Machine {
         self.gpus.get(uuid)
     }
 
-    /// Moves the clock forward without taking a sample in (a paused screen still ages).
+    /// Moves the clock forward.
     pub fn observe_time(&mut self, at_ms: u64) {
         self.now_ms = self.now_ms.max(at_ms);
     }
@@ -177,18 +182,25 @@ impl Machine {
             Event::Sample(s) => self.observe_time(s.at_ms),
             Event::SourceFailed { at_ms, reason } => {
                 self.observe_time(*at_ms);
-                let since_ms = match &self.source {
-                    SourceState::Failing { since_ms, .. } => *since_ms,
-                    _ => *at_ms,
-                };
-                self.source = SourceState::Failing {
-                    since_ms,
-                    reason: reason.clone(),
-                };
+                self.fail(*at_ms, reason);
             }
             Event::SourceEnded => self.source = SourceState::Ended,
             Event::Clock(now) => self.observe_time(*now),
+            Event::Lap(n) => self.restart(*n),
         }
+    }
+
+    /// The source failed at `at_ms` (the source's clock): failing since then, or since it began
+    /// to fail. The machine's clock is left where it is.
+    pub fn fail(&mut self, at_ms: u64, reason: &str) {
+        let since_ms = match &self.source {
+            SourceState::Failing { since_ms, .. } => *since_ms,
+            _ => at_ms,
+        };
+        self.source = SourceState::Failing {
+            since_ms,
+            reason: reason.to_string(),
+        };
     }
 
     /// Takes a sample in: GPU and process histories, exits, the bar's segments. Its failures are
@@ -319,8 +331,9 @@ impl Machine {
         }
     }
 
-    /// Adds alerts (newest first, bounded) and recounts each GPU's (information is not counted:
-    /// the count wears the warning sign).
+    /// Adds alerts (newest first, bounded) and recounts each GPU's, one per condition as the
+    /// alerts panel lists them (`alert::distinct`; information is counted apart: the count of
+    /// alerts wears the warning sign).
     pub fn add_alerts(&mut self, alerts: Vec<Alert>) {
         for alert in alerts {
             self.alerts.insert(0, alert);
@@ -329,39 +342,22 @@ impl Machine {
                 self.alerts_dropped += 1;
             }
         }
+        let distinct: Vec<&Alert> = crate::model::alert::distinct(&self.alerts)
+            .map(|(_, a)| a)
+            .collect();
         for g in self.gpus.values_mut() {
-            let on = |a: &&Alert| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str());
-            g.alerts = self
-                .alerts
+            let on = |a: &&&Alert| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str());
+            g.alerts = distinct
                 .iter()
                 .filter(on)
                 .filter(|a| a.level.warns())
                 .count();
-            g.infos = self
-                .alerts
+            g.infos = distinct
                 .iter()
                 .filter(on)
                 .filter(|a| a.level == Level::Info)
                 .count();
         }
-    }
-
-    /// A sample a paused screen does not take in (it keeps its rows): its probes' news is taken
-    /// in (an OOM's map is never lost), its failures, notices and events held for the next
-    /// sample taken in.
-    pub fn hold(&mut self, mut s: Sample) {
-        crate::model::maps::ingest(&mut self.maps, std::mem::take(&mut s.probes));
-        append_bounded(&mut self.held.failures, s.failures, MAX_HELD);
-        append_bounded(&mut self.held.notices, s.notices, MAX_HELD);
-        append_bounded(&mut self.held.events, s.events, MAX_EVENTS);
-    }
-
-    /// Puts what was held while paused before the sample's own failures, notices and events.
-    pub fn unhold(&mut self, s: &mut Sample) {
-        let held = std::mem::take(&mut self.held);
-        s.failures.splice(0..0, held.failures);
-        s.notices.splice(0..0, held.notices);
-        s.events.splice(0..0, held.events);
     }
 
     /// The map track of the process `pid` started at `start_time`.

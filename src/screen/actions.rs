@@ -1,6 +1,7 @@
 //! What each key's action does to the screen's state (and, for `r`, to the machine's peaks).
 
 use crate::input::Action;
+use crate::model::Machine;
 use crate::screen::maps::ProbeKey;
 use crate::screen::{Command, Emphasis, Filter, Pane, State};
 
@@ -23,7 +24,23 @@ impl State {
             }
             Action::Suspend => return Some(Command::Suspend),
             Action::Signal => self.ask_signal(),
-            Action::Enter => self.select_alert_process(),
+            Action::Enter if self.screen.alert_open.is_some() => self.select_alert_process(),
+            Action::Enter => self.open_selected_alert(),
+            // Over an open alert the scrolling keys arrive as `AlertTop`, measured by the view.
+            Action::Up | Action::Down if self.screen.alert_open.is_some() => {}
+            Action::PageUp | Action::PageDown => {}
+            Action::AlertTop(top) => {
+                if let Some(open) = &mut self.screen.alert_open {
+                    open.top = top;
+                }
+            }
+            Action::SelectAlert(n) => self.click_alert(n),
+            Action::WheelAlerts(by) => {
+                if !self.screen.alert_rows.is_empty() {
+                    self.screen.pane = Pane::Alerts;
+                    self.step(by);
+                }
+            }
             Action::Snapshot => return Some(Command::WriteSnapshot),
             Action::AskMap => return self.ask_probe(ProbeKey::Map),
             Action::ToggleRecording => return self.ask_probe(ProbeKey::Recording),
@@ -60,6 +77,8 @@ impl State {
             Action::Escape => {
                 if self.screen.help {
                     self.screen.help = false;
+                } else if self.screen.alert_open.is_some() {
+                    self.screen.alert_open = None;
                 } else if self.screen.map_open {
                     self.screen.map_open = false;
                 } else if self.screen.prompt.take().is_none() {
@@ -72,7 +91,12 @@ impl State {
                 }
             }
             Action::CycleSort => self.screen.sort = self.screen.sort.next(),
-            Action::TogglePause => self.screen.paused = !self.screen.paused,
+            Action::TogglePause => {
+                self.screen.paused = !self.screen.paused;
+                if !self.screen.paused {
+                    self.machines.iter_mut().for_each(Machine::resume);
+                }
+            }
             Action::FocusNext => {
                 let order: Vec<String> = self
                     .machine()

@@ -85,14 +85,11 @@ impl State {
             .max_by_key(|t| t.first_seen_ms)
     }
 
-    /// Enter on an alert: selects its process in the table (clearing a focus or filter that
-    /// hides it), or says why it cannot.
+    /// Enter on the alert open whole: selects its process in the table (clearing a focus or
+    /// filter that hides it) and closes the alert, or says why it cannot.
     pub(crate) fn select_alert_process(&mut self) {
-        if self.screen.pane != Pane::Alerts {
-            return;
-        }
-        let found = crate::screen::alerts::shown(&self.screen, self.machine())
-            .nth(self.screen.alert_selected)
+        let found = self
+            .open_alert()
             .map(|a| (a.pid, self.process_of(a).map(|t| t.key.clone())));
         let Some((pid, key)) = found else {
             return;
@@ -111,6 +108,7 @@ impl State {
         }
         self.screen.selected = Some(key);
         self.screen.pane = Pane::Processes;
+        self.screen.alert_open = None;
     }
 }
 

@@ -139,15 +139,21 @@ impl State {
                 let paused = self.screen.paused;
                 if let Some(slot) = self.machines.get_mut(n) {
                     if paused {
-                        slot.observe_time(machine.now_ms);
+                        slot.hold_time(machine.now_ms);
                     } else {
                         *slot = *machine;
                     }
                 }
             }
             Remote::Failed { at_ms, reason } => {
+                let paused = self.screen.paused;
                 if let Some(slot) = self.machines.get_mut(n) {
-                    slot.update(&crate::model::Event::SourceFailed { at_ms, reason });
+                    if paused {
+                        slot.hold_time(at_ms);
+                        slot.fail(at_ms, &reason);
+                    } else {
+                        slot.update(&crate::model::Event::SourceFailed { at_ms, reason });
+                    }
                 }
             }
             Remote::Hosts(hosts) if !hosts.is_empty() && n <= self.machines.len() => {
@@ -216,6 +222,7 @@ impl State {
                 if !overview
                     && !self.screen.help
                     && !self.screen.map_open
+                    && self.screen.alert_open.is_none()
                     && self.screen.prompt.is_none()
                     && self.screen.filter.is_none() =>
             {
@@ -229,6 +236,9 @@ impl State {
     fn set_overview(&mut self, on: bool) {
         if let Some(f) = &mut self.screen.fleet {
             f.overview = on;
+        }
+        if on {
+            self.screen.alert_open = None;
         }
     }
 

@@ -44,7 +44,7 @@ impl State {
         self.screen.status = Some(format!("asking pid {}'s probe for {what}", ask.pid));
         self.screen.asks.push(Pending {
             ask,
-            at_ms: self.machine().now_ms,
+            at_ms: self.machine().latest_ms(),
         });
         Some(Command::Probe(ask))
     }
@@ -77,7 +77,7 @@ impl State {
             ProbeKey::Recording => Verb::RecordOn,
         };
         // Ids are times: one a millisecond, kept rising if keys come faster.
-        let mut id = request_id(self.machine().now_ms, Purpose::Person);
+        let mut id = request_id(self.machine().latest_ms(), Purpose::Person);
         if let Some(last) = self.screen.asks.iter().map(|p| p.ask.id).max() {
             id = id.max(last + 10);
         }
@@ -93,7 +93,7 @@ impl State {
     /// ready becomes `Command::TakeExport`), and requests that waited too long.
     pub(crate) fn take_answers(&mut self) -> Option<Command> {
         let machine = &self.machines[0];
-        let now = machine.now_ms;
+        let now = machine.latest_ms();
         let mut command = None;
         let mut said = None;
         self.screen.asks.retain(|p| {

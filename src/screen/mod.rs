@@ -95,6 +95,8 @@ pub struct Screen {
     pub alert_rows: Vec<usize>,
     /// Derived: how many alerts the focus and filter hide, as the list says it ("+3 on other GPUs").
     pub alerts_hidden: Option<String>,
+    /// The alert read whole over the screen (Enter), while it is open.
+    pub alert_open: Option<alerts::OpenAlert>,
     pub status: Option<String>,
     /// The command `gpumon run` started.
     pub run: Option<RunInfo>,
@@ -138,6 +140,7 @@ impl Default for Screen {
             alert_selected: 0,
             alert_rows: Vec::new(),
             alerts_hidden: None,
+            alert_open: None,
             status: None,
             run: None,
             signal: None,
@@ -203,6 +206,7 @@ impl State {
             self.screen.selected = None;
             self.screen.focus = None;
             self.screen.alert_selected = 0;
+            self.screen.alert_open = None;
             self.derive_rows();
         }
     }
@@ -218,11 +222,15 @@ impl State {
                 let paused = self.screen.paused;
                 let machine = self.machines.get_mut(n)?;
                 match event {
-                    // A paused screen keeps what it shows; time still moves.
-                    Event::Sample(s) if paused => {
-                        machine.observe_time(s.at_ms);
-                        machine.hold(s);
+                    // A paused screen keeps what it shows, its clock too (every "ago" stays);
+                    // the time it is told is held for when it resumes.
+                    Event::Sample(s) if paused => machine.hold(s),
+                    Event::Clock(at_ms) if paused => machine.hold_time(at_ms),
+                    Event::SourceFailed { at_ms, reason } if paused => {
+                        machine.hold_time(at_ms);
+                        machine.fail(at_ms, &reason);
                     }
+                    Event::Lap(n) if paused => machine.hold_lap(n),
                     event => pipeline::apply(machine, event),
                 }
                 if n == self.screen.host {

@@ -1,14 +1,18 @@
 //! The screen's side of `gpumon run`: what it knows about the command, how the command ended,
-//! and the question asked when the user quits while it still runs (`k` stop it, `l` leave it,
-//! Esc stay).
+//! the question asked when the user quits while it still runs (`k` stop it, `l` leave it,
+//! Esc stay), and the alerts printed on the terminal once the screen has closed.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use std::collections::BTreeSet;
+
 use crate::input::Action;
-use crate::screen::{Command, State};
+use crate::model::{Alert, units};
+use crate::sample::pool_map::printable;
+use crate::screen::{Command, Filter, State};
 
 /// How long a stopped command has after SIGTERM before SIGKILL.
 pub const KILL_AFTER: Duration = Duration::from_secs(5);
@@ -98,6 +102,59 @@ impl RunInfo {
 }
 
 impl State {
+    /// What `gpumon run` prints once its screen has closed: the alerts about its command (those
+    /// `filter`, the run's own, lets through, and those about no process), oldest first, one
+    /// block each: the class, time and title, the evidence's first line, the remedy. What a job
+    /// wrote is escaped. Empty when there were none.
+    pub fn run_report(&self, filter: &Filter) -> String {
+        let machine = self.machine();
+        let Some(run) = &self.screen.run else {
+            return String::new();
+        };
+        let pids: BTreeSet<u32> = machine
+            .processes
+            .values()
+            .filter(|t| filter.matches(t))
+            .map(|t| t.key.pid)
+            .chain([run.pid])
+            .collect();
+        let mut alerts: Vec<&Alert> = crate::model::alert::distinct(&machine.alerts)
+            .map(|(_, a)| a)
+            .filter(|a| a.pid.is_none_or(|p| pids.contains(&p)))
+            .collect();
+        if alerts.is_empty() {
+            return String::new();
+        }
+        alerts.reverse();
+        let text = |s: &str| printable(s, 2000);
+        let n = alerts.len();
+        let mut out = format!(
+            "gpumon: {n} alert{} about {} (pid {}), oldest first:\n",
+            if n == 1 { "" } else { "s" },
+            text(&run.command),
+            run.pid
+        );
+        for a in alerts {
+            out.push_str(&format!(
+                "\n{}: {} {}\n",
+                a.class,
+                units::clock(a.at_ms),
+                text(&a.title)
+            ));
+            if let Some(first) = a.evidence.first() {
+                let more = match a.evidence.len() - 1 {
+                    0 => String::new(),
+                    k => format!(" (and {k} more)"),
+                };
+                out.push_str(&format!("  evidence: {}{more}\n", text(first)));
+            }
+            if let Some(r) = &a.remedy {
+                out.push_str(&format!("  remedy: {}\n", text(r)));
+            }
+        }
+        out
+    }
+
     /// Whether the quit question is open.
     pub fn asking(&self) -> bool {
         self.screen.run.as_ref().is_some_and(|r| r.asking)

@@ -65,7 +65,9 @@ impl Filter {
     pub fn label(&self) -> String {
         match self {
             Filter::Pid(p) => format!("pid {p}"),
-            Filter::Text(t) => format!("\"{t}\""),
+            // Text given with `--filter` may hold a tab or another control character: shown
+            // escaped, so it never moves what is drawn after it.
+            Filter::Text(t) => format!("\"{}\"", crate::sample::pool_map::printable(t, 64)),
             Filter::Run { pid, .. } => format!("run pid {pid}"),
         }
     }

@@ -179,8 +179,6 @@ pub async fn run(
             "gpumon: warning: no --token-file: anyone who can reach {addr} reads process, user and GPU data"
         );
     }
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    eprintln!("gpumon: serving {scheme}://{addr}/metrics, /snapshot and /healthz");
     let (interval_ms, tick) = match recorded_ms {
         Some(ms) => {
             let ms = ms.max(1);
@@ -189,8 +187,8 @@ pub async fn run(
             (ms, tick.max(Duration::from_millis(10)))
         }
         None => (
-            u64::try_from(args.interval.as_millis()).unwrap_or(1000),
-            args.interval,
+            u64::try_from(args.every().as_millis()).unwrap_or(1000),
+            args.every(),
         ),
     };
     let (publish, latest) = watch::channel(None);
@@ -203,14 +201,51 @@ pub async fn run(
         },
         limits: http::Limits::default(),
     };
+    // The source starts (NVML loads) before anything is served: a machine without a GPU is
+    // told so, with nothing said about serving.
+    let mut feed = Feed::start(factory, tick);
+    tokio::pin!(shutdown);
+    let first = tokio::select! {
+        first = feed.next() => first,
+        _ = &mut shutdown => return Ok(()),
+    };
+    if let Some(Event::SourceFailed { reason, .. }) = &first {
+        return Err(ServeError::Start(reason.clone()));
+    }
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!("gpumon: serving {scheme}://{addr}/metrics, /snapshot and /healthz");
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let server = tokio::spawn(http::serve(listener, latest, Arc::new(config), tls));
-    let feed = Feed::start(factory, tick);
     let live = recorded_ms.is_none();
     let host = args.hostname.clone();
-    let result = publish_all(feed, &publish, interval_ms, live, requests, host, shutdown).await;
+    let events = Events { first, feed };
+    let result = publish_all(
+        events,
+        &publish,
+        interval_ms,
+        live,
+        requests,
+        host,
+        shutdown,
+    )
+    .await;
     server.abort();
     result
+}
+
+/// The sampler's events: the first, taken before serving began, then the feed's.
+struct Events {
+    first: Option<Event>,
+    feed: Feed,
+}
+
+impl Events {
+    async fn next(&mut self) -> Option<Event> {
+        match self.first.take() {
+            Some(event) => Some(event),
+            None => self.feed.next().await,
+        }
+    }
 }
 
 /// `--tls-cert`, `--tls-key` and `--tls-client-ca` (clap makes sure cert and key come together).
@@ -230,7 +265,7 @@ fn tls_settings(args: &ServeArgs) -> Option<Settings> {
 /// given, as its host), until `shutdown`; asks probes for maps during alerts through
 /// `requests` (a live machine's only).
 async fn publish_all(
-    mut feed: Feed,
+    mut feed: Events,
     publish: &watch::Sender<Option<Arc<Published>>>,
     interval_ms: u64,
     live: bool,

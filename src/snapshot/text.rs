@@ -49,7 +49,7 @@ fn header(o: &mut Out, s: &Snapshot) {
         SourceDoc::Starting => "starting".to_string(),
         SourceDoc::Running => "running".to_string(),
         SourceDoc::Failing { since, reason } => format!("failing since {since}: {reason}"),
-        SourceDoc::Ended => "ended".to_string(),
+        SourceDoc::Ended => "ended (the end of the recording)".to_string(),
     };
     o.para(
         0,

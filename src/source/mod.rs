@@ -33,6 +33,10 @@ pub enum SourceError {
     /// A replay has no more samples.
     #[error("end of recording")]
     Ended,
+    /// A looping replay (the demo) reached its end and starts again from its start: lap `n`
+    /// (2, 3, …); the next sample is the first of that lap.
+    #[error("the replay starts again (lap {0})")]
+    Lapped(u32),
 }
 
 /// Anything that can describe the machine and take samples of it.
@@ -42,6 +46,12 @@ pub enum SourceError {
 pub trait Source: Send {
     fn machine(&mut self) -> Result<MachineInfo, SourceError>;
     fn sample(&mut self) -> Result<Sample, SourceError>;
+    /// The source's clock, for what it reports besides samples (a failure's time): the wall
+    /// clock of a live machine; a replay's is its recording's (the time of its latest sample),
+    /// so nothing on a replay's screen is measured against the wall clock.
+    fn now_ms(&self) -> u64 {
+        crate::clock::unix_ms()
+    }
 }
 
 /// A GPU process as the GPU driver lists it, before /proc is consulted.

@@ -22,8 +22,12 @@ pub struct ReplaySource<R> {
     /// Time of this lap's first and last sample, as recorded.
     first_ms: Option<u64>,
     last_ms: u64,
-    /// Added to every time: the laps played so far, so history stays in order.
+    /// Added to every time: the laps played so far, so time keeps moving forward.
     offset_ms: u64,
+    /// Which pass over the recording this is (1: the first).
+    lap: u32,
+    /// The time of the latest sample handed out (shifted by `offset_ms`): the replay's clock.
+    clock_ms: u64,
     /// Why the replay stopped (a bad line): told again on every later call.
     failed: Option<String>,
 }
@@ -41,6 +45,8 @@ impl<R: BufRead> ReplaySource<R> {
             first_ms: None,
             last_ms: 0,
             offset_ms: 0,
+            lap: 1,
+            clock_ms: 0,
             failed: None,
         })
     }
@@ -92,19 +98,23 @@ impl<R: BufRead> ReplaySource<R> {
         self.reader = reader;
         self.offset_ms += self.last_ms.saturating_sub(first) + self.header.interval_ms;
         self.first_ms = None;
+        self.lap += 1;
         Ok(true)
     }
 
+    /// The next sample, shifted by the laps played; at the end of a looping replay, `Lapped`
+    /// once (the screen starts clean) and then the new lap's first sample.
     fn sample_or_end(&mut self) -> Result<Sample, SourceError> {
         let mut s = match self.next_sample()? {
             Some(s) => s,
-            None if self.lap()? => self.next_sample()?.ok_or(SourceError::Ended)?,
+            None if self.lap()? => return Err(SourceError::Lapped(self.lap)),
             None => return Err(SourceError::Ended),
         };
         s.at_ms = s.at_ms.saturating_add(self.offset_ms);
         for f in &mut s.failures {
             f.at_ms = f.at_ms.saturating_add(self.offset_ms);
         }
+        self.clock_ms = s.at_ms;
         Ok(s)
     }
 }
@@ -120,6 +130,15 @@ impl<R: BufRead + Send> Source for ReplaySource<R> {
         Ok(self.header.machine.clone())
     }
 
+    /// The time of the latest sample handed out: a replay's failures and ages are in its
+    /// recording's time, never the wall clock's.
+    fn now_ms(&self) -> u64 {
+        match (self.clock_ms, &self.peeked) {
+            (0, Some(first)) => first.at_ms,
+            (at, _) => at,
+        }
+    }
+
     /// A bad line stops the replay: it fails with that line's fault from then on.
     fn sample(&mut self) -> Result<Sample, SourceError> {
         if let Some(reason) = &self.failed {
@@ -133,5 +152,36 @@ impl<R: BufRead + Send> Source for ReplaySource<R> {
             }
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_says_when_it_starts_again_and_keeps_its_own_clock() {
+        let mut demo = ReplaySource::demo().unwrap();
+        let first = demo.sample().unwrap().at_ms;
+        assert_eq!(demo.now_ms(), first, "a replay's clock is its samples'");
+        let mut last = first;
+        let lap = loop {
+            match demo.sample() {
+                Ok(s) => last = s.at_ms,
+                Err(SourceError::Lapped(n)) => break n,
+                Err(e) => panic!("{e}"),
+            }
+        };
+        assert_eq!(lap, 2);
+        assert_eq!(demo.now_ms(), last);
+        let again = demo.sample().unwrap().at_ms;
+        assert_eq!(again, last + demo.header().interval_ms, "time goes on");
+    }
+
+    #[test]
+    fn a_replay_that_does_not_loop_ends() {
+        let mut once = ReplaySource::read("demo", DEMO).unwrap();
+        while once.sample().is_ok() {}
+        assert!(matches!(once.sample(), Err(SourceError::Ended)));
     }
 }

@@ -23,7 +23,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         title = format!("{title}, {} older dropped", state.machine().alerts_dropped);
     }
     if state.screen.pane == Pane::Alerts {
-        title.push_str(&format!("{}a returns to processes", theme.g.sep));
+        title.push_str(&format!("{}Enter opens, a returns", theme.g.sep));
     } else if !alerts.is_empty() {
         title.push_str(&format!("{}a for details", theme.g.sep));
     }
@@ -85,11 +85,43 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     }
 }
 
+/// The alert (its position in the list) drawn at screen row `y` of the panel in `area`, for a
+/// click: the same layout `render` draws.
+pub(super) fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
+    let inner = Block::bordered()
+        .padding(Padding::horizontal(1))
+        .inner(area);
+    let row = usize::from(y.checked_sub(inner.y).filter(|r| *r < inner.height)?);
+    let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
+    let (width, height) = (usize::from(inner.width), usize::from(inner.height));
+    if state.screen.pane == Pane::Alerts {
+        let list_rows = (height / 3).max(1).min(alerts.len());
+        let first = state
+            .screen
+            .alert_selected
+            .saturating_sub(list_rows.saturating_sub(1));
+        return (row < list_rows).then_some(first + row);
+    }
+    let heights: Vec<usize> = alerts
+        .iter()
+        .map(|a| wrap(&summary(a), width).len())
+        .collect();
+    let all_fit = heights.iter().sum::<usize>() <= height;
+    let mut top = 0;
+    for (i, h) in heights.into_iter().enumerate() {
+        top += if all_fit { h } else { 1 };
+        if row < top {
+            return Some(i);
+        }
+    }
+    None
+}
+
 /// Rows the panel's text takes at `width` columns (its border and padding excluded): every
 /// alert wrapped, or with the alerts pane active the selected one's evidence under the list.
 pub fn wanted(state: &State, width: u16) -> usize {
     let width = usize::from(width);
-    let alerts = &state.machine().alerts;
+    let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
     if state.screen.pane == Pane::Alerts
         && let Some(a) = alerts.get(state.screen.alert_selected)
     {
@@ -124,7 +156,7 @@ fn list(alerts: &[&Alert], theme: &Theme, width: usize, height: usize) -> Vec<Li
         .collect()
 }
 
-fn level_style(a: &Alert, theme: &Theme) -> Style {
+pub(super) fn level_style(a: &Alert, theme: &Theme) -> Style {
     match a.level {
         Level::Failure => theme.alert,
         Level::Suspected | Level::Info => Style::new(),
@@ -133,7 +165,7 @@ fn level_style(a: &Alert, theme: &Theme) -> Style {
 }
 
 /// "12:03:07 pid 4400 PyTorch OOM: fragmentation, …": titles name the pid and the class.
-fn summary(a: &Alert) -> String {
+pub(super) fn summary(a: &Alert) -> String {
     format!("{} {}", units::clock(a.at_ms), a.title)
 }
 

@@ -1,5 +1,5 @@
-//! The footer: the main keys and the status message, the filter prompt while it is open, or
-//! `gpumon run`'s question when the user quits while its command runs.
+//! The footer: the main keys (an open alert's own) and the status message, the filter prompt
+//! while it is open, or `gpumon run`'s question when the user quits while its command runs.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -10,6 +10,14 @@ use ratatui::widgets::Paragraph;
 use super::text::fit;
 use super::theme::Theme;
 use crate::screen::State;
+
+/// The keys the footer names over an open alert.
+const ALERT_HINTS: [(&str, &str); 4] = [
+    ("Esc", "close"),
+    ("Up Down PgUp PgDn", "scroll"),
+    ("Enter", "its process"),
+    ("q", "quit"),
+];
 
 /// The keys the footer names, in order; the help overlay lists them all.
 const HINTS: [(&str, &str); 6] = [
@@ -45,7 +53,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     if let Some(text) = &state.screen.prompt {
         let line = Line::from(vec![
             Span::styled(" filter: ", theme.key),
-            Span::raw(text.clone()),
+            Span::raw(crate::sample::pool_map::printable(text, 64)),
             Span::raw(theme.g.cursor),
             Span::styled(" (Enter apply, Esc cancel)", theme.na),
         ]);
@@ -60,7 +68,12 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let status_len = status.as_ref().map_or(0, |s| s.chars().count() + 2);
     let mut spans = Vec::new();
     let mut used = 0;
-    for (key, what) in HINTS {
+    let hints: &[(&str, &str)] = if state.open_alert().is_some() {
+        &ALERT_HINTS
+    } else {
+        &HINTS
+    };
+    for &(key, what) in hints {
         let len = 1 + key.len() + 1 + what.len() + 1;
         if used + len + status_len > width {
             break;

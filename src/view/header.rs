@@ -1,5 +1,6 @@
 //! The header (the top border's title): host, versions, interval, filter, `gpumon run`'s command
-//! and log, pause, replay and sample age; and the banner line of a failing source.
+//! and log, pause, replay (its speed, its loop or its end) and sample age; and the banner line
+//! of a failing source.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -68,6 +69,10 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
     if let Some(x) = state.config.replay_speed {
         add(format!("replay {}", units::speed(x)), Style::new(), 3);
     }
+    // A looping replay (the demo) says which pass it is on: each starts clean.
+    if state.machine().lap > 1 {
+        add(format!("loop {}", state.machine().lap), theme.paused, 0);
+    }
     if state.screen.paused {
         add("PAUSED".into(), theme.paused, 0);
     }
@@ -118,7 +123,7 @@ fn stale_for(state: &State) -> Option<u64> {
     let age = state
         .machine()
         .now_ms
-        .checked_sub(state.machine().last_sample_ms?)?;
+        .checked_sub(state.machine().last_heard_ms()?)?;
     (age > 2 * state.config.interval_ms).then_some(age)
 }
 

@@ -41,6 +41,8 @@ pub struct Regions {
     /// The detail and alerts panels; `None` when the emphasised chart or the block map took
     /// their rows.
     pub bottom: Option<Rect>,
+    /// The alerts panel: the right part of `bottom`, sharing its left border with the detail.
+    pub alerts: Option<Rect>,
     /// The block map pane (`m`), in place of the chart and the bottom panels.
     pub map: Option<Rect>,
 }
@@ -137,10 +139,27 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
             chart,
             table,
             bottom,
+            alerts: bottom.map(|b| split(b).1),
             map,
         },
         top_lines,
     }
+}
+
+/// The bottom panels' two parts: the detail pane on the left (one column more than half) and
+/// the alerts on the right, sharing a border column.
+pub(super) fn split(bottom: Rect) -> (Rect, Rect) {
+    let left_w = bottom.width / 2 + 1;
+    let left = Rect {
+        width: left_w,
+        ..bottom
+    };
+    let right = Rect {
+        x: left.right() - 1,
+        width: bottom.width - left_w + 1,
+        ..bottom
+    };
+    (left, right)
 }
 
 /// Heights of the chart, the table and the bottom panels (0: not drawn) sharing `rest` rows

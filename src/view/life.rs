@@ -60,12 +60,12 @@ pub fn detail_lines(t: &ProcessTrack, state: &State, theme: &Theme) -> Vec<Line<
     out
 }
 
-/// The alert detail's link to its process: "pid 873 exited 12s ago: Enter selects it".
+/// An alert's link to its process: "pid 873 exited 12s ago", "pid 873 is running".
 pub fn alert_link(state: &State, a: &crate::model::Alert) -> Option<String> {
     let t = state.process_of(a)?;
     let now = match exit_label(state, t) {
         Some(label) => label,
         None => "is running".into(),
     };
-    Some(format!("pid {} {now}: Enter selects it", t.key.pid))
+    Some(format!("pid {} {now}", t.key.pid))
 }

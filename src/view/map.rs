@@ -61,8 +61,8 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let block = block.title(Line::styled(format!(" {title} "), theme.title));
     let inner = block.inner(area);
     let lines = match (track, view) {
-        (Some(track), Some(view)) => lines(track, view, theme, inner),
-        _ => absent(t, track, theme, inner.width),
+        (Some(track), Some(view)) => lines(track, view, state, theme, inner),
+        _ => absent(t, track, state, theme, inner.width),
     };
     frame.render_widget(
         Paragraph::new(lines)
@@ -95,27 +95,40 @@ fn title(
     title
 }
 
-/// Why there is no map to show, and what would give one.
+/// Why there is no map to show, and what would give one: on this screen (a replay cannot ask a
+/// recorded probe for anything, nor can a screen whose requests are off).
 fn absent(
     t: &ProcessTrack,
     track: Option<&MapTrack>,
+    state: &State,
     theme: &Theme,
     width: u16,
 ) -> Vec<Line<'static>> {
+    let off = state.screen.requests_off.as_deref();
     let text = match (t.sample.pool.reason(), track.and_then(|m| m.map.as_ref())) {
-        (Some(why), _) => format!("n/a: not probed ({why})"),
-        (None, Some(_)) => "n/a: its probe's map has no pool on this GPU".into(),
-        (None, None) => "no map yet: M asks its probe for one (a map is taken only when asked, at an OOM, or during a leak or fragmentation alert)".into(),
+        (Some(why), _) => format!("no map: {why}"),
+        (None, Some(_)) => "no map for this GPU: the probe's map has no pool on it".into(),
+        (None, None) if state.config.replay_speed.is_some() => "no map in this recording: a replay shows only the maps its recording holds (taken at an OOM, during a leak or fragmentation alert, or when asked); M, R and e ask a live probe, which a replay has not".into(),
+        (None, None) => match off {
+            Some(why) => format!("no map yet: requests to probes are off here ({why}); a probe still takes one at an OOM"),
+            None => "no map yet: M asks its probe for one (a map is taken only when asked, at an OOM, or during a leak or fragmentation alert)".into(),
+        },
     };
     let mut out: Vec<Line<'static>> = wrap(&text, usize::from(width))
         .into_iter()
         .map(|l| Line::styled(l, theme.na))
         .collect();
-    out.extend(track.map(|m| recording_line(m, theme)));
+    out.extend(track.map(|m| recording_line(m, off.is_none(), theme)));
     out
 }
 
-fn lines(track: &MapTrack, view: &DeviceView, theme: &Theme, inner: Rect) -> Vec<Line<'static>> {
+fn lines(
+    track: &MapTrack,
+    view: &DeviceView,
+    state: &State,
+    theme: &Theme,
+    inner: Rect,
+) -> Vec<Line<'static>> {
     let width = usize::from(inner.width);
     let head = vec![Line::styled(view.fit.clone(), theme.title)];
     let device = track.device(view);
@@ -148,7 +161,8 @@ fn lines(track: &MapTrack, view: &DeviceView, theme: &Theme, inner: Rect) -> Vec
             facts.push(Line::raw(format!("free blocks in the pool {n}")));
         }
     }
-    facts.push(recording_line(track, theme));
+    let asks = state.screen.requests_off.is_none();
+    facts.push(recording_line(track, asks, theme));
     let sites = site_lines(track, view, theme, width);
     // The strip gets what the text leaves, the first sites kept in view.
     let text_rows =
@@ -225,21 +239,29 @@ fn site_lines(
     out
 }
 
-fn recording_line(track: &MapTrack, theme: &Theme) -> Line<'static> {
+/// Whether the job records its allocation history, and the key that changes it where `asks`
+/// (requests to probes are on).
+fn recording_line(track: &MapTrack, asks: bool, theme: &Theme) -> Line<'static> {
     match &track.recording {
         Some(r) if r.on => Line::raw(format!(
-            "recording allocation history{} ({} entries at most, {} stacks; R stops)",
+            "recording allocation history{} ({} entries at most, {} stacks{})",
             r.since_ms
                 .map_or_else(String::new, |s| format!(" since {} UTC", units::clock(s))),
             r.max_entries,
-            r.stacks
+            r.stacks,
+            if asks { "; R stops" } else { "" }
         )),
         Some(r) => Line::styled(
             format!(
-                "not recording allocation history{}: R starts it (sites need it)",
+                "not recording allocation history{}: {}",
                 r.reason
                     .as_deref()
-                    .map_or_else(String::new, |w| format!(" ({w})"))
+                    .map_or_else(String::new, |w| format!(" ({w})")),
+                if asks {
+                    "R starts it (sites need it)"
+                } else {
+                    "the map names no sites"
+                }
             ),
             theme.na,
         ),

@@ -23,12 +23,14 @@
 //! ```
 //!
 //! With `m`, the selected process's block map (`map.rs`) takes the place of the chart and the
-//! bottom panels, below a table of at most three rows.
+//! bottom panels, below a table of at most three rows. An alert opened with Enter
+//! (`alert_view.rs`) takes every row between the header and the footer.
 //!
 //! Where each region goes is `layout.rs` (also used to hit-test the mouse, `mouse.rs`).
 //!
 //! The regions are bordered blocks that share their edges (`MergeStrategy::Exact` joins them).
 
+pub mod alert_view;
 mod alerts;
 mod chart;
 mod detail;
@@ -113,6 +115,8 @@ pub fn render(frame: &mut Frame, state: &State) {
             Paragraph::new(Line::styled(text, theme.na)).alignment(Alignment::Center),
             middle,
         );
+    } else if state.open_alert().is_some() {
+        alert_view::render(frame, main, top_block, state, &theme);
     } else {
         body(frame, main, top_block, block, state, &theme);
     }
@@ -183,16 +187,7 @@ fn body(
         map::render(frame, area, block(), state, theme);
     }
     let Some(bottom) = r.bottom else { return };
-    let left_w = bottom.width / 2 + 1;
-    let left = Rect {
-        width: left_w,
-        ..bottom
-    };
-    let right = Rect {
-        x: left.right() - 1,
-        width: bottom.width - left_w + 1,
-        ..bottom
-    };
+    let (left, right) = layout::split(bottom);
     detail::render(frame, left, block(), state, theme);
     alerts::render(frame, right, block(), state, theme);
 }
