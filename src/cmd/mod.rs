@@ -12,6 +12,7 @@ mod explain;
 mod export;
 mod files;
 mod fleet;
+mod given;
 mod probe;
 mod run;
 mod serve;
