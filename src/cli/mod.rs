@@ -227,8 +227,13 @@ and its log is still followed."
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff; e.g. `gpumon man | man -l -`)
-    Man,
+    /// Print the man page (roff; e.g. `gpumon man | man -l -`), or write every page into DIR
+    Man {
+        /// Write gpumon.1 and a page per subcommand (gpumon-explain.1, …) into DIR instead of
+        /// printing gpumon.1
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// The allocator probe for jobs gpumon does not start (sbatch, Kubernetes, torchrun,
     /// notebooks)
     Probe {
