@@ -57,7 +57,7 @@ pub(super) fn check(input: &Input, wants: Wants) -> Result<(), String> {
     let hint = match &input.kind {
         Kind::Log => format!(": try `gpumon explain {name}`"),
         Kind::Snapshot => ": `gpumon diff` compares it with another snapshot or a recording".into(),
-        Kind::Recording => format!(": try `gpumon explain {name}` or `gpumon --replay {name}`"),
+        // Every command reads recordings; empty files and other JSON go to its own reader.
         _ => String::new(),
     };
     Err(format!(
