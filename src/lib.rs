@@ -5,7 +5,8 @@
 //! - `model`: `State` and `update`, where every derived value is computed
 //! - `analysis`: alerts from histories and parsed log failures
 //! - `view`: render `&State` into a frame; `input`: keys to actions
-//! - `recording`, `snapshot`: the versioned file formats
+//! - `recording`, `snapshot`: the versioned file formats; `infile`: every file gpumon is given, opened
+//!   once (pipes, `-`, gzip and zstd), its kind told from its first bytes
 //! - `app`, `terminal`, `cli`: the loop, the terminal's care, the command line
 //! - `run`: `gpumon run`, a command under the screen with its output in a followed log
 //! - `remote`: other hosts on the same screen (`--remote`, `--hosts`, `--prometheus`)
@@ -32,6 +33,7 @@ pub mod source;
 pub mod terminal;
 pub mod view;
 
+pub mod infile;
 pub mod kill;
 pub mod record;
 pub mod recording;

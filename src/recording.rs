@@ -21,6 +21,10 @@ pub const OLDER: &[&str] = &[
     "gpumon.recording/1",
 ];
 
+/// A header cut off: nothing before it to replay.
+const HEADER_CUT: &str =
+    "cut off mid-line (was the recording interrupted?): not even its header is whole";
+
 /// Lines longer than this are refused rather than read into memory.
 pub const MAX_LINE: usize = 16 << 20;
 
@@ -66,7 +70,9 @@ pub enum RecordingError {
     },
 }
 
-/// Reads a recording line by line, naming the line of any fault.
+/// Reads a recording line by line, naming the line of any fault. A recording cut off (its
+/// writer killed mid-line, or a compressed stream mid-frame) ends at its last whole line, and
+/// [`Reader::cut_off`] says where; a bad line before the end is an error.
 pub struct Reader<R> {
     name: String,
     input: R,
@@ -74,6 +80,16 @@ pub struct Reader<R> {
     buf: Vec<u8>,
     /// The line just read ended at the end of the input without a newline.
     cut: bool,
+    /// The line the input was cut off in.
+    cut_at: Option<usize>,
+}
+
+/// What is said of a recording cut off at `line`: the replay stopped before it.
+pub fn cut_notice(name: &str, line: usize) -> String {
+    format!(
+        "{name} is cut off at line {line} (was the recording interrupted?): replayed up to the \
+         last whole line before it"
+    )
 }
 
 impl<R: BufRead> Reader<R> {
@@ -85,8 +101,12 @@ impl<R: BufRead> Reader<R> {
             line: 0,
             buf: Vec::new(),
             cut: false,
+            cut_at: None,
         };
         let Some(text) = reader.next_line()? else {
+            if reader.cut_at.is_some() {
+                return Err(reader.bad(HEADER_CUT));
+            }
             return Err(RecordingError::Empty { name: reader.name });
         };
         let probe: serde_json::Value =
@@ -111,13 +131,24 @@ impl<R: BufRead> Reader<R> {
         Ok((header, reader))
     }
 
-    /// The next sample, `None` at the end.
+    /// The next sample, `None` at the end (or at a line cut off at the end).
     pub fn next_sample(&mut self) -> Result<Option<Sample>, RecordingError> {
         let Some(text) = self.next_line()? else {
             return Ok(None);
         };
-        let sample: Sample = serde_json::from_str(&text).map_err(|e| self.json_fault(&e))?;
-        Ok(Some(sample))
+        match serde_json::from_str(&text) {
+            Ok(sample) => Ok(Some(sample)),
+            Err(e) if self.cut && e.is_eof() => {
+                self.cut_at = Some(self.line);
+                Ok(None)
+            }
+            Err(e) => Err(self.json_fault(&e)),
+        }
+    }
+
+    /// The line the recording was cut off in, once the reader has reached it.
+    pub fn cut_off(&self) -> Option<usize> {
+        self.cut_at
     }
 
     /// A fault of the current line; control characters the file put in the message (a field
@@ -139,12 +170,10 @@ impl<R: BufRead> Reader<R> {
     }
 
     /// A JSON fault of the current line: serde's "at line 1" is the line's own numbering, so
-    /// only the column is kept; a line cut off at the end of the file says so.
+    /// only the column is kept; a header cut off at the end of the file says so.
     fn json_fault(&self, e: &serde_json::Error) -> RecordingError {
-        if e.is_eof() && self.cut {
-            return self.bad(
-                "cut off mid-line (was the recording interrupted?); delete this line to replay the rest",
-            );
+        if self.cut && e.is_eof() {
+            return self.bad(HEADER_CUT);
         }
         let text = e.to_string();
         let suffix = format!(" at line {} column {}", e.line(), e.column());
@@ -154,17 +183,30 @@ impl<R: BufRead> Reader<R> {
         }
     }
 
-    /// The next non-blank line as text; bounded in size, UTF-8 checked.
+    /// The next non-blank line as text; bounded in size, UTF-8 checked. A compressed stream cut
+    /// off mid-frame ends here, in the line it was cut in.
     fn next_line(&mut self) -> Result<Option<String>, RecordingError> {
+        if self.cut_at.is_some() {
+            return Ok(None);
+        }
         loop {
             self.buf.clear();
             self.line += 1;
-            let n = std::io::Read::take(&mut self.input, MAX_LINE as u64 + 1)
-                .read_until(b'\n', &mut self.buf)
-                .map_err(|source| RecordingError::Io {
-                    name: self.name.clone(),
-                    source,
-                })?;
+            let read = std::io::Read::take(&mut self.input, MAX_LINE as u64 + 1)
+                .read_until(b'\n', &mut self.buf);
+            let n = match read {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    self.cut_at = Some(self.line);
+                    return Ok(None);
+                }
+                Err(source) => {
+                    return Err(RecordingError::Io {
+                        name: self.name.clone(),
+                        source,
+                    });
+                }
+            };
             if n == 0 {
                 return Ok(None);
             }
@@ -172,9 +214,15 @@ impl<R: BufRead> Reader<R> {
             if self.buf.len() > MAX_LINE && !self.buf.ends_with(b"\n") {
                 return Err(self.bad(format!("line longer than {} MiB", MAX_LINE >> 20)));
             }
-            let text = std::str::from_utf8(&self.buf)
-                .map_err(|e| self.bad(format!("not UTF-8 text ({e})")))?
-                .trim();
+            let text = match std::str::from_utf8(&self.buf) {
+                Ok(text) => text.trim(),
+                // A line cut inside a character: the end of the recording, if not its header.
+                Err(_) if self.cut && self.line > 1 => {
+                    self.cut_at = Some(self.line);
+                    return Ok(None);
+                }
+                Err(e) => return Err(self.bad(format!("not UTF-8 text ({e})"))),
+            };
             if !text.is_empty() {
                 return Ok(Some(text.to_string()));
             }
@@ -286,7 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn json_faults_name_the_column_and_a_cut_off_line() {
+    fn json_faults_name_the_column_and_a_cut_off_line_ends_the_recording() {
         let mut buf = Vec::new();
         Writer::new(&mut buf, &Header::new(machine(), 1000)).unwrap();
         let mut typed = buf.clone();
@@ -297,10 +345,32 @@ mod tests {
             err.ends_with("(column 13)") && !err.contains("line 1"),
             "{err}"
         );
-        buf.extend_from_slice(b"{\"at_ms\": 1, \"gpus\": [");
-        let err = read_all(&buf).unwrap_err().to_string();
+        let header = buf.clone();
+        buf.extend_from_slice(
+            b"{\"at_ms\": 1, \"gpus\": [], \"processes\": []}\n{\"at_ms\": 2, \"gpus\": [",
+        );
+        let (_, mut r) = Reader::open("t.ndjson", buf.as_slice()).unwrap();
+        assert!(r.next_sample().unwrap().is_some());
+        assert_eq!(r.cut_off(), None);
+        assert!(r.next_sample().unwrap().is_none());
+        assert_eq!(r.cut_off(), Some(3));
+        assert!(r.next_sample().unwrap().is_none(), "and stays ended");
+        // A whole last line without its newline is a sample; a bad one is an error.
+        let mut last = header.clone();
+        last.extend_from_slice(b"{\"at_ms\": 1, \"gpus\": [], \"processes\": []}");
+        assert_eq!(read_all(&last).unwrap().len(), 1);
+        last.truncate(header.len());
+        last.extend_from_slice(b"{\"at_ms\": \"x\"}");
         assert!(
-            err.starts_with("t.ndjson: line 2: cut off mid-line"),
+            read_all(&last)
+                .unwrap_err()
+                .to_string()
+                .contains("line 2: invalid type")
+        );
+        // A header cut off leaves nothing to replay.
+        let err = read_all(&header[..20]).unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.ndjson: line 1: cut off mid-line"),
             "{err}"
         );
     }

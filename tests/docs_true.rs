@@ -1,7 +1,8 @@
 //! The documentation stays true to the binary: every subcommand and flag the command line defines
-//! is in the guide, every key of the keymap is on the keys page, every relative link and anchor
-//! resolves, every format version the docs name is one the code writes or reads, and scripts and
-//! fixtures are named by what they hold.
+//! is in the guide, every key of the keymap is on the keys page, `gpumon man DIR` writes a page for
+//! every subcommand and gpumon.1's KEYS are the keymap's, every relative link and anchor resolves,
+//! every format version the docs name is one the code writes or reads, and scripts and fixtures are
+//! named by what they hold.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -167,6 +168,83 @@ fn every_key_of_the_keymap_is_on_the_keys_page() {
         })
         .collect();
     assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// The text of a roff line as a reader sees it: font changes dropped, `\-` a hyphen.
+fn unroff(line: &str) -> String {
+    line.replace("\\fB", "")
+        .replace("\\fR", "")
+        .replace("\\fI", "")
+        .replace("\\-", "-")
+        .replace("\\&", "")
+}
+
+/// The section `name` of a roff page: its lines up to the next `.SH`.
+fn roff_section<'a>(page: &'a str, name: &str) -> Vec<&'a str> {
+    page.lines()
+        .skip_while(|l| *l != format!(".SH {name}"))
+        .skip(1)
+        .take_while(|l| !l.starts_with(".SH "))
+        .collect()
+}
+
+#[test]
+fn the_man_pages_cover_every_subcommand_and_list_the_keymaps_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpumon"))
+        .arg("man")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: BTreeSet<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let expected: BTreeSet<String> = commands()
+        .iter()
+        .map(|(path, _)| match path.as_slice() {
+            [] => "gpumon.1".to_string(),
+            p => format!("gpumon-{}.1", p.join("-")),
+        })
+        .collect();
+    assert_eq!(written, expected, "a page per command, no more");
+    let page = |name: &str| fs::read_to_string(dir.path().join(name)).unwrap();
+    // gpumon.1's KEYS: each binding of the keymap, in its order, keys as `?` shows them.
+    let main = page("gpumon.1");
+    let keys = roff_section(&main, "KEYS");
+    let listed: Vec<String> = keys
+        .iter()
+        .zip(keys.iter().skip(1))
+        .filter(|(l, _)| **l == ".TP")
+        .map(|(_, next)| unroff(next))
+        .collect();
+    let keymap: Vec<String> = KEYMAP
+        .iter()
+        .map(|b| b.keys.split_whitespace().collect::<Vec<_>>().join(", "))
+        .collect();
+    assert_eq!(listed, keymap, "man gpumon's KEYS are the keymap's");
+    let intro = unroff(keys.first().copied().unwrap_or_default());
+    assert!(
+        intro.contains("72x20") && intro.contains("1 focuses GPU0"),
+        "{intro}"
+    );
+    // Every page gives the exit statuses of the CLI contract.
+    for name in &written {
+        let text = page(name);
+        let statuses: Vec<String> = roff_section(&text, "\"EXIT STATUS\"")
+            .windows(2)
+            .filter(|w| w[0] == ".TP")
+            .map(|w| unroff(w[1]))
+            .collect();
+        for code in ["0", "1", "2"] {
+            assert!(statuses.iter().any(|s| s == code), "{name}: {statuses:?}");
+        }
+    }
 }
 
 /// GitHub's anchor for a heading: its text without markup, lower-cased, every character but

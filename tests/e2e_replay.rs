@@ -17,7 +17,7 @@ use tmux::Session;
 
 const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
 
-/// The panel's and the GPU line's counts: "alerts (8)" and "⚠ 7 alerts  1 note".
+/// The panel's and the GPU line's counts: "alerts (8)" and "⚠ 7 alerts  1 info".
 fn counts(screen: &str) -> (usize, usize) {
     let number = |pattern: &str| -> usize {
         regex_lite::Regex::new(pattern)
@@ -25,7 +25,7 @@ fn counts(screen: &str) -> (usize, usize) {
             .captures(screen)
             .map_or(0, |c| c[1].parse().unwrap())
     };
-    let gpu = number(r"⚠ (\d+) alerts?") + number(r"  (\d+) notes?");
+    let gpu = number(r"⚠ (\d+) alerts?") + number(r"  (\d+) info");
     (gpu, number(r"alerts \((\d+)\)"))
 }
 

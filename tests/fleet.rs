@@ -282,7 +282,7 @@ fn the_header_names_the_host_once_and_information_wears_no_sign() {
     let header = text.lines().next().unwrap();
     assert!(header.contains("host 1/2 vm"), "{header}");
     assert_eq!(header.matches("vm").count(), 1, "{header}");
-    // Its GPU line counts the finding as a note, without the sign.
+    // Its GPU line counts the finding as an info, without the sign.
     let gpu0 = text.lines().find(|l| l.contains("util ")).unwrap();
     assert!(!gpu0.contains("alert") && !gpu0.contains('⚠'), "{gpu0}");
 }

@@ -1,6 +1,7 @@
 //! Long recordings: replay reads them one line at a time (a bad line is an error when it is
-//! reached, with its number, and stops the replay on screen), and `.zst` recordings are written
-//! by `gpumon record` and read back by `--replay` and `snapshot --replay`.
+//! reached, with its number, and stops the replay on screen; a recording cut off ends at its last
+//! whole line, which says so), and `.zst` recordings are written by `gpumon record` and read back
+//! by `--replay` and `snapshot --replay`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -80,13 +81,56 @@ fn a_bad_line_in_the_middle_is_reached_after_the_samples_before_it() {
 }
 
 #[test]
-fn a_truncated_last_line_ends_the_replay_with_its_number() {
+fn a_truncated_last_line_ends_the_replay_and_the_last_whole_sample_says_so() {
     let (got, err) = replay(&recording(2, "{\"at_ms\": 5, \"gpus\": [{\"uu"));
-    assert_eq!(got.len(), 2);
-    let err = err.expect("a cut-off line is an error").to_string();
     assert!(
-        err.starts_with("r.ndjson: line 4: cut off mid-line"),
-        "{err}"
+        err.is_none(),
+        "a cut-off line is the end, not an error: {err:?}"
+    );
+    assert_eq!(got.len(), 2);
+    assert!(got[0].notices.is_empty());
+    assert_eq!(
+        got[1].notices,
+        [
+            "r.ndjson is cut off at line 4 (was the recording interrupted?): replayed up to the \
+          last whole line before it"
+        ]
+    );
+}
+
+/// On screen, a cut recording ends as any replay does (never "source failing"), and the cut is
+/// a notice among the alerts at the last whole sample's time.
+#[tokio::test(start_paused = true)]
+async fn the_screen_replays_a_cut_recording_to_its_end_and_notes_the_cut() {
+    let bytes = recording(3, "{\"at_ms\": 3000, \"gp");
+    let factory: Factory = Arc::new(move || {
+        let source = ReplaySource::read("r.ndjson", std::io::Cursor::new(bytes.clone()))?;
+        Ok(Box::new(source) as Box<dyn Source>)
+    });
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Event>(4);
+    let task = sampler::spawn(factory, Duration::from_secs(1), tx);
+    let mut machine = gpumon::model::Machine::new(gpumon::model::Config::new(1000, 60_000));
+    loop {
+        let event = rx.recv().await.expect("the sampler ends the replay");
+        let ended = matches!(event, Event::SourceEnded);
+        assert!(!matches!(event, Event::SourceFailed { .. }), "{event:?}");
+        gpumon::pipeline::apply(&mut machine, event);
+        if ended {
+            break;
+        }
+    }
+    task.abort();
+    assert_eq!(machine.source, gpumon::model::SourceState::Ended);
+    let notice = machine
+        .alerts
+        .iter()
+        .find(|a| a.level == gpumon::model::Level::Notice)
+        .expect("the cut is a notice");
+    assert_eq!(notice.at_ms, 2000);
+    assert!(
+        notice.title.contains("cut off at line 5"),
+        "{}",
+        notice.title
     );
 }
 
@@ -159,8 +203,8 @@ async fn a_zst_recording_round_trips_through_record_and_replay() {
     assert_eq!(done.unwrap().samples, 25);
     let raw = std::fs::read(&path).unwrap();
     assert_eq!(raw[..4], [0x28, 0xb5, 0x2f, 0xfd], "a zstd file");
-    let input = recording::file::open(&path).unwrap();
-    let mut source = ReplaySource::read("r", input).unwrap();
+    let input = gpumon::infile::Input::open(&path).unwrap();
+    let mut source = ReplaySource::read("r", input.reader()).unwrap();
     let got: Vec<_> = source.samples().map(Result::unwrap).collect();
     assert_eq!(got, (0..25).map(|i| sample(i * 1000)).collect::<Vec<_>>());
 
@@ -191,10 +235,15 @@ fn refused(args: &[&str], path: &Path) -> String {
 }
 
 #[test]
-fn a_corrupt_or_cut_zst_file_is_one_clear_line() {
+fn a_corrupt_zst_file_is_one_clear_line_and_a_cut_one_replays_to_the_cut() {
     let dir = tempfile::tempdir().unwrap();
+    // zstd's magic, then junk: damaged from its first frame.
     let junk = dir.path().join("junk.ndjson.zst");
-    std::fs::write(&junk, recording(3, "")).unwrap();
+    std::fs::write(
+        &junk,
+        [&[0x28, 0xb5, 0x2f, 0xfd][..], &recording(3, "")].concat(),
+    )
+    .unwrap();
     for args in [&["snapshot", "--replay"][..], &["--replay"]] {
         let err = refused(args, &junk);
         assert!(
@@ -202,13 +251,39 @@ fn a_corrupt_or_cut_zst_file_is_one_clear_line() {
             "{err}"
         );
     }
-    // A frame cut off: the samples of the frames before it are replayed, then the cut is named.
+    // A name is not a format: plain NDJSON named .zst reads as what it is.
+    let plain = dir.path().join("plain.ndjson.zst");
+    std::fs::write(&plain, recording(3, "")).unwrap();
+    let out = gpumon()
+        .args(["snapshot", "--replay"])
+        .arg(&plain)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A frame cut off: the samples of the frames before it are replayed, the cut is named, and
+    // the snapshot is the last whole sample's.
     let mut body = frames_of(&recording(12, ""));
     body.truncate(body.len() - 3);
     let cut = dir.path().join("cut.ndjson.zst");
     std::fs::write(&cut, &body).unwrap();
-    let err = refused(&["snapshot", "--replay"], &cut);
-    assert!(err.contains("cut off mid-frame"), "{err}");
+    let out = gpumon()
+        .args(["snapshot", "--replay"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("cut.ndjson.zst is cut off at line 11"),
+        "{err}"
+    );
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(snap["taken_at"], gpumon::snapshot::time_ms(8000));
 }
 
 /// The recording compressed as `record` writes it: a frame every 10 lines.

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use gpumon::analysis::explain::{Format, explain};
+use gpumon::analysis::explain::{Format, Logs, read_log, render};
+use gpumon::infile::Input;
 use gpumon::model::{Alert, Level};
 use gpumon::model::{Config, Event};
 use gpumon::screen::{Msg, State};
@@ -17,6 +18,16 @@ const MIB: u64 = 1 << 20;
 
 fn log(name: &str) -> PathBuf {
     PathBuf::from(format!("tests/fixtures/logs/{name}.log"))
+}
+
+/// `gpumon explain`'s report on the logs at `paths`, each read through gpumon's one reader.
+fn explain(paths: &[PathBuf], format: Format) -> Result<String, std::io::Error> {
+    let mut logs = Vec::new();
+    for p in paths {
+        let input = Input::open(p)?;
+        logs.push(read_log(&input.name.clone(), input.reader())?);
+    }
+    Ok(render(&Logs::new(logs, Vec::new()), format, None))
 }
 
 /// The one failure `explain` finds in a real log, as JSON.

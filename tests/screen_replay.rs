@@ -60,7 +60,7 @@ impl Demo {
     }
 }
 
-/// The GPU line's "⚠ 7 alerts  1 note" as a number of alerts and notes, and the panel's count.
+/// The GPU line's "⚠ 7 alerts  1 info" as a number of alerts and info-level findings, and the panel's count.
 fn counts(screen: &str) -> (usize, usize) {
     let number = |pattern: &str| -> usize {
         regex_lite::Regex::new(pattern)
@@ -68,7 +68,7 @@ fn counts(screen: &str) -> (usize, usize) {
             .captures(screen)
             .map_or(0, |c| c[1].parse().unwrap())
     };
-    let gpu = number(r"⚠ (\d+) alerts?") + number(r"  (\d+) notes?");
+    let gpu = number(r"⚠ (\d+) alerts?") + number(r"  (\d+) info");
     (gpu, number(r"alerts \((\d+)\)"))
 }
 

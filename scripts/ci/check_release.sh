@@ -4,8 +4,9 @@
 #   - the glibc-2.17 binary the wheel script builds with zig (scripts/build_wheel.sh; cargo's cache
 #     makes this second call cheap), taken out of the wheel;
 #   - gpumon_VERSION-1_amd64.deb by cargo-deb (Cargo.toml [package.metadata.deb]): the binary, the
-#     man page and shell completions gpumon prints, the systemd unit for `serve`, README;
-#   - gpumon-VERSION-x86_64-linux.tar.gz with the same files;
+#     man pages (gpumon.1 and one per subcommand) and shell completions gpumon writes, the
+#     systemd unit for `serve`, README;
+#   - gpumon-VERSION-x86_64-linux.tar.gz with the same files (the man pages under man/);
 #   - `cargo package --locked`: the crate builds from what it ships, no test fixtures in it.
 # Everything is written under target/ (release-packages/ or RELEASE_OUT, pkg-stage/, package/,
 # release-tools/ for cargo-deb); nothing into the checkout.
@@ -26,7 +27,7 @@ version=$(cargo metadata --no-deps --format-version 1 --offline |
   python3 -c 'import json, sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "gpumon"))')
 stage=target/pkg-stage   # Cargo.toml's [package.metadata.deb] assets are read from here
 rm -rf "$out" "$stage"
-mkdir -p "$out" "$stage/completions"
+mkdir -p "$out" "$stage/completions" "$stage/man"
 
 binary() {
   local wheel
@@ -44,7 +45,11 @@ step "the glibc-2.17 binary of the wheel build (zig)" binary
 [ -x "$stage/gpumon" ] || { summary; exit 1; }
 
 files() {
-  "$stage/gpumon" man | gzip -9n >"$stage/gpumon.1.gz" &&
+  # Every page, gpumon.1 and one per subcommand; each subcommand's must be there.
+  "$stage/gpumon" man "$stage/man" && gzip -9nf "$stage"/man/*.1 && chmod 644 "$stage"/man/*.1.gz &&
+    for page in gpumon gpumon-explain gpumon-diff gpumon-serve gpumon-probe-env; do
+      [ -s "$stage/man/$page.1.gz" ] || { echo "no man page $page.1"; return 1; }
+    done &&
     "$stage/gpumon" completions bash >"$stage/completions/gpumon.bash" &&
     "$stage/gpumon" completions zsh >"$stage/completions/_gpumon" &&
     "$stage/gpumon" completions fish >"$stage/completions/gpumon.fish" &&
@@ -52,9 +57,11 @@ files() {
     sed 's|/usr/local/bin/gpumon|/usr/bin/gpumon|g' assets/systemd/gpumon-serve.service \
       >"$stage/gpumon-serve.service" &&
     grep -q '^ExecStart=/usr/bin/gpumon serve ' "$stage/gpumon-serve.service" &&
-    [ -s "$stage/completions/gpumon.bash" ] && zcat "$stage/gpumon.1.gz" | grep '^\.TH gpumon' >/dev/null
+    [ -s "$stage/completions/gpumon.bash" ] && zcat "$stage/man/gpumon.1.gz" | grep '^\.TH gpumon' >/dev/null &&
+    zcat "$stage/man/gpumon.1.gz" | grep -q '^\.SH KEYS' &&
+    zcat "$stage/man/gpumon-explain.1.gz" | grep -q '^\.SH "EXIT STATUS"'
 }
-step "man page, bash/zsh/fish completions and the packaged systemd unit" files
+step "man pages, bash/zsh/fish completions and the packaged systemd unit" files
 
 cargo_deb() {
   if [ ! -x "$tools/bin/cargo-deb" ]; then
@@ -69,10 +76,13 @@ deb_installs() {
   local root=$scratch/deb-root
   dpkg-deb --info "$deb" && dpkg-deb --contents "$deb" || return 1
   dpkg -x "$deb" "$root" || return 1
-  for f in usr/bin/gpumon usr/share/man/man1/gpumon.1.gz lib/systemd/system/gpumon-serve.service \
+  for f in usr/bin/gpumon lib/systemd/system/gpumon-serve.service \
     usr/share/bash-completion/completions/gpumon usr/share/zsh/vendor-completions/_gpumon \
     usr/share/fish/vendor_completions.d/gpumon.fish usr/share/doc/gpumon/README.md; do
     [ -f "$root/$f" ] || { echo "missing from the package: $f"; return 1; }
+  done
+  for page in "$stage"/man/*.1.gz; do
+    [ -f "$root/usr/share/man/man1/${page##*/}" ] || { echo "missing from the package: ${page##*/}"; return 1; }
   done
   [ "$("$root/usr/bin/gpumon" --version)" = "gpumon $version" ] &&
     "$root/usr/bin/gpumon" snapshot --replay assets/demo.ndjson --format text | grep -E '^0 +NVIDIA H100' >/dev/null
@@ -82,8 +92,9 @@ step "the .deb unpacks into a scratch root (dpkg -x) and its gpumon runs" deb_in
 archive_name=gpumon-${version}-x86_64-linux
 archive() {
   local dir=$scratch/$archive_name
-  mkdir -p "$dir/completions" "$dir/systemd" &&
-    cp "$stage/gpumon" "$stage/gpumon.1.gz" README.md "$dir/" &&
+  mkdir -p "$dir/completions" "$dir/systemd" "$dir/man" &&
+    cp "$stage/gpumon" README.md "$dir/" &&
+    cp "$stage"/man/*.1.gz "$dir/man/" &&
     cp "$stage"/completions/* "$dir/completions/" &&
     cp assets/systemd/gpumon-serve.service "$dir/systemd/" &&
     tar -C "$scratch" --owner=0 --group=0 --sort=name -czf "$out/$archive_name.tar.gz" "$archive_name"
@@ -93,8 +104,8 @@ step "$archive_name.tar.gz" archive
 archive_runs() {
   local root=$scratch/unpacked
   mkdir -p "$root" && tar -C "$root" -xzf "$out/$archive_name.tar.gz" || return 1
-  for f in gpumon gpumon.1.gz README.md completions/gpumon.bash completions/_gpumon \
-    completions/gpumon.fish systemd/gpumon-serve.service; do
+  for f in gpumon man/gpumon.1.gz man/gpumon-explain.1.gz README.md completions/gpumon.bash \
+    completions/_gpumon completions/gpumon.fish systemd/gpumon-serve.service; do
     [ -f "$root/$archive_name/$f" ] || { echo "missing from the archive: $f"; return 1; }
   done
   [ "$("$root/$archive_name/gpumon" --version)" = "gpumon $version" ]

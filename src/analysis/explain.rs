@@ -4,9 +4,7 @@
 //! words, as text for people (80 columns) or JSON. What a recording
 //! adds (the alerts its replay raised) is rendered by the caller and appended as [`Extra`].
 
-use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -23,15 +21,6 @@ mod kernel;
 pub use crate::format::Format;
 
 const WIDTH: usize = 80;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ExplainError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-}
 
 /// One explained failure (the JSON shape).
 #[derive(Debug, Serialize)]
@@ -63,6 +52,16 @@ struct Report<'a> {
     /// Only there when recordings were given, so the report without them is unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     recordings: Option<serde_json::Value>,
+    /// The files that could not be read, and why; absent when every one was.
+    #[serde(skip_serializing_if = "<[Unreadable]>::is_empty")]
+    unreadable: &'a [Unreadable],
+}
+
+/// A file given that could not be read (the report goes on with the others).
+#[derive(Debug, Serialize)]
+pub struct Unreadable {
+    pub file: String,
+    pub error: String,
 }
 
 /// What the report adds after the logs' failures (the recordings' alerts): its JSON, the
@@ -72,37 +71,52 @@ pub struct Extra {
     pub text: String,
 }
 
-/// Reads every file whole and explains each failure in it; an unreadable file is an error.
-pub fn explain(paths: &[PathBuf], format: Format) -> Result<String, ExplainError> {
-    Ok(render(&read_logs(paths)?, format, None))
-}
-
-/// The logs' failures, classified: read once by [`read_logs`], then [`render`]ed.
+/// The logs' failures, classified: each file read by [`read_log`], then all of them together
+/// ([`Logs::new`], so a fault is joined with an Xid of another file), then [`render`]ed.
 pub struct Logs {
     paths: Vec<String>,
     failures: Vec<Explained>,
     xids: Vec<XidLine>,
+    unreadable: Vec<Unreadable>,
 }
 
-/// Reads every file whole and classifies each failure in it; an unreadable file is an error.
-pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
-    let (mut failures, mut xids) = (Vec::new(), Vec::new());
-    for p in paths {
-        let name = p.display().to_string();
-        let (found, lines) = read(p).map_err(|source| ExplainError::Read {
-            path: name.clone(),
-            source,
-        })?;
-        failures.extend(found);
-        xids.extend(lines);
+/// One log read whole: its failures, in order, and its kernel Xid lines.
+pub struct LogFile {
+    name: String,
+    failures: Vec<Failure>,
+    xids: Vec<XidLine>,
+    /// The line a compressed log was cut off in (its stream ends mid-frame): read up to there.
+    pub cut_at: Option<u64>,
+}
+
+impl Logs {
+    /// The failures of every file, classified; `unreadable` are the files that could not be
+    /// read, named in the report.
+    pub fn new(files: Vec<LogFile>, unreadable: Vec<Unreadable>) -> Logs {
+        let paths = files.iter().map(|f| f.name.clone()).collect();
+        let (mut failures, mut xids) = (Vec::new(), Vec::new());
+        for f in files {
+            failures.extend(f.failures);
+            xids.extend(f.xids);
+        }
+        Logs {
+            failures: explained(failures, &xids),
+            paths,
+            xids,
+            unreadable,
+        }
     }
-    let all = failures
+}
+
+/// Each failure classified: a memory fault joined with an Xid line, an OOM by its numbers.
+fn explained(failures: Vec<Failure>, xids: &[XidLine]) -> Vec<Explained> {
+    failures
         .into_iter()
         .map(|f| {
             let ctx = Context::default();
             let (class, confidence, evidence, remedy, xid) = match f.fault {
                 Some(kind) => {
-                    let xid = kernel::joined(kind, &xids).cloned();
+                    let xid = kernel::joined(kind, xids).cloned();
                     let (class, evidence, remedy) = kernel::verdict(kind, xid.as_ref());
                     let sure = if xid.is_some() {
                         Confidence::Certain
@@ -137,12 +151,7 @@ pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
                 xid,
             }
         })
-        .collect();
-    Ok(Logs {
-        paths: paths.iter().map(|p| p.display().to_string()).collect(),
-        failures: all,
-        xids,
-    })
+        .collect()
 }
 
 /// The report on `logs`, followed by `extra`; without logs, the text is `extra`'s alone.
@@ -155,6 +164,7 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
                 failures: &logs.failures,
                 xids: &logs.xids,
                 recordings: extra.map(|e| e.json),
+                unreadable: &logs.unreadable,
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
@@ -166,10 +176,11 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
     }
 }
 
-/// The failures of one file, in order, and its kernel Xid lines.
-fn read(path: &Path) -> std::io::Result<(Vec<Failure>, Vec<XidLine>)> {
-    let mut file = File::open(path)?;
-    let log = path.display().to_string();
+/// Reads the log `name` whole from `input`: its failures, in order, and its kernel Xid lines. A
+/// stream cut off (a compressed log whose end is missing) is read up to the cut.
+pub fn read_log(name: &str, mut input: impl Read) -> std::io::Result<LogFile> {
+    let log = name.to_string();
+    let mut cut_at = None;
     let mut lines = LineSplitter::default();
     let mut parser = OomParser::new();
     let (mut found, mut xids) = (Vec::new(), Vec::new());
@@ -191,10 +202,16 @@ fn read(path: &Path) -> std::io::Result<(Vec<Failure>, Vec<XidLine>)> {
     };
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                cut_at = Some(lines.lines + 1);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         lines.push(&buf[..n], &mut feed);
     }
     lines.finish(&mut feed);
@@ -203,7 +220,12 @@ fn read(path: &Path) -> std::io::Result<(Vec<Failure>, Vec<XidLine>)> {
         .into_iter()
         .map(|p| p.into_failure(0, &log, None))
         .collect();
-    Ok((failures, xids))
+    Ok(LogFile {
+        name: log,
+        failures,
+        xids,
+        cut_at,
+    })
 }
 
 fn text(all: &[Explained], xids: &[XidLine]) -> String {

@@ -42,7 +42,7 @@ pub struct LiveArgs {
     #[arg(long, value_parser = parse_interval, allow_hyphen_values = true)]
     pub interval: Option<Duration>,
     /// How much history the sparklines and snapshots keep (e.g. 10m, 1h) [default: 10m; with
-    /// --replay/--demo the whole recording up to 1h, 10m for a .zst file]
+    /// --replay/--demo the whole recording up to 1h, 10m for a compressed file or a pipe]
     #[arg(long, value_parser = parse_history, allow_hyphen_values = true)]
     pub history: Option<Duration>,
     /// Start with this filter: digits match a PID, other text matches command or user
@@ -51,7 +51,7 @@ pub struct LiveArgs {
     /// Where the `s` key writes snapshots
     #[arg(long, default_value = ".")]
     pub snapshot_dir: PathBuf,
-    /// Replay a recording instead of reading the GPUs
+    /// Replay a recording instead of reading the GPUs (a file or a pipe; plain, gzip or zstd)
     #[arg(long, conflicts_with = "demo")]
     pub replay: Option<PathBuf>,
     /// Replay speed (with --replay or --demo)
@@ -133,7 +133,8 @@ pub enum Command {
         output: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Json)]
         format: Format,
-        /// Take the snapshot from the end of a recording instead of the GPUs
+        /// Take the snapshot from the end of a recording instead of the GPUs (a file, a pipe or
+        /// `-`; plain, gzip or zstd)
         #[arg(long)]
         replay: Option<PathBuf>,
         /// Instead of a snapshot, ask the probe of process PID for its framework's own full map
@@ -158,18 +159,22 @@ pub enum Command {
         #[arg(long = "log", value_name = "FILE")]
         logs: Vec<PathBuf>,
     },
-    /// Explain the memory differences between two snapshots: files, or live from `gpumon serve`
+    /// Explain the memory differences between two snapshots: files, recordings, or live from
+    /// `gpumon serve`
     #[command(
-        after_help = "Each side is a snapshot file (`gpumon snapshot`, or `s` on the screen) or the \
-http:// or https:// URL of a `gpumon serve`, whose /snapshot is read now, e.g. \
-`gpumon diff http://gpu-a:9477 https://gpu-b:9477 --tls-ca ca.pem`. A path that exists is always \
-read as a file."
+        after_help = "Each side is a snapshot file (`gpumon snapshot`, or `s` on the screen), a \
+recording (`gpumon record`; compared as it stood at its last sample), `-` for standard input, or \
+the http:// or https:// URL of a `gpumon serve`, whose /snapshot is read now, e.g. \
+`gpumon diff http://gpu-a:9477 https://gpu-b:9477 --tls-ca ca.pem`. Files may be gzip or zstd \
+compressed. A path that exists is always read as a file."
     )]
     Diff {
-        /// The first snapshot: a file, or a server's URL (http://HOST:PORT or https://…)
+        /// The first side: a snapshot or recording file, or a server's URL (http://HOST:PORT or
+        /// https://…)
         #[arg(value_name = "A")]
         a: PathBuf,
-        /// The second snapshot: a file, or a server's URL (http://HOST:PORT or https://…)
+        /// The second side: a snapshot or recording file, or a server's URL (http://HOST:PORT or
+        /// https://…)
         #[arg(value_name = "B")]
         b: PathBuf,
         #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -185,9 +190,11 @@ read as a file."
     /// Find and classify the allocation failures in logs, and the failures and risks in
     /// gpumon recordings
     #[command(
-        after_help = "Each FILE is a log, or a gpumon recording (`gpumon record`, NDJSON or \
-.zst): a file whose first line is a recording's header, or whose name ends in .zst. A recording \
-is replayed through the same analysis as the screen, and the alerts raised on the way are \
+        after_help = "Each FILE is a log or a gpumon recording (`gpumon record`), told apart by \
+its first bytes, whatever its name: a file, a pipe (`<(zcat train.log.gz)`), or `-` for standard \
+input, plain or gzip or zstd compressed. A binary file or a snapshot is refused with what it is; a \
+file that cannot be read is named on stderr, the others are reported, and the status is 1. A \
+recording cut off mid-line is replayed up to its last whole line. A recording is replayed through the same analysis as the screen, and the alerts raised on the way are \
 reported after the logs' failures: OOMs only the allocator probe saw, fragmentation and \
 pool-limit risks, processes that ended at their pool's limit, and the failures of the logs it \
 followed while recording (each input is reported on its own, so such a log given too is \
@@ -239,8 +246,13 @@ and its log is still followed."
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff; e.g. `gpumon man | man -l -`)
-    Man,
+    /// Print the man page (roff; e.g. `gpumon man | man -l -`), or write every page into DIR
+    Man {
+        /// Write gpumon.1 and a page per subcommand (gpumon-explain.1, …) into DIR instead of
+        /// printing gpumon.1
+        #[arg(value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// The allocator probe for jobs gpumon does not start (sbatch, Kubernetes, torchrun,
     /// notebooks)
     Probe {

@@ -1,14 +1,19 @@
-//! `gpumon diff A B`: each side a snapshot file or the `http(s)://` URL of a `gpumon serve`, whose
-//! `/snapshot` is read now with the remote hosts' client (bounded time and size, the bearer token
-//! of `--token-file`) and checked as a file is; then the two are compared.
+//! `gpumon diff A B`: each side a snapshot, a recording (replayed through the pipeline as
+//! `snapshot --replay` does: the state at its last sample), both read through `given` (a pipe,
+//! `-`, gzip or zstd), or the `http(s)://` URL of a `gpumon serve`, whose `/snapshot` is read now
+//! with the remote hosts' client (bounded time and size, the bearer token of `--token-file`) and
+//! checked as a file is; then the two are compared.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::{Fail, print_out};
+use super::given::{self, Wants};
+use super::{Fail, files, print_out};
 use crate::cli::{ClientTlsArgs, Format};
+use crate::infile::Kind;
 use crate::remote::{Client, hosts};
-use crate::snapshot::{self, Snapshot};
+use crate::snapshot::{self, Snapshot, SnapshotError};
+use crate::source::replay::ReplaySource;
 
 /// Where one side's snapshot comes from.
 #[derive(Debug, PartialEq, Eq)]
@@ -40,9 +45,10 @@ fn looks_like_an_address(arg: &Path) -> Option<&str> {
     (host_ok && port.parse::<u16>().is_ok_and(|p| p > 0)).then_some(text)
 }
 
-fn load(side: &Side<'_>, client: &Client) -> Result<Snapshot, Fail> {
+/// One side's snapshot, and whether it is a recording's end.
+fn load(side: &Side<'_>, client: &Client) -> Result<(Snapshot, bool), Fail> {
     match side {
-        Side::File(path) => snapshot::read(path).map_err(|e| {
+        Side::File(path) => from_file(path).map_err(|e| {
             let hint = looks_like_an_address(path)
                 .map(|a| format!(" (a server is named by its URL: http://{a})"))
                 .unwrap_or_default();
@@ -50,8 +56,33 @@ fn load(side: &Side<'_>, client: &Client) -> Result<Snapshot, Fail> {
         }),
         Side::Server(url) => client
             .snapshot(url)
+            .map(|s| (s, false))
             .map_err(|e| Fail::runtime(format!("{url}: {e}"))),
     }
+}
+
+/// A snapshot file, or the state at a recording's last sample.
+fn from_file(path: &Path) -> Result<(Snapshot, bool), String> {
+    let input = given::open(path)?;
+    // Too large to be a snapshot, whatever its first bytes: refused unread.
+    if let Some(size) = input.size().filter(|s| *s > snapshot::MAX_BYTES) {
+        let path = path.to_path_buf();
+        return Err(SnapshotError::TooLarge { path, size }.to_string());
+    }
+    given::check(&input, Wants::SnapshotOrRecording)?;
+    if input.kind != Kind::Recording {
+        let snap = snapshot::read_from(path, input.reader()).map_err(|e| e.to_string())?;
+        return Ok((snap, false));
+    }
+    let name = input.name.clone();
+    let mut source = ReplaySource::read(&name, input.reader()).map_err(|e| e.to_string())?;
+    let machine = files::replay_recording(&mut source, |_| {}).map_err(|e| e.to_string())?;
+    let Some(at) = machine.last_sample_ms else {
+        return Err(format!(
+            "{name}: a recording without samples, nothing to compare"
+        ));
+    };
+    Ok((snapshot::Snapshot::of_machine(&machine, at), true))
 }
 
 pub(super) fn diff(
@@ -87,13 +118,22 @@ pub(super) fn diff(
             .unwrap_or_else(|_| Err(Fail::runtime("reading B failed")));
         (a, b)
     });
-    let (sa, sb) = (sa?, sb?);
+    let ((sa, a_replayed), (sb, b_replayed)) = (sa?, sb?);
     let d = snapshot::diff::diff(&sa, &sb);
+    let what = |replayed: bool| {
+        if replayed {
+            " (a recording, replayed to its last sample)"
+        } else {
+            ""
+        }
+    };
     let text = match format {
         Format::Text => format!(
-            "A: {}\nB: {}\n{}",
+            "A: {}{}\nB: {}{}\n{}",
             a.display(),
+            what(a_replayed),
             b.display(),
+            what(b_replayed),
             snapshot::diff::render_text(&d)
         ),
         Format::Json => snapshot::diff::render_json(&d),

@@ -1,27 +1,26 @@
-//! `gpumon explain FILE…`: logs go to `analysis::explain` as before; gpumon recordings are
-//! replayed through the pipeline (as `snapshot --replay` does, without sleeping) and the
-//! failures and risks it raised are reported after the logs' failures.
+//! `gpumon explain FILE…`: each file opened once through `given` (a pipe, `-`, gzip or zstd) and
+//! read as what its first bytes say: a log goes to `analysis::explain`; a gpumon recording is
+//! replayed through the pipeline (as `snapshot --replay` does, without sleeping) and the failures
+//! and risks it raised are reported after the logs' failures. A file that cannot be read (or
+//! is neither) is named on stderr, the others are reported, and the status is 1.
 //!
 //! A recording's alerts include the failures of the logs it followed while recording: a log
 //! given on the same command line is reported again, under its own name (each input on its own).
 
-use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde::Serialize;
 
+use super::given::{self, Wants};
 use super::{Fail, print_out};
-use crate::analysis::explain::{Extra, read_logs, render, wrap};
+use crate::analysis::explain::{Extra, LogFile, Logs, Unreadable, read_log, render, wrap};
 use crate::cli::Format;
+use crate::infile::{Input, Kind};
 use crate::model::{Alert, Level, Machine, Point, ProcKey, ProcessTrack, Ring};
-use crate::recording::file;
 use crate::snapshot;
 use crate::snapshot::timeline::Moment;
 use crate::source::replay::ReplaySource;
-
-/// How much of a file's first line is read to tell a recording from a log.
-const FIRST_LINE: u64 = 64 * 1024;
 
 /// One alert raised while a recording was replayed (the JSON shape).
 #[derive(Debug, Serialize)]
@@ -49,6 +48,9 @@ struct Raised {
 struct Replayed {
     file: String,
     samples: u64,
+    /// The line the recording was cut off in: replayed up to the last whole line before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cut_at_line: Option<usize>,
     alerts: Vec<Raised>,
     /// Text timelines of the processes the alerts name, in the order first named.
     #[serde(skip)]
@@ -56,54 +58,71 @@ struct Replayed {
 }
 
 pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fail> {
-    let (recordings, logs): (Vec<&PathBuf>, Vec<&PathBuf>) =
-        paths.iter().partition(|p| is_recording(p));
-    let logs: Vec<PathBuf> = logs.into_iter().cloned().collect();
-    // The logs first, so an unreadable one fails before any replay.
-    let logs = read_logs(&logs).map_err(Fail::runtime)?;
-    if recordings.is_empty() {
-        return print_out(&render(&logs, format, None));
+    let (mut logs, mut replayed, mut unreadable) = (Vec::new(), Vec::new(), Vec::new());
+    for path in paths {
+        match read(path) {
+            Ok(Given::Log(log)) => logs.push(log),
+            Ok(Given::Recording(r)) => replayed.push(r),
+            Err(error) => {
+                eprintln!("gpumon: {error}");
+                unreadable.push(Unreadable {
+                    file: path.display().to_string(),
+                    error,
+                });
+            }
+        }
     }
-    let replayed = recordings
-        .iter()
-        .map(|p| replay(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let extra = Extra {
-        json: serde_json::to_value(&replayed).map_err(Fail::runtime)?,
-        text: text(&replayed),
+    // Nothing read, nothing reported: a report would read as an all-clear.
+    if logs.is_empty() && replayed.is_empty() {
+        return Ok(ExitCode::from(1));
+    }
+    let status = if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     };
-    print_out(&render(&logs, format, Some(extra)))
+    let logs = Logs::new(logs, unreadable);
+    let extra = if replayed.is_empty() {
+        None
+    } else {
+        Some(Extra {
+            json: serde_json::to_value(&replayed).map_err(Fail::runtime)?,
+            text: text(&replayed),
+        })
+    };
+    print_out(&render(&logs, format, extra))?;
+    Ok(status)
 }
 
-/// A recording: named `.zst`, or its first line is a JSON object whose `schema` is a gpumon
-/// recording's (any version: the reader then says which it reads). Anything else, an
-/// unreadable file included, is a log.
-fn is_recording(path: &Path) -> bool {
-    if file::is_zst(path) {
-        return true;
-    }
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
-    let mut line = Vec::new();
-    if std::io::BufReader::new(f.take(FIRST_LINE))
-        .read_until(b'\n', &mut line)
-        .is_err()
-    {
-        return false;
-    }
-    serde_json::from_slice::<serde_json::Value>(&line)
-        .ok()
-        .and_then(|v| v.get("schema")?.as_str().map(str::to_string))
-        .is_some_and(|s| s.starts_with("gpumon.recording/"))
+/// One file given, read: a log's failures, or a recording's replay.
+enum Given {
+    Log(LogFile),
+    Recording(Replayed),
 }
 
-/// Replays the recording at `path` through the pipeline and keeps every failure and risk alert
+/// Reads the file at `path` as what its first bytes say it is; the error names it.
+fn read(path: &Path) -> Result<Given, String> {
+    let input = given::open(path)?;
+    given::check(&input, Wants::LogOrRecording)?;
+    if input.kind == Kind::Recording {
+        return replay(input).map(Given::Recording);
+    }
+    let name = input.name.clone();
+    let log = read_log(&name, input.reader()).map_err(|e| format!("cannot read {name}: {e}"))?;
+    if let Some(line) = log.cut_at {
+        eprintln!(
+            "gpumon: {name} is cut off at line {line} (its compressed stream ends mid-frame): \
+             read up to there"
+        );
+    }
+    Ok(Given::Log(log))
+}
+
+/// Replays the recording `input` through the pipeline and keeps every failure and risk alert
 /// raised on the way, oldest first, with the process's command and the GPU's index as then.
-fn replay(path: &Path) -> Result<Replayed, Fail> {
-    let name = path.display().to_string();
-    let input = file::open(path).map_err(|e| Fail::runtime(format!("cannot read {name}: {e}")))?;
-    let mut source = ReplaySource::read(&name, input).map_err(Fail::runtime)?;
+fn replay(input: Input) -> Result<Replayed, String> {
+    let name = input.name.clone();
+    let mut source = ReplaySource::read(&name, input.reader()).map_err(|e| e.to_string())?;
     let (mut samples, mut seen) = (0, 0);
     let mut alerts = Vec::new();
     // The tracks of the processes the alerts name, kept as they exit (before the machine drops
@@ -133,7 +152,7 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
                 .cloned();
         }
     })
-    .map_err(Fail::runtime)?;
+    .map_err(|e| e.to_string())?;
     outcomes(&mut alerts);
     let timelines = tracks
         .into_iter()
@@ -141,11 +160,12 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
         .filter_map(|t| timeline(&t, &alerts))
         .collect();
     if samples == 0 {
-        return Err(Fail::runtime(format!(
+        return Err(format!(
             "{name}: a recording without samples, nothing to explain"
-        )));
+        ));
     }
     Ok(Replayed {
+        cut_at_line: source.cut_off(),
         file: name,
         samples,
         alerts,
@@ -268,6 +288,13 @@ fn text(all: &[Replayed]) -> String {
             "",
             "  ",
         ));
+        if let Some(line) = r.cut_at_line {
+            out.push_str(&wrap(
+                &format!("cut off at line {line}: replayed up to the last whole line before it"),
+                "  ",
+                "  ",
+            ));
+        }
         for a in &r.alerts {
             out.push('\n');
             let level = match (a.level, &a.confidence) {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use super::{Fail, HINT, print_out, sources};
 use crate::cli::Format;
 use crate::model::{Config, Event, Machine};
-use crate::recording::RecordingError;
+use crate::recording::{RecordingError, cut_notice};
 use crate::source::replay::ReplaySource;
 use crate::{pipeline, snapshot};
 
@@ -16,7 +16,8 @@ use crate::{pipeline, snapshot};
 const HISTORY_MS: u64 = 600_000;
 
 /// Replays a recording through the pipeline, one sample at a time (memory holds the machine,
-/// never the recording), calling `each` after every sample; the caller words the errors.
+/// never the recording), calling `each` after every sample; the caller words the errors. A
+/// recording cut off is replayed up to its last whole line, and stderr says where it was cut.
 pub(super) fn replay_recording<R: BufRead>(
     source: &mut ReplaySource<R>,
     mut each: impl FnMut(&Machine),
@@ -30,6 +31,9 @@ pub(super) fn replay_recording<R: BufRead>(
         pipeline::apply(&mut machine, Event::Sample(s));
         each(&machine);
     }
+    if let Some(line) = source.cut_off() {
+        eprintln!("gpumon: {}", cut_notice(source.name(), line));
+    }
     Ok(machine)
 }
 
@@ -40,7 +44,7 @@ pub(super) fn take_snapshot(
 ) -> Result<ExitCode, Fail> {
     let machine = match replay {
         Some(path) => {
-            let mut source = sources::open_replay(path)?;
+            let mut source = sources::open_replay(path)?.source;
             let mut machine =
                 replay_recording(&mut source, |_| {}).map_err(|e| Fail::usage(e.to_string()))?;
             // The recording is over: the snapshot says so (and raises what waited for more).

@@ -34,8 +34,11 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         let ms = source.header().interval_ms;
         Some((sources::replay_factory(source), ms, span))
     } else if let Some(path) = &args.replay {
-        let mut source = sources::open_replay(path)?;
-        let span = replay_span(&mut source, recording::file::last_at_ms(path));
+        let sources::Replay {
+            mut source,
+            last_at_ms,
+        } = sources::open_replay(path)?;
+        let span = replay_span(&mut source, last_at_ms);
         let ms = source.header().interval_ms;
         Some((sources::replay_factory(source), ms, span))
     } else {
@@ -106,7 +109,8 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
 
 /// The longest default history of a replay (its span beyond this needs `--history`).
 const MAX_REPLAY_HISTORY_MS: u64 = 3_600_000;
-/// The default history of a replay whose span cannot be read cheaply (a `.zst` file): as live.
+/// The default history of a replay whose span cannot be read cheaply (a compressed file, a
+/// pipe): as live.
 const UNKNOWN_SPAN_HISTORY_MS: u64 = 600_000;
 
 /// Time from the recording's first sample to its last, when the last one's time is known.

@@ -12,6 +12,7 @@ mod explain;
 mod export;
 mod files;
 mod fleet;
+mod given;
 mod probe;
 mod run;
 mod serve;
@@ -131,9 +132,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
         }) => diff::diff(&a, &b, format, token_file.as_deref(), &tls),
         Some(Command::Explain { logs, format }) => explain::explain(&logs, format),
         Some(Command::Completions { shell }) => print_out(&docs::completions(shell)),
-        Some(Command::Man) => docs::man()
-            .map_err(Fail::runtime)
-            .and_then(|t| print_out(&t)),
+        Some(Command::Man { dir: None }) => print_out(&docs::man()),
+        Some(Command::Man { dir: Some(dir) }) => docs::write_pages(&dir),
         Some(Command::Run {
             log_dir,
             no_probe,

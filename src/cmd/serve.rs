@@ -15,7 +15,7 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     }
     let (factory, spacing) = match (&args.replay, args.demo) {
         (Some(path), _) => {
-            let source = sources::open_replay(path)?;
+            let source = sources::open_replay(path)?.source;
             let spacing = source.header().interval_ms;
             (sources::replay_factory(source), Some(spacing))
         }

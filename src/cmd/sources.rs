@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::Fail;
+use super::given::{self, Wants};
 use crate::kill::StartTimes;
 use crate::logs::LogWatch;
-use crate::recording;
 use crate::run::no_gpu::NoGpu;
 use crate::sampler::Factory;
 use crate::source::Source;
@@ -95,14 +95,25 @@ pub(super) fn replay_factory<R: BufRead + Send + 'static>(source: ReplaySource<R
     })
 }
 
-/// A recording on disk (zstd-compressed when named `*.zst`), its header and first sample read
-/// and checked; the rest is read as it is replayed.
-pub(super) fn open_replay(path: &Path) -> Result<ReplaySource<Box<dyn BufRead + Send>>, Fail> {
-    let name = path.display().to_string();
-    let input = recording::file::open(path).map_err(|e| Fail::usage(format!("{name}: {e}")))?;
-    let mut source = ReplaySource::read(&name, input).map_err(|e| Fail::usage(e.to_string()))?;
+/// A recording to replay: its source, and the time of its last sample where that is cheap to
+/// know (a plain file on disk).
+pub(super) struct Replay {
+    pub source: ReplaySource<Box<dyn BufRead + Send>>,
+    pub last_at_ms: Option<u64>,
+}
+
+/// A recording given on the command line (a file, a pipe, `-`; plain, gzip or zstd), its header
+/// and first sample read and checked; the rest is read as it is replayed. Anything else is
+/// refused with what it is.
+pub(super) fn open_replay(path: &Path) -> Result<Replay, Fail> {
+    let input = given::open(path).map_err(Fail::usage)?;
+    given::check(&input, Wants::Recording).map_err(Fail::usage)?;
+    let last_at_ms = input.last_at_ms();
+    let name = input.name.clone();
+    let mut source =
+        ReplaySource::read(&name, input.reader()).map_err(|e| Fail::usage(e.to_string()))?;
     source.first().map_err(|e| Fail::usage(e.to_string()))?;
-    Ok(source)
+    Ok(Replay { source, last_at_ms })
 }
 
 /// The user's probe directory: `GPUMON_PROBE_DIR` when it is an absolute path, else the

@@ -34,12 +34,13 @@ impl Level {
         matches!(self, Level::Failure | Level::Suspected)
     }
 
-    /// The word for it in text output.
+    /// The word for it in text output, on screen and in the docs: the JSON value too
+    /// (docs/guide/alerts.md#levels).
     pub fn word(self) -> &'static str {
         match self {
             Level::Failure => "failure",
             Level::Suspected => "suspected",
-            Level::Info => "information",
+            Level::Info => "info",
             Level::Notice => "notice",
         }
     }

@@ -1,44 +1,15 @@
-//! Recordings on disk: plain NDJSON, or zstd-compressed when the name ends in `.zst`; opened as a
-//! stream of lines, written through an `Output` that compresses when asked; the time of the last
-//! sample read cheaply from the end of a plain file.
+//! Recordings on disk: plain NDJSON, or zstd-compressed when the name ends in `.zst`, written
+//! through an `Output` that compresses when asked; the time of the last sample found in the end of
+//! a plain file (`infile` reads them, whatever their name).
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use super::zst;
 
-/// The tail of a plain recording read to find its last sample's time.
-const TAIL: u64 = 1 << 20;
-
 /// Whether the file is (to be) zstd-compressed: its name ends in `.zst`.
 pub fn is_zst(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "zst")
-}
-
-/// The recording's lines, decompressed when the name ends in `.zst`.
-pub fn open(path: &Path) -> io::Result<Box<dyn BufRead + Send>> {
-    let file = BufReader::new(File::open(path)?);
-    Ok(if is_zst(path) {
-        Box::new(BufReader::new(zst::Decoder::new(file)))
-    } else {
-        Box::new(file)
-    })
-}
-
-/// The `at_ms` of the last complete line of a plain recording, read from its last MiB; `None`
-/// for a compressed file (it would have to be decompressed whole) or when there is none.
-pub fn last_at_ms(path: &Path) -> Option<u64> {
-    if is_zst(path) {
-        return None;
-    }
-    let mut file = File::open(path).ok()?;
-    let len = file.seek(SeekFrom::End(0)).ok()?;
-    let from = len.saturating_sub(TAIL);
-    file.seek(SeekFrom::Start(from)).ok()?;
-    let mut tail = Vec::new();
-    file.take(TAIL).read_to_end(&mut tail).ok()?;
-    tail_at_ms(&tail, from == 0)
 }
 
 /// The `at_ms` of the last complete line in `tail`, the end of a recording (`whole`: all of
@@ -107,17 +78,15 @@ mod tests {
 
     #[test]
     fn the_last_complete_line_gives_the_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.ndjson");
-        let write = |text: &str| std::fs::write(&path, text).unwrap();
-        write("{\"schema\": 1}\n{\"at_ms\": 5}\n{\"at_ms\": 9, \"gpus\": []}\n");
-        assert_eq!(last_at_ms(&path), Some(9));
-        write("{\"schema\": 1}\n{\"at_ms\": 5}\n{\"at_ms\": 9, \"gp");
-        assert_eq!(last_at_ms(&path), Some(5), "a cut-off line is left out");
-        write("");
-        assert_eq!(last_at_ms(&path), None);
-        write(&format!("{}\n", "x".repeat(TAIL as usize + 10)));
-        assert_eq!(last_at_ms(&path), None, "no whole line in the tail");
-        assert_eq!(last_at_ms(&dir.path().join("r.ndjson.zst")), None);
+        let whole = b"{\"schema\": 1}\n{\"at_ms\": 5}\n{\"at_ms\": 9, \"gpus\": []}\n";
+        assert_eq!(tail_at_ms(whole, true), Some(9));
+        let cut = b"{\"schema\": 1}\n{\"at_ms\": 5}\n{\"at_ms\": 9, \"gp";
+        assert_eq!(tail_at_ms(cut, true), Some(5), "a cut-off line is left out");
+        assert_eq!(tail_at_ms(b"", true), None);
+        assert_eq!(
+            tail_at_ms(b"{\"at_ms\": 5}\n", false),
+            None,
+            "no whole line in the tail"
+        );
     }
 }

@@ -97,10 +97,17 @@ impl Collector for Scrape {
                 (labels, n)
             })
             .collect();
-        let help = "Alerts whose process still runs, or raised within the history window, by kind.";
+        let help = format!(
+            "Alerts of any level (failure, suspected, info, notice) among the latest {} the \
+             server keeps, by class (kind): those whose process still runs, or, for an alert \
+             naming no process, raised in the last {} minutes; a class whose alerts are all \
+             past reads 0.",
+            crate::model::MAX_ALERTS,
+            super::HISTORY_MS / 60_000
+        );
         gauges(
             &mut enc,
-            ("gpumon_alerts_active", help, None),
+            ("gpumon_alerts_active", &help, None),
             &series,
             |n| Some(*n),
         )?;

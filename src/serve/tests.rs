@@ -180,6 +180,16 @@ fn failures_are_counted_once_and_active_alerts_follow_their_process() {
         text.contains(&format!("{} 0\n", line("time-to-full"))),
         "older than the history"
     );
+    // Its help says exactly what it counts: every level, the latest 200, which are active.
+    assert!(
+        text.contains(
+            "# HELP gpumon_alerts_active Alerts of any level (failure, suspected, info, notice) \
+             among the latest 200 the server keeps, by class (kind): those whose process still \
+             runs, or, for an alert naming no process, raised in the last 10 minutes; a class \
+             whose alerts are all past reads 0.\n"
+        ),
+        "{text}"
+    );
     assert!(text.contains("# TYPE gpumon_oom_failures counter\n"));
     assert!(
         text.contains(r#"gpumon_oom_failures_total{Hostname="node\"7\"\nx",class="pool-limit"} 0"#)

@@ -28,7 +28,7 @@ pub use crate::model::Point;
 pub use crate::sample::{Framework, ProcessKind};
 pub use lines::WIDTH;
 pub use pool::{PoolDoc, PoolHistoryDoc, PoolTiersDoc};
-pub use read::{MAX_BYTES, parse, read};
+pub use read::{MAX_BYTES, parse, read, read_from};
 pub use tiers::TierDoc;
 pub use write::{file_name, write_atomic, write_to_dir};
 

@@ -18,21 +18,32 @@ pub fn read(path: impl AsRef<Path>) -> Result<Snapshot, SnapshotError> {
         source,
     };
     let file = std::fs::File::open(path).map_err(io)?;
-    let too_large = |size| SnapshotError::TooLarge {
-        path: path.to_path_buf(),
-        size,
-    };
     let len = file.metadata().map_err(io)?.len();
     if len > MAX_BYTES {
-        return Err(too_large(len));
+        return Err(SnapshotError::TooLarge {
+            path: path.to_path_buf(),
+            size: len,
+        });
     }
+    read_from(path, file)
+}
+
+/// Reads (at most [`MAX_BYTES`]) and checks a snapshot from `input`; `path` names it in errors.
+pub fn read_from(path: &Path, input: impl Read) -> Result<Snapshot, SnapshotError> {
     let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1)
+    input
+        .take(MAX_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(io)?;
+        .map_err(|source| SnapshotError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
     let read = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
     if read > MAX_BYTES {
-        return Err(too_large(read));
+        return Err(SnapshotError::TooLarge {
+            path: path.to_path_buf(),
+            size: read,
+        });
     }
     parse(path, &bytes)
 }

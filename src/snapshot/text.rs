@@ -312,11 +312,13 @@ fn process_details(o: &mut Out, s: &Snapshot) {
         }
         if let Some(pool) = &p.pool {
             let b = |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), units::compact);
+            // The screen's word for the framework ("torch"), not the JSON's ("pytorch").
+            let framework = crate::sample::Framework::from_pool_name(&pool.framework)
+                .map_or_else(|| pool.framework.clone(), |f| f.label().to_string());
             o.para(
                 2,
                 &format!(
-                    "{} pool (probe): allocated {} of {} held, {} free ({} stranded), largest free block {}, limit {}",
-                    pool.framework,
+                    "{framework} pool (probe): allocated {} of {} held, {} free ({} stranded), largest free block {}, limit {}",
                     b(pool.allocated),
                     b(pool.reserved),
                     b(pool.cached_free),
@@ -349,7 +351,7 @@ fn alerts(o: &mut Out, s: &Snapshot) {
         let level = match a.level {
             super::LevelDoc::Failure => "failure",
             super::LevelDoc::Suspected => "suspected",
-            super::LevelDoc::Info => "information",
+            super::LevelDoc::Info => "info",
             super::LevelDoc::Notice => "notice",
         };
         let mut head = format!("{} {level} {}", a.at, a.class);

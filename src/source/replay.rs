@@ -4,19 +4,22 @@
 use std::io::BufRead;
 
 use super::{MachineInfo, Sample, Source, SourceError};
-use crate::recording::{Header, Reader, RecordingError};
+use crate::recording::{Header, Reader, RecordingError, cut_notice};
 
 /// The demo: a real recording made on an NVIDIA H100 (see docs/guide/files.md).
 pub const DEMO: &[u8] = include_bytes!("../../assets/demo.ndjson");
 
-/// A recording read lazily: the header when opened, each sample when asked for. A bad line is
-/// an error naming the file and line when it is reached; the replay stops there.
+/// A recording read lazily: the header when opened, each sample when asked for, one read ahead.
+/// A bad line is an error naming the file and line when it is reached; the replay stops there.
+/// A recording cut off mid-line ends at its last whole line, which carries a notice saying so.
 pub struct ReplaySource<R> {
     header: Header,
     name: String,
     reader: Reader<R>,
-    /// A sample read ahead (by `first`), handed out next.
+    /// A sample read ahead, handed out next.
     peeked: Option<Sample>,
+    /// The fault met reading ahead, told after the sample before it.
+    ahead: Option<RecordingError>,
     /// Opens the recording again from its start, at its end (the demo loops).
     again: Option<fn() -> R>,
     /// Time of this lap's first and last sample, as recorded.
@@ -41,6 +44,7 @@ impl<R: BufRead> ReplaySource<R> {
             name: name.to_string(),
             reader,
             peeked: None,
+            ahead: None,
             again: None,
             first_ms: None,
             last_ms: 0,
@@ -59,6 +63,11 @@ impl<R: BufRead> ReplaySource<R> {
         Ok(source)
     }
 
+    /// The name the recording was opened by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -71,17 +80,36 @@ impl<R: BufRead> ReplaySource<R> {
         Ok(self.peeked.as_ref())
     }
 
-    /// The next sample as recorded, `None` at the end (no looping, no time shift).
+    /// The next sample as recorded, `None` at the end (no looping, no time shift). The last
+    /// whole sample of a recording cut off after it says so in a notice.
     pub fn next_sample(&mut self) -> Result<Option<Sample>, RecordingError> {
+        if let Some(e) = self.ahead.take() {
+            return Err(e);
+        }
         let next = match self.peeked.take() {
             Some(s) => Some(s),
             None => self.reader.next_sample()?,
         };
-        if let Some(s) = &next {
-            self.first_ms.get_or_insert(s.at_ms);
-            self.last_ms = s.at_ms;
+        let Some(mut s) = next else {
+            return Ok(None);
+        };
+        match self.reader.next_sample() {
+            Ok(Some(n)) => self.peeked = Some(n),
+            Ok(None) => {
+                if let Some(line) = self.reader.cut_off() {
+                    s.notices.push(cut_notice(&self.name, line));
+                }
+            }
+            Err(e) => self.ahead = Some(e),
         }
-        Ok(next)
+        self.first_ms.get_or_insert(s.at_ms);
+        self.last_ms = s.at_ms;
+        Ok(Some(s))
+    }
+
+    /// The line the recording was cut off in, once the replay has reached it.
+    pub fn cut_off(&self) -> Option<usize> {
+        self.reader.cut_off()
     }
 
     /// The samples as recorded, one at a time.

@@ -279,10 +279,9 @@ fn second_line(
             theme.alert,
         ));
     }
-    // Information-level findings threaten nothing: counted apart, without the warning sign.
+    // Info-level findings threaten nothing: counted apart, without the warning sign.
     if g.infos > 0 {
-        let plural = if g.infos == 1 { "" } else { "s" };
-        notes.push(Span::raw(format!("{} note{plural}", g.infos)));
+        notes.push(Span::raw(format!("{} info", g.infos)));
     }
     // Its memory health, only when there is something to say.
     for t in &g.troubles {

@@ -45,8 +45,8 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
         ("blank.ndjson", b"\n\n  \n".to_vec(), "empty file"),
         (
             "truncated.ndjson",
-            [h.clone(), br#"{"at_ms": 1, "gpus": [{"uuid""#.to_vec()].concat(),
-            "line 2: cut off mid-line",
+            h[..h.len() / 2].to_vec(),
+            "line 1: cut off mid-line (was the recording interrupted?): not even its header",
         ),
         (
             "version.ndjson",
@@ -136,6 +136,28 @@ fn the_reader_names_the_file_and_line_of_each_fault() {
             "{name}: {text}"
         );
     }
+}
+
+/// A recording cut off after its header: nothing replayed, the cut said in one line, status 0
+/// (the normal state of a recording whose writer was killed).
+#[test]
+fn a_recording_cut_in_its_first_sample_is_said_and_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = [header(), br#"{"at_ms": 1, "gpus": [{"uuid""#.to_vec()].concat();
+    let path = file(dir.path(), "cut.ndjson", &body);
+    let out = super::gpumon()
+        .args(["snapshot", "--replay", &path])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.trim(),
+        format!(
+            "gpumon: {path} is cut off at line 2 (was the recording interrupted?): replayed up \
+             to the last whole line before it"
+        )
+    );
 }
 
 #[test]

@@ -1,22 +1,22 @@
-//! `explain` over files: text at 80 columns, JSON, nothing found, unreadable files.
+//! `explain` over logs: text at 80 columns, JSON, nothing found, a stream cut off, unreadable
+//! files named.
 
-use std::io::Write;
+use std::io;
 
 use super::*;
 
-fn file(text: &str) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-    f
+/// The report on one log `t.log` holding `text`.
+fn explain(text: &str, format: Format) -> String {
+    let log = read_log("t.log", text.as_bytes()).unwrap();
+    render(&Logs::new(vec![log], Vec::new()), format, None)
 }
 
 const LOG: &str = "epoch 1\ntorch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 496.00 MiB. GPU 0 has a total capacty of 14.75 GiB of which 235.06 MiB is free. Process 20398 has 14.52 GiB memory in use. Of the allocated memory 14.06 GiB is allocated by PyTorch, and 330.42 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting max_split_size_mb to avoid fragmentation.";
 
 #[test]
 fn text_lists_each_failure_within_80_columns() {
-    let f = file(LOG);
-    let out = explain(&[f.path().to_path_buf()], Format::Text).unwrap();
-    assert!(out.contains(":2: PyTorch split (certain)"), "{out}");
+    let out = explain(LOG, Format::Text);
+    assert!(out.contains("t.log:2: PyTorch split (certain)"), "{out}");
     assert!(out.contains("remedy: Set PYTORCH_ALLOC_CONF=expandable_segments:True"));
     assert!(out.contains("1 allocation failure(s)"));
     for l in out.lines() {
@@ -26,8 +26,7 @@ fn text_lists_each_failure_within_80_columns() {
 
 #[test]
 fn json_has_numbers_class_and_remedy() {
-    let f = file(LOG);
-    let out = explain(&[f.path().to_path_buf()], Format::Json).unwrap();
+    let out = explain(LOG, Format::Json);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let first = &v["failures"][0];
     assert_eq!(first["class"], "split");
@@ -44,13 +43,31 @@ fn json_has_numbers_class_and_remedy() {
 }
 
 #[test]
-fn nothing_found_and_unreadable() {
-    let f = file("all good\n");
-    let out = explain(&[f.path().to_path_buf()], Format::Text).unwrap();
-    assert_eq!(out, "no allocation failures found\n");
-    let err = explain(&[PathBuf::from("/nonexistent/x.log")], Format::Text).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("cannot read /nonexistent/x.log:")
+fn nothing_found_a_cut_stream_and_unreadable_files() {
+    assert_eq!(
+        explain("all good\n", Format::Text),
+        "no allocation failures found\n"
     );
+    /// Two lines, then a compressed stream's end missing.
+    struct Cut(bool);
+    impl io::Read for Cut {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if std::mem::replace(&mut self.0, true) {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            let text = b"epoch 1\nepoch 2\nepo";
+            buf[..text.len()].copy_from_slice(text);
+            Ok(text.len())
+        }
+    }
+    let log = read_log("cut.log.gz", Cut(false)).unwrap();
+    assert_eq!(log.cut_at, Some(3));
+    let gone = Unreadable {
+        file: "/nonexistent/x.log".into(),
+        error: "cannot read /nonexistent/x.log: No such file or directory".into(),
+    };
+    let out = render(&Logs::new(vec![log], vec![gone]), Format::Json, None);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["logs"], serde_json::json!(["cut.log.gz"]));
+    assert_eq!(v["unreadable"][0]["file"], "/nonexistent/x.log");
 }

@@ -1,5 +1,7 @@
 //! The sentences of a diff: what reserved memory, framework settings, preallocated pools and
-//! per-process overhead do to the device memory NVML reports.
+//! per-process overhead do to the device memory NVML reports. A device change is told by the
+//! framework's pool first, where the probe reports it on both sides; overhead outside the
+//! allocator is what the pool leaves unexplained, never a guess over it.
 
 use super::settings::{Env, jax, pct, pool, settings};
 use super::{Difference, Topic, label};
@@ -174,6 +176,66 @@ fn outside_pool(p: &Process, total: Option<u64>) -> Option<u64> {
     on.then(|| p.device_memory?.checked_sub(pool)).flatten()
 }
 
+/// A signed size: "+2.8G", "-512M".
+fn signed(d: i128) -> String {
+    let sign = if d < 0 { '-' } else { '+' };
+    let bytes = u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX);
+    format!("{sign}{}", size(Some(bytes)))
+}
+
+/// Whether `x` is `y` within noise: a MiB, or a tenth of `y` (the device figure and the pool's
+/// are read a moment apart, and a growing pool moves between them).
+fn close(x: i128, y: i128) -> bool {
+    x.abs_diff(y) <= u128::from(NOISE).max(y.unsigned_abs() / 10)
+}
+
+/// The device change told by the pool's, where the probe reports the pool on both sides and it
+/// moved the same way: `None` when the pool says nothing about it.
+fn pool_first(pa: &Process, pb: &Process) -> Option<String> {
+    let (qa, qb) = (pa.pool.as_ref()?, pb.pool.as_ref()?);
+    let (ra, rb) = (qa.reserved?, qb.reserved?);
+    let dd = i128::from(pb.device_memory?) - i128::from(pa.device_memory?);
+    let rd = i128::from(rb) - i128::from(ra);
+    if rd.unsigned_abs() < u128::from(NOISE) || rd.signum() != dd.signum() {
+        return None;
+    }
+    let held = format!(
+        "its pool holds {} ({} on A, {} on B)",
+        signed(rd),
+        size(Some(ra)),
+        size(Some(rb))
+    );
+    let allocated = match (qa.allocated, qb.allocated) {
+        (Some(x), Some(y)) => {
+            let ad = i128::from(y) - i128::from(x);
+            if close(ad, rd) {
+                format!(
+                    ", and what it allocated moved by the same {}: live tensors and buffers, so                      different work or a leak, not the allocator",
+                    signed(ad)
+                )
+            } else {
+                format!(
+                    " while what it allocated moved by {}: the rest is memory the pool keeps                      cached",
+                    signed(ad)
+                )
+            }
+        }
+        _ => String::new(),
+    };
+    let rest = dd - rd;
+    Some(if close(dd, rd) {
+        format!(
+            "The framework's pool explains it: {held}{allocated}. It is the job's own memory,              not overhead outside the allocator."
+        )
+    } else {
+        format!(
+            "The framework's pool explains {} of it: {held}{allocated}. The other {} is outside              the pool: {CONTEXT}, or a figure read a moment before the other.",
+            signed(rd),
+            signed(rest)
+        )
+    })
+}
+
 /// Why two matched processes hold different device memory; `settled`: no setting differs.
 fn device_effect(
     pa: &Process,
@@ -182,6 +244,9 @@ fn device_effect(
     delta: u64,
     settled: bool,
 ) -> String {
+    if let Some(pool) = pool_first(pa, pb) {
+        return pool;
+    }
     let overhead = format!(
         "With the same command{}, the {} difference is likely per-process overhead outside \
          the framework's allocator ({CONTEXT}) or different work; NVML alone cannot tell them \

@@ -2,15 +2,17 @@
 //! matter for GPU memory, each difference with both values and one sentence on its effect.
 
 mod explain;
+mod failures;
 mod health;
+mod processes;
 mod render;
 mod settings;
 
 use serde::Serialize;
 
 use super::lines::size;
-use super::{Gpu, Process, Snapshot};
-use crate::sample::Framework;
+use super::{Gpu, Snapshot};
+use processes::label;
 pub use render::{render_json, render_text};
 
 /// The differences between snapshot A and snapshot B.
@@ -41,6 +43,10 @@ pub enum Topic {
     ReservedMemory,
     /// A process (by framework and command line) runs on one side only.
     ProcessOnOneSide,
+    /// A process runs on one side and had exited on the other.
+    ProcessExited,
+    /// A failure (OOM or memory fault) one side's alerts hold and the other's do not.
+    Failure,
     DeviceMemory,
     /// Device memory outside the framework's own pool (CUDA context, workspaces).
     Overhead,
@@ -118,7 +124,9 @@ pub fn diff(a: &Snapshot, b: &Snapshot) -> Diff {
     let mut out = Vec::new();
     versions(a, b, &mut out);
     gpus(a, b, &mut out);
-    let notes = processes(a, b, &mut out);
+    processes::compare(a, b, &mut out);
+    failures::compare(a, b, &mut out);
+    let notes = notes(a, b);
     Diff {
         a: side(a),
         b: side(b),
@@ -224,65 +232,9 @@ fn gpu_pair(ga: &Gpu, gb: &Gpu, out: &mut Vec<Difference>) {
     health::pair(&gpu, ga.health.as_ref(), gb.health.as_ref(), out);
 }
 
-/// A process as the diff names it: framework and command line.
-fn label(p: &Process) -> String {
-    let fw = p.framework.map_or("n/a", Framework::label);
-    match &p.command {
-        Some(c) => format!("{fw} `{c}`"),
-        None => format!("{fw} pid {} (command n/a)", p.pid),
-    }
-}
-
-/// Where a process ran: "pid 4312 on GPU 0".
-fn place(s: &Snapshot, p: &Process) -> String {
-    let gpu = s
-        .gpu(&p.gpu_uuid)
-        .map_or_else(|| p.gpu_uuid.clone(), |g| g.index.to_string());
-    format!("pid {} on GPU {gpu}", p.pid)
-}
-
-fn running(s: &Snapshot) -> Vec<&Process> {
-    let mut v: Vec<&Process> = s
-        .processes
-        .iter()
-        .filter(|p| p.exited_at.is_none())
-        .collect();
-    v.sort_by_key(|p| (s.gpu(&p.gpu_uuid).map(|g| g.index), p.pid));
-    v
-}
-
-/// Matches running processes by framework and command line (in GPU order when several share
-/// one) and compares each pair; returns the notes.
-fn processes(a: &Snapshot, b: &Snapshot, out: &mut Vec<Difference>) -> Vec<String> {
-    let mut rest_b = running(b);
+/// What the comparison could not see.
+fn notes(a: &Snapshot, b: &Snapshot) -> Vec<String> {
     let mut notes = Vec::new();
-    for pa in running(a) {
-        let found = rest_b.iter().position(|pb| {
-            pa.command.is_some() && pb.command == pa.command && pb.framework == pa.framework
-        });
-        match found {
-            Some(i) => {
-                let pb = rest_b.remove(i);
-                explain::pair(a, pa, b, pb, out);
-            }
-            None => out.push(one_side(
-                label(pa),
-                format!("{}, {}", place(a, pa), size(pa.device_memory)),
-                "absent".into(),
-                pa.device_memory,
-                None,
-            )),
-        }
-    }
-    for pb in rest_b {
-        out.push(one_side(
-            label(pb),
-            "absent".into(),
-            format!("{}, {}", place(b, pb), size(pb.device_memory)),
-            None,
-            pb.device_memory,
-        ));
-    }
     let unreadable = a
         .processes
         .iter()
@@ -297,24 +249,4 @@ fn processes(a: &Snapshot, b: &Snapshot, out: &mut Vec<Difference>) -> Vec<Strin
         );
     }
     notes
-}
-
-fn one_side(
-    subject: String,
-    a: String,
-    b: String,
-    a_bytes: Option<u64>,
-    b_bytes: Option<u64>,
-) -> Difference {
-    Difference {
-        topic: Topic::ProcessOnOneSide,
-        subject,
-        a,
-        b,
-        a_bytes,
-        b_bytes,
-        effect: "No process with this framework and command line runs on the other side, so its \
-                 device memory counts on one side only."
-            .into(),
-    }
 }
