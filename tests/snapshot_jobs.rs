@@ -8,8 +8,8 @@ mod jobs;
 
 use std::process::Command;
 
-use gpumon::source::scripted::build::{GIB, MIB, process};
 use gpumon::source::Framework;
+use gpumon::source::scripted::build::{GIB, MIB, process};
 use jobs::{JOB, RANK0, Rank};
 use serde_json::{Value, json};
 
@@ -26,7 +26,13 @@ const RANK1_HERE: Rank = Rank {
 fn recording(dir: &std::path::Path) -> std::path::PathBuf {
     let mut samples = jobs::samples(&[RANK0, RANK1_HERE], 2, 15);
     for s in &mut samples {
-        let mut extra = process(1447, &s.gpus[0], 774 * MIB, Framework::Pytorch, "python3 train.py --ddp");
+        let mut extra = process(
+            1447,
+            &s.gpus[0],
+            774 * MIB,
+            Framework::Pytorch,
+            "python3 train.py --ddp",
+        );
         extra.rank = s.processes[1].rank.clone();
         s.processes.push(extra);
     }
@@ -39,7 +45,11 @@ fn snapshot(file: &std::path::Path, format: &str) -> String {
         .arg(file)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -90,7 +100,12 @@ fn a_replayed_recording_with_ranks_gives_its_job_in_json_valid_against_the_schem
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["pid"].as_u64().unwrap(), p["rank"]["rank"].as_u64().unwrap()))
+        .map(|p| {
+            (
+                p["pid"].as_u64().unwrap(),
+                p["rank"]["rank"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(ranks.len(), 3, "{ranks:?}");
     assert!(ranks.iter().all(|(pid, r)| *r == u64::from(*pid == 1447)));
@@ -101,7 +116,11 @@ fn the_text_form_prints_the_job_with_its_ranks_side_by_side_in_80_columns() {
     let dir = tempfile::tempdir().unwrap();
     let text = snapshot(&recording(dir.path()), "text");
     for line in text.lines() {
-        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
     }
     let start = text.find("Jobs (").expect("a jobs section");
     let section: String = text[start..]

@@ -150,9 +150,10 @@ pub(super) fn text(o: &mut Out, s: &Snapshot) {
     let gpu = |uuid: &str| s.gpu(uuid).map_or("?".into(), |g| g.index.to_string());
     for j in &s.jobs {
         let running = j.ranks.iter().filter(|r| r.exited_at.is_none()).count();
-        let world = j
-            .world_size
-            .map_or_else(|| "world size unknown".into(), |w| format!("world size {w}"));
+        let world = j.world_size.map_or_else(
+            || "world size unknown".into(),
+            |w| format!("world size {w}"),
+        );
         let gpus: Vec<String> = j.gpus.iter().map(|u| gpu(u)).collect();
         let on = if gpus.is_empty() {
             String::new()
@@ -227,9 +228,10 @@ fn row(r: &RankDoc, gpu: &str) -> String {
 
 /// "largest: rank 0 (pid 1446) 11.0G, 1.22x the median 9.0G; it grows while the others are flat".
 pub fn imbalance_text(i: &ImbalanceDoc) -> String {
-    let ratio = i
-        .ratio
-        .map_or_else(|| "against a median of".to_string(), |r| format!("{r:.2}x the median"));
+    let ratio = i.ratio.map_or_else(
+        || "against a median of".to_string(),
+        |r| format!("{r:.2}x the median"),
+    );
     format!(
         "largest: rank {} (pid {}) {}, {ratio} {}{}",
         rank_label(i.rank),

@@ -46,15 +46,12 @@ pub fn samples(ranks: &[Rank], world: u32, seconds: u64) -> Vec<Sample> {
     (0..seconds)
         .map(|k| {
             let bytes = |r: &Rank| r.gib * GIB + k * r.mib_per_s * MIB;
-            let used = |i: u32| {
-                ranks
-                    .iter()
-                    .filter(|r| r.gpu == i)
-                    .map(bytes)
-                    .sum::<u64>()
-                    + GIB / 2
-            };
-            let gpus = vec![gpu(0, 80 * GIB, used(0), GIB / 2), gpu(1, 80 * GIB, used(1), GIB / 2)];
+            let used =
+                |i: u32| ranks.iter().filter(|r| r.gpu == i).map(bytes).sum::<u64>() + GIB / 2;
+            let gpus = vec![
+                gpu(0, 80 * GIB, used(0), GIB / 2),
+                gpu(1, 80 * GIB, used(1), GIB / 2),
+            ];
             let processes = ranks
                 .iter()
                 .map(|r| {
