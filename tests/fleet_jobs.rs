@@ -321,3 +321,66 @@ fn two_servers_each_holding_a_rank_are_one_job_through_a_real_prometheus() {
         .unwrap();
     assert_eq!(up.body.matches(r#""1"]"#).count(), 2, "{}", up.body);
 }
+
+/// The classic exposition of a server whose ranks carry job labels, with the job series, passes
+/// `promtool check metrics` but for its lint of dcgm-exporter's label names (`GPUMON_TEST_PROMTOOL`;
+/// skipped without it, unless `CI=true`).
+#[test]
+fn the_exposition_with_jobs_passes_promtool() {
+    let promtool = match std::env::var_os("GPUMON_TEST_PROMTOOL") {
+        Some(p) => p,
+        None => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "CI=true but GPUMON_TEST_PROMTOOL is not set"
+            );
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = replaying(&jobs::recording(
+        dir.path(),
+        "gpu-a",
+        &[
+            RANK0,
+            Rank {
+                pid: 1447,
+                gpu: 1,
+                ..RANK1
+            },
+        ],
+        2,
+    ));
+    let metrics = server.get("/metrics", &[("Accept", "text/plain")]);
+    assert_eq!(metrics.status, 200);
+    assert!(
+        metrics.body.contains(
+            r#"gpumon_job_grows_alone{Hostname="gpu-a",job_id="torchrun:ddp-7f3a",rank="0"} 1"#
+        ),
+        "{}",
+        metrics.body
+    );
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    for line in said.lines() {
+        assert!(
+            line.contains("label names should be written in 'snake_case' not 'camelCase'"),
+            "promtool: {said}"
+        );
+    }
+}
