@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use gpumon::recording::{Header, Writer};
+use gpumon::screen::FleetJob;
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process, ranked};
 use gpumon::source::{Framework, MachineInfo, Sample};
 
@@ -96,4 +97,24 @@ pub fn write(dir: &Path, host: &str, samples: &[Sample]) -> PathBuf {
         w.sample(s).unwrap();
     }
     path
+}
+
+/// One job of two ranks, one a host, rank 0 the larger.
+pub fn assert_one_job_across(jobs: &[FleetJob], names: [&str; 2]) {
+    assert_eq!(jobs.len(), 1, "{jobs:#?}");
+    let j = &jobs[0];
+    assert_eq!((j.id.as_str(), j.world_size, j.ranks), (JOB, Some(2), 2));
+    let hosts: Vec<(&str, usize)> = j.hosts.iter().map(|h| (h.name.as_str(), h.ranks)).collect();
+    assert_eq!(hosts, [(names[0], 1), (names[1], 1)]);
+    let rank0 = 9 * GIB + 14 * 130 * MIB;
+    assert_eq!(j.device, rank0 + 9 * GIB);
+    let l = j.largest.as_ref().unwrap();
+    assert_eq!(
+        (l.host.as_str(), l.rank, l.pid, l.device),
+        (names[0], Some(0), RANK0.pid, rank0)
+    );
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = rank0 as f64 / ((rank0 + 9 * GIB) / 2) as f64;
+    assert!((l.ratio.unwrap() - ratio).abs() < 1e-9, "{l:?}");
+    assert!(j.problems.is_empty(), "{:?}", j.problems);
 }
