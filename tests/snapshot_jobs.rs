@@ -143,3 +143,49 @@ fn a_recording_without_ranks_has_no_jobs() {
     assert!(doc.get("jobs").is_none(), "{}", doc["jobs"]);
     assert!(!snapshot(&file, "text").contains("Jobs ("));
 }
+
+/// An alert about a job carries its id in the document (valid against the schema), in the text
+/// form's alert head, and back into the machine a remote host's snapshot becomes.
+#[test]
+fn an_alert_about_a_job_names_it() {
+    use gpumon::model::{Alert, Config, Event, Level, Machine};
+    use gpumon::snapshot::Snapshot;
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    gpumon::pipeline::apply(
+        &mut m,
+        Event::Started(gpumon::source::scripted::build::machine()),
+    );
+    for s in jobs::samples(&[RANK0, RANK1_HERE], 2, 3) {
+        gpumon::pipeline::apply(&mut m, Event::Sample(s));
+    }
+    m.add_alerts(vec![Alert {
+        at_ms: jobs::T0 + 2000,
+        gpu_uuid: None,
+        pid: Some(RANK0.pid),
+        level: Level::Failure,
+        class: "device-full".into(),
+        confidence: Some("certain".into()),
+        title: "rank 0 ran out of device memory".into(),
+        evidence: Vec::new(),
+        remedy: None,
+        job: Some(JOB.into()),
+    }]);
+    let snapshot = Snapshot::of_machine(&m, m.now_ms);
+    let doc: Value = serde_json::from_slice(&snapshot.to_json()).unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string("assets/snapshot.schema.json").unwrap())
+            .unwrap();
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(doc["alerts"][0]["job"], JOB);
+    let text = gpumon::snapshot::text::render(&snapshot);
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(&format!("failure device-full (certain) pid 1446 job {JOB}")),
+        "{text}"
+    );
+    let back = snapshot.to_machine(&m.config);
+    assert_eq!(back.alerts.first().unwrap().job.as_deref(), Some(JOB));
+    assert_eq!(back.jobs, m.jobs);
+}
