@@ -6,6 +6,7 @@ use gpumon::remote::prometheus::{QUERY, parse, processes_query};
 use gpumon::sample::Reading;
 
 const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!("tests/fixtures/prometheus/{name}.json")).unwrap()
@@ -91,8 +92,11 @@ fn the_query_asks_for_both_families() {
     ] {
         assert!(QUERY.contains(name), "{name}");
     }
-    // Processes only for the host that is open, by its selector.
-    assert!(!QUERY.contains("gpumon_process_"));
+    // Processes only for the host that is open, by its selector, but for the ranks' device
+    // memory (a job's ranks group across hosts in the overview).
+    let ranks = r#"gpumon_process_device_memory_bytes{job_id!=""}"#;
+    assert!(QUERY.contains(ranks), "{QUERY}");
+    assert!(!QUERY.replace(ranks, "").contains("gpumon_process_"));
     let hosts = parse(&fixture("gpumon")).unwrap();
     let selector = &hosts["gpu-07"].selector;
     assert_eq!(selector, r#"Hostname="gpu-07""#);
@@ -194,4 +198,83 @@ fn the_same_alert_from_two_series_is_one_alert() {
         .map(|a| a.class.as_str())
         .collect();
     assert_eq!(classes, ["preallocation"]);
+}
+
+/// The overview's answer for two hosts each holding one rank of a torchrun job: each rank's
+/// device memory with its `job_id` and `rank`, each host's job series; every rank comes back
+/// with its job, rank, world size and launcher, so the two group as one job.
+#[test]
+fn ranks_of_one_job_on_two_hosts_come_back_with_their_job() {
+    let rank = |host: &str, pid: u32, rank: &str, bytes: u64| {
+        format!(
+            r#"{{"metric":{{"__name__":"gpumon_process_device_memory_bytes","Hostname":"{host}","instance":"{host}:9477","job":"gpumon","gpu":"0","UUID":"GPU-{host}","pid":"{pid}","exe":"python3","user":"ana","framework":"pytorch","container":"","job_id":"torchrun:ddp","rank":"{rank}"}},"value":[1763812900.5,"{bytes}"]}}"#
+        )
+    };
+    let job = |host: &str, name: &str, extra: &str, value: u64| {
+        format!(
+            r#"{{"metric":{{"__name__":"{name}","Hostname":"{host}","instance":"{host}:9477","job":"gpumon","job_id":"torchrun:ddp"{extra}}},"value":[1763812900.5,"{value}"]}}"#
+        )
+    };
+    let mut all = Vec::new();
+    for (host, pid, r, bytes) in [
+        ("gpu-a", 1446, "0", 11 << 30),
+        ("gpu-b", 2210, "1", 9 << 30),
+    ] {
+        all.push(series(
+            "gpumon_gpu_memory_used_bytes",
+            host,
+            &format!("{host}:9477"),
+            bytes,
+        ));
+        all.push(series(
+            "gpumon_gpu_memory_free_bytes",
+            host,
+            &format!("{host}:9477"),
+            60 << 30,
+        ));
+        all.push(rank(host, pid, r, bytes));
+        all.push(job(
+            host,
+            "gpumon_job_ranks",
+            r#","launcher":"torchrun""#,
+            1,
+        ));
+        all.push(job(host, "gpumon_job_world_size", "", 2));
+    }
+    // A process of no job, and one whose rank its gpumon did not trust.
+    all.push(rank("gpu-b", 77, "", GIB).replace(r#""job_id":"torchrun:ddp""#, r#""job_id":"""#));
+    all.push(rank("gpu-b", 78, "", GIB));
+    let hosts = parse(&answer(&all)).unwrap();
+    let ranks = |h: &str| -> Vec<(u32, Option<gpumon::sample::Rank>)> {
+        hosts[h]
+            .sample
+            .processes
+            .iter()
+            .map(|p| (p.pid, p.rank.clone()))
+            .collect()
+    };
+    let a = ranks("gpu-a");
+    assert_eq!(a.len(), 1);
+    let r = a[0].1.as_ref().unwrap();
+    assert_eq!(
+        (a[0].0, r.job.as_deref(), r.rank, r.world_size, r.launcher),
+        (
+            1446,
+            Some("torchrun:ddp"),
+            Some(0),
+            Some(2),
+            gpumon::sample::Launcher::Torchrun
+        )
+    );
+    let b = ranks("gpu-b");
+    let of = |pid: u32| b.iter().find(|(p, _)| *p == pid).unwrap().1.clone();
+    assert_eq!(of(2210).unwrap().rank, Some(1));
+    assert_eq!(of(77), None, "an empty job_id is no job");
+    let untrusted = of(78).unwrap();
+    assert_eq!(
+        (untrusted.rank, untrusted.job.as_deref()),
+        (None, Some("torchrun:ddp"))
+    );
+    // The job series are facts about ranks, not processes or GPUs of their own.
+    assert_eq!(hosts["gpu-a"].sample.gpus.len(), 1);
 }

@@ -29,6 +29,13 @@ const METRICS: &[&str] = &[
     "gpumon_process_pool_stranded_bytes",
     "gpumon_process_pool_limit_bytes",
     "gpumon_process_pool_largest_free_block_bytes",
+    "gpumon_jobs",
+    "gpumon_jobs_omitted",
+    "gpumon_job_ranks",
+    "gpumon_job_world_size",
+    "gpumon_job_device_memory_bytes",
+    "gpumon_job_imbalance_ratio",
+    "gpumon_job_grows_alone",
     "gpumon_oom_failures_total",
     "gpumon_alerts_active",
     "gpumon_last_sample_age_seconds",
@@ -69,7 +76,7 @@ fn promtool_checks_the_rules_their_unit_tests_and_the_example_config() {
     let script = asset("scripts/check_prometheus_assets.sh");
     let (ok, out) = run(Command::new("bash").arg(script).arg(&promtool));
     assert!(ok, "{out}");
-    assert!(out.contains("SUCCESS: 12 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 13 rules found"), "{out}");
 }
 
 #[test]
@@ -162,4 +169,42 @@ fn dashboard_is_grafana_json_with_the_host_and_gpu_variables() {
             p["title"]
         );
     }
+}
+
+#[test]
+fn dashboard_has_a_panel_per_distributed_job() {
+    let text = std::fs::read_to_string(asset("assets/grafana/gpumon-dashboard.json")).unwrap();
+    let d: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let var = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "job_id")
+        .expect("a job_id variable");
+    assert!(var["query"].as_str().unwrap().contains(r#"job_id!="""#));
+    assert_eq!(
+        (var["multi"].as_bool(), var["includeAll"].as_bool()),
+        (Some(true), Some(true))
+    );
+    let repeated: Vec<&serde_json::Value> = d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["repeat"] == "job_id")
+        .collect();
+    assert_eq!(repeated.len(), 1, "one panel repeated for each job");
+    let exprs: Vec<&str> = repeated[0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["expr"].as_str().unwrap())
+        .collect();
+    assert!(
+        exprs.iter().all(|e| e.contains(r#"job_id="$job_id""#)),
+        "{exprs:?}"
+    );
+    assert!(
+        exprs[0].starts_with("sum by (rank, Hostname, pid)"),
+        "{exprs:?}"
+    );
 }

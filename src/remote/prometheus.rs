@@ -1,11 +1,14 @@
 //! `--prometheus URL`: the fleet from a Prometheus server's instant-query API. gpumon's own
-//! series (`gpumon_gpu_memory_*_bytes`, per-process `gpumon_process_*_memory_bytes`,
+//! series (`gpumon_gpu_memory_*_bytes`, per-process `gpumon_process_*_memory_bytes`, whose
+//! `job_id` and `rank` labels give back a rank's place in its job (`jobs.rs`),
 //! `gpumon_alerts_active`) and, for hosts without gpumon, dcgm-exporter's
 //! `DCGM_FI_DEV_FB_{USED,FREE,RESERVED}` (MiB), grouped by the `Hostname` label into one
 //! `Sample` per host (by `instance` too where one `Hostname` comes from several servers); a
 //! GPU's memory health and last Xid from either's series (`health.rs`).
 
+mod gpu;
 mod health;
+mod jobs;
 
 use std::collections::BTreeMap;
 
@@ -13,20 +16,19 @@ use serde::Deserialize;
 
 use crate::model::Alert;
 use crate::model::Level;
-use crate::sample::{
-    Framework, GpuSample, GpuStatus, Memory, Placement, ProcessKind, ProcessSample, Reading, Sample,
-};
+use crate::sample::{Framework, Placement, ProcessKind, ProcessSample, Reading, Sample};
 
 /// The overview's query: every GPU's memory and the alert kinds active now (no per-process
-/// series: a fleet of 1000 hosts answers in a fifth of the series).
-/// Also each GPU's memory health and last Xid, gpumon's or dcgm-exporter's (`health.rs`).
+/// series but the ranks' device memory: a fleet of 1000 hosts answers in a fifth of the series).
+/// Also each GPU's memory health and last Xid, gpumon's or dcgm-exporter's (`health.rs`), and
+/// the jobs' launcher and world size (`jobs.rs`), so a job's ranks group across hosts.
 pub const QUERY: &str = concat!(
-    r#"{__name__=~"gpumon_gpu_memory_(total|used|free|reserved)_bytes"#,
+    r#"{__name__=~"gpumon_gpu_memory_(total|used|free|reserved)_bytes|gpumon_job_(ranks|world_size)"#,
     r#"|DCGM_FI_DEV_FB_(USED|FREE|RESERVED)"#,
     r#"|gpumon_gpu_(ecc_errors_total|ecc_mode|remapped_rows|retired_pages|xid_last_code)"#,
     r#"|DCGM_FI_DEV_(ECC_(SBE|DBE)_(VOL|AGG)_TOTAL|(UN)?CORRECTABLE_REMAPPED_ROWS"#,
     r#"|ROW_REMAP_(PENDING|FAILURE)|RETIRED_(SBE|DBE|PENDING)|ECC_(CURRENT|PENDING)|XID_ERRORS)"#,
-    r#""} or gpumon_alerts_active > 0"#
+    r#""} or gpumon_alerts_active > 0 or gpumon_process_device_memory_bytes{job_id!=""}"#
 );
 
 /// The query for the processes of the host the screen has open, picked by its `selector`.
@@ -96,6 +98,7 @@ struct HostAcc {
     procs: BTreeMap<(String, u32), BTreeMap<&'static str, u64>>,
     labels: BTreeMap<(String, u32), BTreeMap<String, String>>,
     alerts: Vec<Alert>,
+    jobs: jobs::Facts,
 }
 
 impl HostAcc {
@@ -117,6 +120,7 @@ impl HostAcc {
         self.procs.extend(other.procs);
         self.labels.extend(other.labels);
         self.alerts.extend(other.alerts);
+        self.jobs.merge(other.jobs);
     }
 }
 
@@ -245,6 +249,9 @@ fn add(hosts: &mut BTreeMap<(String, String), HostAcc>, s: Series) {
         }
         return;
     }
+    if acc.jobs.add(name, |k| label(k).map(str::to_string), bytes) {
+        return;
+    }
     match name {
         "gpumon_gpu_memory_total_bytes" => gpu(acc, "total", bytes, false),
         "gpumon_gpu_memory_used_bytes" => gpu(acc, "used", bytes, false),
@@ -300,48 +307,6 @@ fn add(hosts: &mut BTreeMap<(String, String), HostAcc>, s: Series) {
     }
 }
 
-fn gpu_sample(uuid: String, g: GpuAcc) -> GpuSample {
-    let (m, scale) = if g.gpumon.contains_key("used") {
-        (&g.gpumon, "gpumon")
-    } else {
-        (&g.dcgm, "dcgm")
-    };
-    let reserved = m.get("reserved").copied();
-    let memory = match (m.get("used"), m.get("free")) {
-        (Some(&used), Some(&free)) => Reading::Value(Memory {
-            total: m
-                .get("total")
-                .copied()
-                .unwrap_or(used + free + reserved.unwrap_or(0)),
-            used,
-            free,
-            reserved: reserved.map_or_else(
-                || Reading::na(format!("not in Prometheus ({scale})")),
-                Reading::Value,
-            ),
-        }),
-        _ => Reading::na("Prometheus has no used and free memory series for this GPU"),
-    };
-    const NOT_QUERIED: &str = "not queried from Prometheus";
-    GpuSample {
-        uuid,
-        index: g.index,
-        name: if g.name.is_empty() {
-            "GPU".into()
-        } else {
-            g.name
-        },
-        pci_bus_id: Reading::na(NOT_QUERIED),
-        status: GpuStatus::Ok,
-        memory,
-        utilization: Reading::na(NOT_QUERIED),
-        temperature_c: Reading::na(NOT_QUERIED),
-        power_mw: Reading::na(NOT_QUERIED),
-        mig: Vec::new(),
-        health: health::reading(&g.health),
-    }
-}
-
 fn reading(acc: HostAcc, selector: String) -> HostReading {
     let mut processes = Vec::new();
     for ((uuid, pid), fields) in acc.procs {
@@ -392,7 +357,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
                 }),
                 Reading::Unavailable(r) => Reading::Unavailable(r),
             },
-            rank: None,
+            rank: acc.jobs.rank(labels),
         });
     }
     HostReading {
@@ -401,7 +366,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             gpus: acc
                 .gpus
                 .into_iter()
-                .map(|(uuid, g)| gpu_sample(uuid, g))
+                .map(|(uuid, g)| gpu::sample(uuid, g))
                 .collect(),
             processes,
             failures: Vec::new(),

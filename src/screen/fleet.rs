@@ -1,12 +1,16 @@
 //! Many machines on one screen: the hosts' names, the fleet overview (one summary row per host,
-//! derived in updates, sorted by worst alert, memory used or name: `o` in the overview), which
-//! host is in view, and what a remote host's poller reports.
+//! derived in updates, sorted by worst alert, memory used or name: `o` in the overview; the
+//! distributed jobs across hosts, `jobs.rs`), which host is in view, and what a remote host's
+//! poller reports.
 
 use std::cmp::Reverse;
 
 use crate::input::Action;
 use crate::model::{Level, Machine, Segments, SourceState};
 use crate::screen::{Command, State};
+
+mod jobs;
+pub use jobs::{FleetJob, JobHost, Largest, RootCause};
 
 /// What a remote host's poller reports (`Msg::Remote`).
 #[derive(Debug, Clone)]
@@ -29,6 +33,8 @@ pub struct Fleet {
     pub overview: bool,
     /// Derived: one summary per machine, in `sort` order.
     pub rows: Vec<HostRow>,
+    /// Derived: the distributed jobs of every host, each job id once across hosts.
+    pub jobs: Vec<FleetJob>,
     pub sort: FleetSort,
 }
 
@@ -116,6 +122,7 @@ impl State {
             names,
             overview: state.machines.len() > 1,
             rows: Vec::new(),
+            jobs: Vec::new(),
             sort: FleetSort::default(),
         });
         state.derive_fleet();
@@ -247,6 +254,7 @@ impl State {
         let Some(fleet) = &mut self.screen.fleet else {
             return;
         };
+        fleet.jobs = jobs::derive(&fleet.names, &self.machines);
         let filter = self.screen.filter.as_ref();
         fleet.rows = self
             .machines

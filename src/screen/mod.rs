@@ -17,7 +17,9 @@ use crate::input::Action;
 use crate::model::{Config, Event, Machine, ProcKey, ProcessTrack};
 use crate::pipeline;
 pub use chart::{ChartData, Emphasis, Scale};
-pub use fleet::{Fleet, FleetSort, HostRow, HostState, Remote, Worst};
+pub use fleet::{
+    Fleet, FleetJob, FleetSort, HostRow, HostState, JobHost, Largest, Remote, RootCause, Worst,
+};
 pub use run::{RunEnd, RunInfo};
 pub use signal::{Sig, SignalAsk, SignalRequest};
 pub use table::{Filter, Sort};

@@ -17,6 +17,7 @@ use prometheus_client::registry::{Registry, Unit};
 use super::Published;
 
 mod health;
+pub mod jobs;
 use crate::snapshot::{AlertDoc, Gpu, Process, Snapshot};
 
 /// Failure classes whose counters exist from the start, so `increase()` sees the first one.
@@ -69,6 +70,7 @@ impl Collector for Scrape {
         if self.select.processes {
             processes(&mut enc, s, host, self.select.cmdline)?;
         }
+        jobs::encode(&mut enc, s, host)?;
         let hostname = || vec![("Hostname", Cow::Borrowed(host))];
         let mut ooms: BTreeMap<&str, u64> = FAILURE_CLASSES.iter().map(|c| (*c, 0)).collect();
         ooms.extend(
@@ -228,6 +230,7 @@ fn gpus(enc: &mut DescriptorEncoder, s: &Snapshot, host: &str) -> fmt::Result {
 }
 
 fn processes(enc: &mut DescriptorEncoder, s: &Snapshot, host: &str, cmdline: bool) -> fmt::Result {
+    let ranks = jobs::RankLabels::of(s);
     let series: Vec<(Labels, &Process)> = s
         .processes
         .iter()
@@ -250,6 +253,7 @@ fn processes(enc: &mut DescriptorEncoder, s: &Snapshot, host: &str, cmdline: boo
                     p.container.as_deref().unwrap_or_default().into(),
                 ),
             ];
+            ranks.push(p, &mut labels);
             if cmdline {
                 labels.push(("command", p.command.as_deref().unwrap_or_default().into()));
             }

@@ -115,7 +115,7 @@ fn running_processes_only_without_the_command_line_unless_asked() {
     let text = encode(s.clone(), ALL);
     let device = samples(&text, "gpumon_process_device_memory_bytes");
     assert_eq!(device.len(), 1, "the exited process has no series: {text}");
-    assert!(device[0].contains(r#"pid="11",exe="python3",user="ada",framework="pytorch",container="k8s:3f2a/trainer"} 1011"#), "{}", device[0]);
+    assert!(device[0].contains(r#"pid="11",exe="python3",user="ada",framework="pytorch",container="k8s:3f2a/trainer",job_id="",rank=""} 1011"#), "{}", device[0]);
     assert!(!text.contains("hunter2") && !text.contains("command="));
     assert_eq!(
         samples(&text, "gpumon_process_resident_memory_bytes").len(),
@@ -131,7 +131,9 @@ fn running_processes_only_without_the_command_line_unless_asked() {
             cmdline: true,
         },
     );
-    assert!(exposed.contains(r#"command="/usr/bin/python3 train.py --secret=hunter2"} 1011"#));
+    assert!(
+        exposed.contains(r#"rank="",command="/usr/bin/python3 train.py --secret=hunter2"} 1011"#)
+    );
     let none = encode(
         s,
         Select {

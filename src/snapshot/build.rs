@@ -74,6 +74,7 @@ impl Snapshot {
             processes,
             alerts: data.alerts.iter().map(alert).collect(),
             alerts_dropped: data.alerts_dropped,
+            jobs: super::jobs::docs(&data.jobs),
             maps: super::maps::docs(data),
         }
     }
@@ -335,5 +336,6 @@ fn alert(a: &Alert) -> AlertDoc {
         title: a.title.clone(),
         evidence: a.evidence.clone(),
         remedy: a.remedy.clone(),
+        job: a.job.clone(),
     }
 }

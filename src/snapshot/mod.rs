@@ -8,6 +8,7 @@
 
 mod build;
 pub mod diff;
+pub mod jobs;
 mod lines;
 pub mod maps;
 mod pool;
@@ -65,6 +66,10 @@ pub struct Snapshot {
     pub alerts: Vec<AlertDoc>,
     /// Older alerts dropped to keep the list bounded.
     pub alerts_dropped: u64,
+    /// The distributed jobs among the processes, by id, each with its ranks side by side
+    /// (absent without any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<jobs::JobDoc>,
     /// Probed processes' block maps (absent without any).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<maps::MapDoc>,
@@ -318,13 +323,16 @@ pub struct AlertDoc {
     pub title: String,
     pub evidence: Vec<String>,
     pub remedy: Option<String>,
+    /// The distributed job it is about (a `jobs` id), when it concerns a rank of one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 impl Snapshot {
     /// Pretty JSON, newline-terminated.
     pub fn to_json(&self) -> Vec<u8> {
         let mut out = serde_json::to_vec_pretty(self).unwrap_or_else(|e| {
-            unreachable!("a snapshot has string keys and no floats, so it serializes: {e}")
+            unreachable!("a snapshot has string keys and finite floats, so it serializes: {e}")
         });
         out.push(b'\n');
         out

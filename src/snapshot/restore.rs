@@ -273,6 +273,6 @@ fn alert(a: &AlertDoc) -> Alert {
         title: a.title.clone(),
         evidence: a.evidence.clone(),
         remedy: a.remedy.clone(),
-        job: None,
+        job: a.job.clone(),
     }
 }

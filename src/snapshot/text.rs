@@ -12,6 +12,7 @@ pub fn render(s: &Snapshot) -> String {
     header(&mut o, s);
     gpus(&mut o, s);
     process_table(&mut o, s);
+    super::jobs::text(&mut o, s);
     process_details(&mut o, s);
     super::maps::text(&mut o, &s.maps);
     alerts(&mut o, s);
@@ -363,6 +364,9 @@ fn alerts(o: &mut Out, s: &Snapshot) {
         }
         if let Some(pid) = a.pid {
             head += &format!(" pid {pid}");
+        }
+        if let Some(job) = &a.job {
+            head += &format!(" job {job}");
         }
         o.para(0, &head);
         o.para(2, &a.title);

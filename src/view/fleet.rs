@@ -1,6 +1,7 @@
 //! The fleet overview: one row per host (name, a memory bar per GPU, used/total, its worst alert,
-//! sample age or why it cannot be read), sorted by worst alert, memory used or name (`o`), then
-//! the GPU bars of the host the cursor is on. The bars and the alert take the room a wide
+//! sample age or why it cannot be read), sorted by worst alert, memory used or name (`o`), the
+//! distributed jobs across the hosts when there are any (`jobs.rs`), then the GPU bars of the
+//! host the cursor is on. The bars and the alert take the room a wide
 //! screen has (`row.rs`).
 //!
 //! ```text
@@ -23,6 +24,7 @@ use super::theme::Theme;
 use super::{gpus, no_gpu};
 use crate::screen::State;
 
+mod jobs;
 mod row;
 
 /// The overview in `main`: the host table in the top block, the cursor's host's GPUs below.
@@ -52,7 +54,16 @@ pub fn render(
         lines.push(row::line(r, cursor, &columns, theme));
     }
     let wanted = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
-    let top_h = wanted.min(main.height.saturating_sub(4)).max(3);
+    // The jobs' block, when there are jobs: as tall as they are, within a third of the screen.
+    let jobs_h = if fleet.jobs.is_empty() {
+        0
+    } else {
+        let want = u16::try_from(fleet.jobs.len() * jobs::LINES + 2).unwrap_or(u16::MAX);
+        want.min((main.height / 3).max(4))
+    };
+    let top_h = wanted
+        .min(main.height.saturating_sub(4 + jobs_h.saturating_sub(1)))
+        .max(3);
     let top = Rect {
         height: top_h,
         ..main
@@ -65,9 +76,31 @@ pub fn render(
     frame.render_widget(top_block, top);
     frame.render_widget(Paragraph::new(lines), inner);
 
+    let mut above = top;
+    if jobs_h > 0 {
+        let area = Rect {
+            y: top.bottom() - 1,
+            height: jobs_h.min(main.bottom().saturating_sub(top.bottom() - 1)),
+            ..main
+        };
+        let jobs_block = block().title(Line::styled(
+            fit(
+                &jobs::title(&fleet.jobs),
+                width.saturating_sub(2),
+                theme.g.ellipsis,
+            ),
+            theme.title,
+        ));
+        let inner = jobs_block.inner(area);
+        frame.render_widget(jobs_block, area);
+        let room = usize::from(inner.height);
+        let lines = jobs::lines(&fleet.jobs, usize::from(inner.width), room, theme);
+        frame.render_widget(Paragraph::new(lines), inner);
+        above = area;
+    }
     let below = Rect {
-        y: top.bottom() - 1,
-        height: main.bottom() - (top.bottom() - 1),
+        y: above.bottom() - 1,
+        height: main.bottom().saturating_sub(above.bottom() - 1),
         ..main
     };
     let name = state.host_name().unwrap_or_default();

@@ -72,6 +72,14 @@ impl Server {
         }
     }
 
+    /// `gpumon serve --replay FILE --speed 1000`, once the recording has ended (its last sample
+    /// then stays served, so the server holds still).
+    pub fn replayed(file: &std::path::Path) -> Server {
+        let server = Server::start(&["--replay", file.to_str().unwrap(), "--speed", "1000"]);
+        server.wait_until("ok: the recording ended");
+        server
+    }
+
     /// The next stderr line that holds `text` (waiting at most 20 s); the lines before it are
     /// dropped.
     pub fn log_line(&self, text: &str) -> String {
