@@ -72,6 +72,7 @@ impl State {
                 }
             }
             Action::CycleSort => self.screen.sort = self.screen.sort.next(),
+            Action::ToggleJobs => self.screen.by_job = !self.screen.by_job,
             Action::TogglePause => self.screen.paused = !self.screen.paused,
             Action::FocusNext => {
                 let order: Vec<String> = self
