@@ -18,13 +18,11 @@ pub struct Step {
 /// Where and how the figures were measured.
 pub const MEASURED_ON: &str = "2 H100s, torch 2.11, NVLS off";
 
-/// A rank's device memory before NCCL: its CUDA context and a 4 MiB tensor.
-pub const BEFORE: u64 = 630 * MIB;
-
 /// What each step added, in the order they came. Measured on 2 H100s (NVLink NV18), torch 2.11
 /// with the NCCL of its wheel, NVLS off (`NCCL_NVLS_ENABLE=0`), one rank a GPU, PyTorch's pool
-/// holding 20 MiB throughout, each rank's device memory read from `nvidia-smi` per process after
-/// `init_process_group("nccl", device_id=…)`, the first `all_reduce` and the first `all_to_all`
+/// holding 20 MiB throughout, each rank's device memory read from `nvidia-smi` per process: 630
+/// MiB with its CUDA context and a 4 MiB tensor, then after `init_process_group("nccl",
+/// device_id=…)`, the first `all_reduce` and the first `all_to_all` 1002, 1476 and 1922 MiB
 /// (`scripts/gpu/nccl_memory.sh` measures them again). NCCL sizes its buffers by channels and
 /// peers (`NCCL_BUFFSIZE`, 4 MiB a channel a peer by default) and each collective kind's on its
 /// first use, so other GPU counts, links and NVLS give other figures (8 H100s: over 4 GB a GPU
@@ -49,14 +47,18 @@ pub fn total() -> u64 {
     STEPS.iter().map(|s| s.bytes).sum()
 }
 
-/// "+372M at init, +474M at the first all_reduce, +446M at the first all_to_all (2 H100s, torch
-/// 2.11, NVLS off)": NCCL's share of a rank's memory outside the pool, as measured.
+/// "+372M at init, +474M at the first all_reduce, +446M at the first all_to_all, 1.3G in all (2
+/// H100s, torch 2.11, NVLS off)": NCCL's share of a rank's memory outside the pool, as measured.
 pub fn steps_text() -> String {
     let steps: Vec<String> = STEPS
         .iter()
         .map(|s| format!("+{} at {}", units::compact(s.bytes), s.when))
         .collect();
-    format!("{} ({MEASURED_ON})", steps.join(", "))
+    format!(
+        "{}, {} in all ({MEASURED_ON})",
+        steps.join(", "),
+        units::compact(total())
+    )
 }
 
 #[cfg(test)]
@@ -68,10 +70,10 @@ mod tests {
         assert_eq!(total(), 1292 * MIB);
         assert_eq!(
             steps_text(),
-            "+372M at init, +474M at the first all_reduce, +446M at the first all_to_all \
-             (2 H100s, torch 2.11, NVLS off)"
+            "+372M at init, +474M at the first all_reduce, +446M at the first all_to_all, \
+             1.3G in all (2 H100s, torch 2.11, NVLS off)"
         );
-        // 630 MiB before, 1922 MiB after the first all_to_all, as measured.
-        assert_eq!((BEFORE + total()) / MIB, 1922);
+        // 630 MiB before NCCL, 1922 MiB after the first all_to_all, as measured.
+        assert_eq!(630 + total() / MIB, 1922);
     }
 }
