@@ -75,9 +75,16 @@ fn the_job_key_groups_the_ranks_the_filter_finds_the_job_and_a_resize_narrows_it
     assert!(screen.contains(&format!("job {DDP}")), "{screen}");
 
     s.resize(80, 24);
+    // Redrawn at 80 columns: the top border closes at the 80th (a frame of 120 columns cut by
+    // the narrower pane does not).
     let screen = s.wait_for(
-        |t| t.lines().next().is_some_and(|l| l.chars().count() <= 80) && t.contains("2/2 ranks"),
-        "the screen at 80x24",
+        |t| {
+            t.lines()
+                .next()
+                .is_some_and(|l| l.chars().count() == 80 && l.ends_with('┐'))
+                && t.contains("2/2 ranks")
+        },
+        "the screen redrawn at 80x24",
     );
     // At 80 columns the job's line keeps its id, ranks and imbalance; the per-rank memory and
     // the GPUs give way.
