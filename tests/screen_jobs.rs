@@ -300,3 +300,37 @@ fn two_processes_claiming_one_rank_are_both_untrusted_and_the_job_says_so() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_rank_also_on_another_gpu_keeps_its_own_gpu_first_and_names_the_other() {
+    // Rank 1 loaded a checkpoint without `map_location`: a second context on GPU0.
+    let mut s = state_of(|k| {
+        let mut sample = jobs::ddp(k);
+        let mut extra = jobs::ddp_rank(1, k);
+        extra.gpu_uuid.clone_from(&sample.gpus[0].uuid);
+        extra.device_memory = Reading::Value(774 << 20);
+        extra.pool = Reading::na("not probed");
+        sample.processes.push(extra);
+        sample
+    });
+    act(&mut s, &[Action::ToggleJobs]);
+    let rows: Vec<(u32, String)> = s
+        .screen
+        .rows
+        .iter()
+        .map(|k| (k.pid, k.gpu_uuid.clone()))
+        .collect();
+    let uuid = |i: usize| s.machine().gpus_in_order()[i].sample.uuid.clone();
+    assert_eq!(
+        rows,
+        [
+            (RANK0, uuid(0)),
+            (RANK1, uuid(1)),
+            (RANK1, uuid(0)),
+            (NOTEBOOK, uuid(1))
+        ]
+    );
+    select(&mut s, RANK1);
+    let screen = draw(&s, (200, 50));
+    assert!(screen.contains("also on GPU0 774M"), "{screen}");
+}
