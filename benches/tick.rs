@@ -5,6 +5,8 @@
 //! ten minutes: the tiers' pushes are O(1) amortised and the slow-leak rule reads a bounded
 //! number of buckets).
 //!
+//! And the job view's cost: update then render at 8 ranks of one job on 8 GPUs, `J` off and on.
+//!
 //! `cargo bench --bench tick -- --warm-up-time 1 --measurement-time 3`
 
 mod common;
@@ -12,13 +14,14 @@ mod common;
 use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use gpumon::input::Action;
 use gpumon::model::Event;
 use gpumon::screen::Msg;
 use gpumon::view;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use common::{SIZES, sample, warm_state};
+use common::{SIZES, ranks_sample, sample, warm_ranks_state, warm_state};
 
 /// Ticks of history before measuring: a full window.
 const WARM: u64 = 600;
@@ -107,5 +110,35 @@ fn tick(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, update, after_days, churn, render, tick);
+/// Update then render with 8 ranks of one job, the job view (`J`) off and on: what grouping the
+/// table by job and drawing the job's line and the rank's detail pane cost a tick.
+fn jobs(c: &mut Criterion) {
+    let mut group = c.benchmark_group("tick_8_ranks");
+    for by_job in [false, true] {
+        let mut state = warm_ranks_state(WARM);
+        if by_job {
+            state.update(Msg::Action(Action::ToggleJobs));
+        }
+        assert_eq!(state.screen.job_lines.len(), usize::from(by_job));
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let mut k = WARM;
+        let name = if by_job { "job view" } else { "flat" };
+        group.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter_batched(
+                || {
+                    k += 1;
+                    ranks_sample(k)
+                },
+                |s| {
+                    state.update(Msg::from(Event::Sample(s)));
+                    terminal.draw(|f| view::render(f, &state)).unwrap();
+                },
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, update, after_days, churn, render, tick, jobs);
 criterion_main!(benches);

@@ -105,7 +105,7 @@ fn the_ranks_of_one_job_on_two_hosts_are_one_job_with_its_root_cause() {
         "{wide}"
     );
     assert!(
-        wide.contains("largest rank 0 on gpu-a (pid 1446) 10.8G, 1.09x the median"),
+        wide.contains("largest rank 0 on gpu-a (pid 1446) 10.8G, 1.20x the median"),
         "{wide}"
     );
 }

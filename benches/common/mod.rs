@@ -4,7 +4,7 @@
 
 use gpumon::model::{Config, Event};
 use gpumon::screen::{Msg, State};
-use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
+use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process, ranked};
 use gpumon::source::{Framework, Sample};
 
 /// 2025-11-22 12:01:40 UTC.
@@ -73,6 +73,29 @@ pub fn warm_state(gpus: u32, procs: u32, ticks: u64, churn: bool) -> State {
     state.update(Msg::from(Event::Started(machine())));
     for k in 0..ticks {
         state.update(Msg::from(Event::Sample(sample(gpus, procs, k, churn))));
+    }
+    state
+}
+
+/// Tick `k` of 8 GPUs, one rank of one torchrun job on each: `sample(8, 8, k, false)` with every
+/// process a rank.
+pub fn ranks_sample(k: u64) -> Sample {
+    let mut s = sample(8, 8, k, false);
+    s.processes = s
+        .processes
+        .into_iter()
+        .zip(0..)
+        .map(|(p, rank)| ranked(p, "torchrun:bench", rank, 8))
+        .collect();
+    s
+}
+
+/// A state fed `ticks` of `ranks_sample`.
+pub fn warm_ranks_state(ticks: u64) -> State {
+    let mut state = State::new(config());
+    state.update(Msg::from(Event::Started(machine())));
+    for k in 0..ticks {
+        state.update(Msg::from(Event::Sample(ranks_sample(k))));
     }
     state
 }

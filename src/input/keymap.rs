@@ -24,7 +24,7 @@ pub const KEYMAP: &[Binding] = &[
     },
     Binding {
         keys: "/",
-        help: "filter by PID (digits), command or user; Enter applies",
+        help: "filter: PID (digits), command, user, job id; Enter applies",
     },
     Binding {
         keys: "Esc",
@@ -33,6 +33,10 @@ pub const KEYMAP: &[Binding] = &[
     Binding {
         keys: "f",
         help: "filter to the selected process's PID",
+    },
+    Binding {
+        keys: "J",
+        help: "group the table by distributed job: its ranks side by side",
     },
     Binding {
         keys: "o",
@@ -87,12 +91,8 @@ pub const KEYMAP: &[Binding] = &[
         help: "block map of a probed process; M new, R record, e export",
     },
     Binding {
-        keys: "r",
-        help: "reset peaks",
-    },
-    Binding {
-        keys: "s",
-        help: "write a snapshot to --snapshot-dir",
+        keys: "r  s",
+        help: "reset peaks / write a snapshot to --snapshot-dir",
     },
     Binding {
         keys: "Ctrl-Z",
@@ -133,6 +133,7 @@ pub fn map(key: KeyEvent, prompt: bool) -> Option<Action> {
         KeyCode::Esc => Action::Escape,
         KeyCode::Char('f') => Action::FilterSelected,
         KeyCode::Char('o') => Action::CycleSort,
+        KeyCode::Char('J') => Action::ToggleJobs,
         KeyCode::Char('p' | ' ') => Action::TogglePause,
         KeyCode::Tab => Action::FocusNext,
         KeyCode::Char(c @ '1'..='9') => Action::FocusGpu(c as u8 - b'1'),

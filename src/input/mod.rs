@@ -22,6 +22,8 @@ pub enum Action {
     /// Filter to the selected process's PID.
     FilterSelected,
     CycleSort,
+    /// `J`: group the process table by distributed job, or not.
+    ToggleJobs,
     TogglePause,
     /// Tab: next GPU, then all GPUs.
     FocusNext,

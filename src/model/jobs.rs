@@ -27,7 +27,7 @@ pub struct Job {
     /// What does not hold together: two running processes claiming one rank, ranks that
     /// disagree on the world size, a rank's own problem.
     pub problems: Vec<String>,
-    /// The running rank holding the most device memory against the median of the running
+    /// The running rank holding the most device memory against the median of the other running
     /// ranks (two running ranks with readings at least).
     pub imbalance: Option<Imbalance>,
 }
@@ -70,6 +70,7 @@ pub struct Imbalance {
     pub pid: u32,
     pub rank: Option<u32>,
     pub largest: u64,
+    /// The median of the other running ranks (with two ranks: the other one).
     pub median: u64,
     /// `largest / median`.
     pub ratio: f64,
@@ -218,44 +219,58 @@ fn row(tracks: &[&ProcessTrack]) -> RankRow {
     }
 }
 
-/// The largest running rank against the median of the running ranks.
+/// The largest running rank against the median of the other running ranks.
 fn imbalance(ranks: &[RankRow]) -> Option<Imbalance> {
     let running: Vec<&RankRow> = ranks.iter().filter(|r| r.running()).collect();
-    let mut sizes: Vec<u64> = running.iter().filter_map(|r| r.device).collect();
-    if sizes.len() < 2 {
-        return None;
-    }
-    sizes.sort_unstable();
-    let median = if sizes.len() % 2 == 1 {
-        sizes[sizes.len() / 2]
-    } else {
-        (sizes[sizes.len() / 2 - 1] + sizes[sizes.len() / 2]) / 2
-    };
     let top = running
         .iter()
         .filter(|r| r.device.is_some())
         .max_by_key(|r| (r.device, std::cmp::Reverse(r.rank)))?;
     let largest = top.device?;
+    let mut others: Vec<u64> = running
+        .iter()
+        .filter(|r| r.pid != top.pid)
+        .filter_map(|r| r.device)
+        .collect();
+    let median = median(&mut others)?;
     let rate = top.growth.unwrap_or(0.0);
     let grows_alone = rate >= GROWING_BYTES_PER_S
         && running
             .iter()
             .filter(|r| r.pid != top.pid)
             .all(|r| r.growth.is_some_and(|g| g.abs() <= rate / 10.0));
-    #[allow(clippy::cast_precision_loss)]
-    let ratio = if median == 0 {
-        f64::INFINITY
-    } else {
-        largest as f64 / median as f64
-    };
     Some(Imbalance {
         pid: top.pid,
         rank: top.rank,
         largest,
         median,
-        ratio,
+        ratio: ratio(largest, median),
         grows_alone,
     })
+}
+
+/// The median of `v` (the mean of the middle two when even); `None` when empty.
+pub fn median(v: &mut [u64]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        u64::try_from((u128::from(v[n / 2 - 1]) + u128::from(v[n / 2])) / 2).unwrap_or(u64::MAX)
+    })
+}
+
+/// `largest / median`; infinite over a median of 0.
+#[allow(clippy::cast_precision_loss)]
+pub fn ratio(largest: u64, median: u64) -> f64 {
+    if median == 0 {
+        f64::INFINITY
+    } else {
+        largest as f64 / median as f64
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod history;
 pub mod jobs;
 pub mod machine;
 pub mod maps;
+pub mod nccl;
 pub mod pool_history;
 pub mod process;
 pub mod tiers;

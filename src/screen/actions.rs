@@ -91,6 +91,7 @@ impl State {
                 }
             }
             Action::CycleSort => self.screen.sort = self.screen.sort.next(),
+            Action::ToggleJobs => self.screen.by_job = !self.screen.by_job,
             Action::TogglePause => {
                 self.screen.paused = !self.screen.paused;
                 if !self.screen.paused {

@@ -7,6 +7,7 @@ pub mod alerts;
 pub mod chart;
 pub mod exits;
 mod fleet;
+pub mod jobs;
 pub mod maps;
 pub mod mig;
 pub mod run;
@@ -20,6 +21,7 @@ pub use chart::{ChartData, Emphasis, Scale};
 pub use fleet::{
     Fleet, FleetJob, FleetSort, HostRow, HostState, JobHost, Largest, Remote, RootCause, Worst,
 };
+pub use jobs::{JobLine, TableLine};
 pub use run::{RunEnd, RunInfo};
 pub use signal::{Sig, SignalAsk, SignalRequest};
 pub use table::{Filter, Sort};
@@ -79,8 +81,12 @@ pub enum Pane {
 pub struct Screen {
     /// The machine in view (an index into `State::machines`).
     pub host: usize,
-    /// Derived: the processes shown, filtered and sorted.
+    /// Derived: the processes shown, filtered and sorted (in the job view, grouped by job).
     pub rows: Vec<ProcKey>,
+    /// The table grouped by job (`J`).
+    pub by_job: bool,
+    /// Derived: in the job view, each job's line above its processes.
+    pub job_lines: Vec<JobLine>,
     pub selected: Option<ProcKey>,
     /// The GPU the table is narrowed to (by UUID).
     pub focus: Option<String>,
@@ -131,6 +137,8 @@ impl Default for Screen {
         Screen {
             host: 0,
             rows: Vec::new(),
+            by_job: false,
+            job_lines: Vec::new(),
             selected: None,
             focus: None,
             filter: None,

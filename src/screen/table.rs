@@ -39,7 +39,7 @@ impl Sort {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Filter {
     Pid(u32),
-    /// Case-insensitive text matched against command and user.
+    /// Case-insensitive text matched against command, user, container and job id.
     Text(String),
     /// `gpumon run`'s command: its PID and every process whose output goes to its log (the
     /// children it started inherit it). `log` is the absolute path.
@@ -83,6 +83,11 @@ impl Filter {
                         c.short.to_lowercase().contains(text)
                             || c.full.to_lowercase().contains(text)
                     })
+                    || t.sample.rank.as_ref().is_some_and(|r| {
+                        r.job
+                            .as_deref()
+                            .is_some_and(|j| j.to_lowercase().contains(text))
+                    })
             }
             Filter::Run { pid, log } => {
                 t.sample.pid == *pid || t.sample.log.value().is_some_and(|l| l.contains(log))
@@ -92,8 +97,8 @@ impl Filter {
 }
 
 impl Screen {
-    /// Recomputes the visible rows (exited processes after the running ones) and keeps the
-    /// selection on a visible row.
+    /// Recomputes the visible rows (exited processes after the running ones; in the job view,
+    /// grouped by job) and keeps the selection on a visible row.
     pub(crate) fn derive_rows(&mut self, machine: &Machine) {
         let mut rows: Vec<&ProcessTrack> = machine
             .processes
@@ -121,6 +126,11 @@ impl Screen {
             let exited = a.exited_ms.is_some().cmp(&b.exited_ms.is_some());
             exited.then(by).then_with(|| a.key.cmp(&b.key))
         });
+        if self.by_job {
+            super::jobs::group(machine, &mut rows, &mut self.job_lines);
+        } else {
+            self.job_lines.clear();
+        }
         let old_pos = self
             .selected
             .as_ref()

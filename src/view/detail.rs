@@ -1,5 +1,6 @@
-//! The selected process in detail: its device-memory sparkline, exact figures, start, framework,
-//! the log gpumon follows for it, memory settings, why any field is n/a, and what its VMS means.
+//! The selected process in detail: its device-memory sparkline, exact figures, its place in a
+//! distributed job and the job's ranks side by side (`rank.rs`), start, framework, the log gpumon
+//! follows for it, memory settings, why any field is n/a, and what its VMS means.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -124,8 +125,10 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             u.sm, u.memory, u.encoder, u.decoder
         )));
     }
+    out.extend(super::rank::who(t, state, theme));
     out.extend(super::pool::lines(t, theme, width));
     out.extend(super::life::detail_lines(t, state, theme));
+    out.extend(super::rank::side_by_side(t, state, theme, width));
     // Why fields are n/a comes before the facts that are often n/a for the same reason.
     for (fields, reason) in reasons(t) {
         out.push(Line::styled(
@@ -133,6 +136,7 @@ fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line
             theme.na,
         ));
     }
+    out.extend(super::rank::unknown(t, theme));
     out.extend([
         Line::from(vec![
             Span::raw("started "),

@@ -3,10 +3,10 @@
 //! (`view::mouse`), so a click lands on what is drawn.
 //!
 //! From the top: the GPU block, the memory chart (when there is room for it), the process table,
-//! and the detail and alerts panels side by side. The table gets a row per process (up to what
-//! leaves the bottom panels their minimum), the bottom panels what their text needs (at least
-//! their minimum; on a tall screen at most half when a probed process's pool is charted), and the chart the
-//! rest. With the chart emphasised (`c`) the table keeps three
+//! and the detail and alerts panels side by side. The table gets a row per process, and in the
+//! job view one per job (up to what leaves the bottom panels their minimum), the bottom panels
+//! what their text needs (at least their minimum; on a tall screen at most half when a probed
+//! process's pool is charted), and the chart the rest. With the chart emphasised (`c`) the table keeps three
 //! rows and the chart takes the others (and, on a small screen, the bottom panels' too).
 
 use ratatui::layout::Rect;
@@ -105,7 +105,7 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
     // Rows from the GPU block's bottom border to the end, shared by the blocks below.
     let rest = main.height - (top_h - 1);
     let (chart_h, table_h, bottom_h) = if state.screen.map_open {
-        let rows = u16::try_from(state.screen.rows.len().max(1)).unwrap_or(u16::MAX);
+        let rows = u16::try_from(state.screen.table_len().max(1)).unwrap_or(u16::MAX);
         let table = TABLE_CHROME
             .saturating_add(rows)
             .min(TABLE_CHROME + MAP_TABLE_ROWS);
@@ -165,7 +165,7 @@ pub(super) fn split(bottom: Rect) -> (Rect, Rect) {
 /// Heights of the chart, the table and the bottom panels (0: not drawn) sharing `rest` rows
 /// (neighbours share a border row).
 fn heights(rest: u16, state: &State, theme: &Theme, width: u16) -> (u16, u16, u16) {
-    let rows = u16::try_from(state.screen.rows.len().max(1)).unwrap_or(u16::MAX);
+    let rows = u16::try_from(state.screen.table_len().max(1)).unwrap_or(u16::MAX);
     let wanted = TABLE_CHROME.saturating_add(rows);
     let chart = state.screen.chart.is_some();
     if chart && state.screen.emphasis == Emphasis::Chart {

@@ -45,6 +45,7 @@ mod map;
 pub mod mouse;
 mod pool;
 mod processes;
+mod rank;
 mod signal;
 mod spark;
 mod text;

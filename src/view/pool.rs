@@ -1,6 +1,7 @@
 //! A probed process's memory pool: the bar (allocated | cached free, its stranded part marked |
-//! the rest of its device memory: CUDA context and allocations outside the pool) with the
-//! figures beside it, and the table cell `allocated/pool`.
+//! the rest of its device memory: CUDA context and allocations outside the pool, NCCL's on a
+//! rank whose probe saw a NCCL process group) with the figures beside it, and the table cell
+//! `allocated/pool`.
 
 use ratatui::text::{Line, Span};
 
@@ -92,11 +93,27 @@ pub fn lines(t: &ProcessTrack, theme: &Theme, width: u16) -> Vec<Line<'static>> 
         || "n/a (device memory unknown)".to_string(),
         |_| units::compact(rest),
     );
+    // NCCL's communicators hold memory the pool never sees: where the probe saw a NCCL process
+    // group, the line says so with the measured figures (an unprobed rank says nothing: its
+    // backend is not known).
+    let nccl = t
+        .sample
+        .rank
+        .as_ref()
+        .and_then(crate::sample::Rank::nccl)
+        .unwrap_or(false);
+    let part = if nccl { ", part of it NCCL's" } else { "" };
     out.push(Line::raw(format!(
-        "pool {}  outside it {rest_text}  limit {}",
+        "pool {}  outside it {rest_text}{part}  limit {}",
         size(p.reserved),
         size(p.limit)
     )));
+    if nccl {
+        out.push(Line::raw(format!(
+            "NCCL outside the pool, measured: {}",
+            crate::model::nccl::steps_text()
+        )));
+    }
     let retries = p
         .alloc_retries
         .map_or_else(|| "n/a".into(), |r| r.to_string());

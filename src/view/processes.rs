@@ -5,21 +5,23 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
 
 use super::text::fit;
 use super::theme::Theme;
 use crate::model::ProcessTrack;
-use crate::screen::State;
+use crate::screen::{JobLine, State, TableLine};
 
 mod columns;
+mod job_line;
 
 use columns::{MIN_COMMAND, Optional, align, needed, visible, width_of};
 
 /// The block title: sort order, filter and focused GPU.
 fn title(state: &State, theme: &Theme) -> Line<'static> {
+    let by_job = if state.screen.by_job { " by job" } else { "" };
     let mut parts = vec![format!(
-        "processes (sorted by {})",
+        "processes{by_job} (sorted by {})",
         state.screen.sort.label()
     )];
     if let Some(f) = &state.screen.filter {
@@ -72,6 +74,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
                 .value()
                 .is_some_and(|c| !c.short.is_empty())
         }),
+        ranked: shown().any(|t| t.sample.rank.is_some()),
     };
     let mig = !state.screen.mig.is_empty();
     let cols = visible(inner.width, optional, mig);
@@ -99,28 +102,43 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         );
         return;
     }
-    let tracks: Vec<&ProcessTrack> = state
-        .screen
-        .rows
-        .iter()
-        .filter_map(|k| state.machine().processes.get(k))
-        .collect();
     let selected = state
         .screen
         .selected
         .as_ref()
-        .and_then(|k| state.screen.rows.iter().position(|r| r == k));
-    // Only the rows on screen are built (formatting every process's cells each frame cost
+        .and_then(|k| state.screen.rows.iter().position(|r| r == k))
+        .map(|row| state.screen.line_of(row));
+    // Only the lines on screen are built (formatting every process's cells each frame cost
     // more than the rest of the frame together).
-    let shown = on_screen(tracks.len(), selected, inner.height.saturating_sub(1));
-    let rows = tracks[shown.clone()].iter().map(|t| {
-        let row = Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width)));
-        // Exited processes stay a while, dimmed (not greyed: the selection's grey background
-        // would hide grey text).
-        if t.exited_ms.is_some() {
-            row.style(Style::new().add_modifier(Modifier::DIM))
-        } else {
-            row
+    let shown = on_screen(
+        state.screen.table_len(),
+        selected,
+        inner.height.saturating_sub(1),
+    );
+    let lines: Vec<Shown> = shown
+        .clone()
+        .filter_map(|l| match state.screen.table_line(l)? {
+            TableLine::Job(n) => state.screen.job_lines.get(n).map(Shown::Job),
+            TableLine::Process(n) => state
+                .screen
+                .rows
+                .get(n)
+                .and_then(|k| state.machine().processes.get(k))
+                .map(Shown::Process),
+        })
+        .collect();
+    let rows = lines.iter().map(|line| match line {
+        // Its text is drawn across the columns below.
+        Shown::Job(_) => Row::new(cols.iter().map(|_| Cell::default())).style(theme.title),
+        Shown::Process(t) => {
+            let row = Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width)));
+            // Exited processes stay a while, dimmed (not greyed: the selection's grey
+            // background would hide grey text).
+            if t.exited_ms.is_some() {
+                row.style(Style::new().add_modifier(Modifier::DIM))
+            } else {
+                row
+            }
         }
     });
     let table = Table::new(rows, cols.iter().map(|c| width_of(*c, mig)))
@@ -138,30 +156,44 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         .map(|c| c.width(mig) + 1)
         .sum::<u16>()
         + SELECTION_WIDTH;
-    for (line, t) in tracks[shown].iter().enumerate() {
-        let Some(label) = super::life::exit_label(state, t) else {
-            continue;
+    for (n, line) in lines.iter().enumerate() {
+        let y = inner.y + 1 + u16::try_from(n).unwrap_or(u16::MAX);
+        let room = usize::from(inner.width.saturating_sub(SELECTION_WIDTH));
+        let (x, text, style) = match line {
+            Shown::Job(j) => (
+                SELECTION_WIDTH,
+                job_line::text(j, state, theme, room),
+                theme.title,
+            ),
+            Shown::Process(t) => {
+                let Some(label) = super::life::exit_label(state, t) else {
+                    continue;
+                };
+                let command = t.sample.command.value().map_or("n/a", String::as_str);
+                (
+                    span_x,
+                    format!("[{label}] {command}"),
+                    Style::new().add_modifier(Modifier::DIM),
+                )
+            }
         };
-        let y = inner.y + 1 + u16::try_from(line).unwrap_or(u16::MAX);
-        let area = Rect::new(inner.x + span_x, y, inner.width.saturating_sub(span_x), 1)
-            .intersection(inner);
-        let command = t.sample.command.value().map_or("n/a", String::as_str);
-        let text = fit(
-            &format!("[{label}] {command}"),
-            usize::from(area.width),
-            theme.g.ellipsis,
-        );
-        frame.render_widget(
-            Paragraph::new(Line::styled(text, Style::new().add_modifier(Modifier::DIM))),
-            area,
-        );
+        let area = Rect::new(inner.x + x, y, inner.width.saturating_sub(x), 1).intersection(inner);
+        let text = fit(&text, usize::from(area.width), theme.g.ellipsis);
+        frame.render_widget(Paragraph::new(Line::styled(text, style)), area);
     }
+}
+
+/// A line of the table on screen.
+enum Shown<'a> {
+    Job(&'a JobLine),
+    Process(&'a ProcessTrack),
 }
 
 /// Columns the selection marker ("> ") takes at the start of each row.
 const SELECTION_WIDTH: u16 = 2;
 
-/// The row (an index into `state.screen.rows`) drawn on screen line `y` of the table in `area`.
+/// The row (an index into `state.screen.rows`) drawn on screen line `y` of the table in `area`;
+/// on a job's line, its first process.
 pub fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
     // Below the top border and the header, above the bottom border.
     let first = area.y + 2;
@@ -169,15 +201,21 @@ pub fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
     if y < first || y >= first + height {
         return None;
     }
-    let rows = &state.screen.rows;
-    let selected = state
-        .screen
+    let screen = &state.screen;
+    let selected = screen
         .selected
         .as_ref()
-        .and_then(|k| rows.iter().position(|r| r == k));
-    let shown = on_screen(rows.len(), selected, height);
-    let i = shown.start + usize::from(y - first);
-    shown.contains(&i).then_some(i)
+        .and_then(|k| screen.rows.iter().position(|r| r == k))
+        .map(|row| screen.line_of(row));
+    let shown = on_screen(screen.table_len(), selected, height);
+    let line = shown.start + usize::from(y - first);
+    if !shown.contains(&line) {
+        return None;
+    }
+    match screen.table_line(line)? {
+        TableLine::Process(row) => Some(row),
+        TableLine::Job(n) => screen.job_lines.get(n).map(|j| j.first),
+    }
 }
 
 /// The rows a `Table` of `len` one-line rows shows in `height` lines, scrolled from the top just

@@ -114,7 +114,7 @@ pub fn assert_one_job_across(jobs: &[FleetJob], names: [&str; 2]) {
         (names[0], Some(0), RANK0.pid, rank0)
     );
     #[allow(clippy::cast_precision_loss)]
-    let ratio = rank0 as f64 / ((rank0 + 9 * GIB) / 2) as f64;
+    let ratio = rank0 as f64 / (9 * GIB) as f64;
     assert!((l.ratio.unwrap() - ratio).abs() < 1e-9, "{l:?}");
     assert!(j.problems.is_empty(), "{:?}", j.problems);
 }

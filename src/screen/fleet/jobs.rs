@@ -42,8 +42,8 @@ pub struct Largest {
     pub rank: Option<u32>,
     pub pid: u32,
     pub device: u64,
-    /// Over the median of the job's running ranks on every host; `None` with fewer than two
-    /// ranks with readings, or a median of 0.
+    /// Over the median of the job's other running ranks on every host; `None` with fewer than
+    /// two ranks with readings, or a median of 0.
     pub ratio: Option<f64>,
 }
 
@@ -171,7 +171,7 @@ fn job(
     out
 }
 
-/// The largest running rank against the median of all of them.
+/// The largest running rank against the median of the others (`model::jobs`' measure).
 fn largest(sized: &[Sized]) -> Option<Largest> {
     let top = sized.iter().max_by_key(|s| {
         (
@@ -180,17 +180,14 @@ fn largest(sized: &[Sized]) -> Option<Largest> {
             std::cmp::Reverse(s.pid),
         )
     })?;
-    let mut all: Vec<u64> = sized.iter().map(|s| s.device).collect();
-    all.sort_unstable();
-    let n = all.len();
-    let median = if n % 2 == 1 {
-        all[n / 2]
-    } else {
-        let mid = (u128::from(all[n / 2 - 1]) + u128::from(all[n / 2])) / 2;
-        u64::try_from(mid).unwrap_or(u64::MAX)
-    };
-    #[allow(clippy::cast_precision_loss)]
-    let ratio = (n >= 2 && median > 0).then(|| top.device as f64 / median as f64);
+    let mut others: Vec<u64> = sized
+        .iter()
+        .filter(|s| !std::ptr::eq(*s, top))
+        .map(|s| s.device)
+        .collect();
+    let ratio = crate::model::jobs::median(&mut others)
+        .filter(|m| *m > 0)
+        .map(|m| crate::model::jobs::ratio(top.device, m));
     Some(Largest {
         host: top.host.to_string(),
         rank: top.rank,

@@ -19,6 +19,8 @@ pub(super) const MIN_COMMAND: u16 = 16;
 pub(super) enum Col {
     Gpu,
     Pid,
+    /// "0/2": the process's rank in its distributed job and the world size.
+    Rank,
     User,
     Fw,
     Device,
@@ -37,9 +39,10 @@ pub(super) enum Col {
     Command,
 }
 
-pub(super) const COLUMNS: [Col; 17] = [
+pub(super) const COLUMNS: [Col; 18] = [
     Col::Gpu,
     Col::Pid,
+    Col::Rank,
     Col::User,
     Col::Fw,
     Col::Device,
@@ -62,6 +65,7 @@ impl Col {
         match self {
             Col::Gpu => "GPU",
             Col::Pid => "PID",
+            Col::Rank => "RANK",
             Col::User => "USER",
             Col::Fw => "FW",
             Col::Device => "DEVICE",
@@ -86,7 +90,7 @@ impl Col {
         match self {
             Col::Gpu => 3 + u16::from(mig),
             Col::Fw => 5,
-            Col::Pid | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
+            Col::Pid | Col::Rank | Col::Device | Col::Peak | Col::Vms | Col::Rss | Col::Ratio => 7,
             Col::User => 7,
             Col::Growth => 8,
             Col::Pool => 11,
@@ -109,9 +113,10 @@ impl Col {
             Col::Container => 8,
             Col::Fw => 9,
             Col::Ratio => 10,
-            Col::Growth => 11,
-            Col::Vms => 12,
-            Col::Pool => 13,
+            Col::Rank => 11,
+            Col::Growth => 12,
+            Col::Vms => 13,
+            Col::Pool => 14,
             Col::Gpu | Col::Pid | Col::Device | Col::Command => 0,
         }
     }
@@ -154,6 +159,7 @@ impl Col {
                     .map_or_else(|| index.to_string(), |gi| format!("{index}/{gi}"))
             }),
             Col::Pid => Some(s.pid.to_string()),
+            Col::Rank => return rank_cell(t, state, theme),
             Col::User => s.user.value().cloned(),
             Col::Fw => s.framework.value().map(|f| f.label().to_string()),
             Col::Device => size(&s.device_memory),
@@ -214,6 +220,8 @@ pub(super) struct Optional {
     pub(super) probed: bool,
     /// A container, pod, job or service (CONTAINER).
     pub(super) placed: bool,
+    /// A rank of a distributed job (RANK).
+    pub(super) ranked: bool,
 }
 
 /// The columns that fit in `width` (the selection marker included); the optional ones only when
@@ -223,6 +231,7 @@ pub(super) fn visible(width: u16, optional: Optional, mig: bool) -> Vec<Col> {
     cols.retain(|c| match c {
         Col::Pool => optional.probed,
         Col::Container => optional.placed,
+        Col::Rank => optional.ranked,
         _ => true,
     });
     while needed(&cols, mig) > width {
@@ -254,4 +263,33 @@ fn last_mark((bytes, last): (u64, bool)) -> String {
     } else {
         units::compact(bytes)
     }
+}
+
+/// RANK: "0/2"; "?/2" when its rank could not be trusted (its own variables, or another running
+/// process of the job claiming the same rank); empty for a process that is no rank; "?" when
+/// its initial environment could not be read and no probe said (the detail pane says so).
+fn rank_cell(t: &ProcessTrack, state: &State, theme: &Theme) -> Cell<'static> {
+    let s = &t.sample;
+    let (text, style) = match &s.rank {
+        Some(r) => {
+            let trusted = state
+                .machine()
+                .job_of(s.pid)
+                .map_or(r.rank, |(_, row)| row.rank);
+            let rank = trusted.map_or_else(|| "?".to_string(), |n| n.to_string());
+            let text = match r.world_size {
+                Some(w) => format!("{rank}/{w}"),
+                None => rank,
+            };
+            let style = if trusted.is_some() {
+                Style::new()
+            } else {
+                theme.na
+            };
+            (text, style)
+        }
+        None if s.settings.value().is_none() => ("?".to_string(), theme.na),
+        None => (String::new(), Style::new()),
+    };
+    align(Line::styled(text, style), Col::Rank)
 }

@@ -16,6 +16,7 @@ fn narrow_screens_drop_rss_and_peak_first() {
     let both = Optional {
         probed: true,
         placed: true,
+        ranked: false,
     };
     assert_eq!(visible(260, both, false).len(), 17);
     let all = visible(200, Optional::default(), false);
@@ -31,6 +32,58 @@ fn narrow_screens_drop_rss_and_peak_first() {
     assert_eq!(visible(117, Optional::default(), false), all);
     assert_eq!(visible(117, Optional::default(), true), all);
     assert!(at80.contains(&Col::Ratio) && at80.contains(&Col::Command));
+}
+
+#[test]
+fn rank_stays_at_80_columns_where_user_fw_and_the_ratio_give_way() {
+    let ranked = Optional {
+        ranked: true,
+        ..Optional::default()
+    };
+    let every = Optional {
+        probed: true,
+        placed: true,
+        ranked: true,
+    };
+    assert_eq!(visible(280, every, false).len(), 18);
+    assert!(!visible(200, Optional::default(), false).contains(&Col::Rank));
+    let at80 = visible(77, ranked, false);
+    assert_eq!(
+        at80,
+        [
+            Col::Gpu,
+            Col::Pid,
+            Col::Rank,
+            Col::Fw,
+            Col::Device,
+            Col::Vms,
+            Col::Ratio,
+            Col::Growth,
+            Col::Command
+        ]
+    );
+    let probed = Optional {
+        probed: true,
+        ..ranked
+    };
+    let at80 = visible(77, probed, false);
+    assert_eq!(
+        at80,
+        [
+            Col::Gpu,
+            Col::Pid,
+            Col::Rank,
+            Col::Device,
+            Col::Vms,
+            Col::Growth,
+            Col::Pool,
+            Col::Command
+        ]
+    );
+    // At 120 columns only DEC% gives way to it.
+    let at120 = visible(117, ranked, false);
+    assert!(at120.contains(&Col::Rank) && !at120.contains(&Col::Dec));
+    assert_eq!(at120.len(), 15);
 }
 
 /// Rendering only `on_screen` rows draws what the table draws with all of them.
