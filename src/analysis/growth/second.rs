@@ -1,0 +1,64 @@
+//! The fragmentation a leak causes, named second (a leak first, whatever the stranded share):
+//! the blocks it keeps split the pool's segments, so its stranded bytes grow too (the pool's whole
+//! free part under expandable segments). An allocator setting would make them usable again, which
+//! buys the time they last at the leak's rate, never more.
+
+use crate::model::units::duration_ms;
+use crate::oom::sizes::human;
+use crate::sample::Pool;
+
+use super::{STRANDED, STRANDED_PERMILLE};
+
+/// The fragmentation a leak causes, named second: its stranded bytes (the pool's whole free part
+/// under expandable segments) when they are a real share of the pool, and the time they would
+/// last at the leak's rate, which is all an allocator setting would buy.
+pub struct Second {
+    pub title: String,
+    pub evidence: String,
+    pub remedy: String,
+    /// What is stranded, and how long it lasts at the leak's rate.
+    pub stranded: u64,
+    pub buys_ms: u64,
+}
+
+pub fn fragments(pool: &Pool, expandable: bool, rate: f64) -> Option<Second> {
+    let reserved = pool.reserved?;
+    let stranded = if expandable {
+        pool.cached_free?
+    } else {
+        pool.stranded?
+    };
+    if stranded < STRANDED.max(reserved / 1000 * STRANDED_PERMILLE) || rate <= 0.0 {
+        return None;
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let buys_ms = (stranded as f64 / rate * 1000.0) as u64;
+    let buys = duration_ms(buys_ms);
+    let (what, setting) = if expandable {
+        (
+            "free between its live blocks (expandable segments)",
+            "max_split_size_mb or garbage_collection_threshold",
+        )
+    } else {
+        (
+            "stranded in split blocks",
+            "PYTORCH_ALLOC_CONF=expandable_segments:True",
+        )
+    };
+    Some(Second {
+        stranded,
+        buys_ms,
+        title: format!("{} {what} too", human(stranded)),
+        evidence: format!(
+            "fragmentation second: the blocks it keeps split the pool, {} {what}; at the leak's rate that lasts about {buys}, all {setting} would buy",
+            human(stranded)
+        ),
+        remedy: format!(
+            "(Fragmentation comes second: {setting} would only buy about {buys} at this rate.)"
+        ),
+    })
+}
