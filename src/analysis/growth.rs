@@ -238,10 +238,21 @@ pub fn limit_name(limit: &Limit, framework: Framework, g: &GpuTrack) -> String {
 
 /// The remedy for a leak: never an allocator setting.
 pub fn leak_remedy(pid: u32) -> String {
-    format!(
-        "{} An allocator setting will not help.",
-        find_what_keeps(pid)
-    )
+    leak_remedy_at(pid, None)
+}
+
+/// The remedy for a leak whose kept tensor a block map names at `site` ("keepers.py:11 remember
+/// (7.99 GiB, 667 blocks)"), where allocation history is recorded.
+pub fn leak_remedy_at(pid: u32, site: Option<&str>) -> String {
+    match site {
+        Some(site) => format!(
+            "Find what keeps memory alive from step to step in pid {pid}, starting at {site}, the line whose blocks climb in its block maps: drop what it keeps (keep .item() or .detach().cpu() copies, or a bounded window). An allocator setting will not help."
+        ),
+        None => format!(
+            "{} An allocator setting will not help.",
+            find_what_keeps(pid)
+        ),
+    }
 }
 
 /// Where to look for what a leak keeps.
@@ -280,6 +291,15 @@ pub fn fills_gpu(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> bo
         return false;
     };
     limit.kind == LimitKind::Gpu && climb(track, now_ms).is_some_and(|c| eta(&c, &limit).is_some())
+}
+
+/// Whether allocated's own floor climbs into `now_ms` by enough to matter (a leak, warned or
+/// not yet): no fragmentation or growing-peak warning goes before the leak's.
+pub fn floor_climbs(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> bool {
+    let (Some(track), Some(limit)) = (t.pool_history.as_ref(), binding(pool, g)) else {
+        return false;
+    };
+    floor::leak(track, pool, &limit, now_ms).is_some()
 }
 
 /// The growth risk of a probed, live process: a leak (its allocated floor climbing, seen fast in

@@ -43,6 +43,7 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
     let fw = framework(f, ctx);
     match v.class {
         Class::Fragmentation | Class::Split => defragment(fw, ctx),
+        Class::Leak => crate::analysis::growth::leak_remedy(f.pid.unwrap_or_default()),
         Class::PoolLimit => raise_limit(f.numbers.allowed.map(|a| a.to_string()), fw, ctx),
         Class::DeviceFull if !v.holders.is_empty() => format!(
             "Free or move the other processes on this GPU: {}.",

@@ -19,6 +19,8 @@ pub struct Second {
     /// What is stranded, and how long it lasts at the leak's rate.
     pub stranded: u64,
     pub buys_ms: u64,
+    /// The allocator setting that would make them usable.
+    pub setting: &'static str,
 }
 
 pub fn fragments(pool: &Pool, expandable: bool, rate: f64) -> Option<Second> {
@@ -28,7 +30,16 @@ pub fn fragments(pool: &Pool, expandable: bool, rate: f64) -> Option<Second> {
     } else {
         pool.stranded?
     };
-    if stranded < STRANDED.max(reserved / 1000 * STRANDED_PERMILLE) || rate <= 0.0 {
+    if stranded < STRANDED.max(reserved / 1000 * STRANDED_PERMILLE) {
+        return None;
+    }
+    words(stranded, expandable, rate)
+}
+
+/// The words for `stranded` bytes a leak of `rate` bytes a second left in the pool (its whole
+/// free part, `expandable`); `None` for a rate that does not climb.
+pub fn words(stranded: u64, expandable: bool, rate: f64) -> Option<Second> {
+    if rate <= 0.0 {
         return None;
     }
     #[allow(
@@ -52,6 +63,7 @@ pub fn fragments(pool: &Pool, expandable: bool, rate: f64) -> Option<Second> {
     Some(Second {
         stranded,
         buys_ms,
+        setting,
         title: format!("{} {what} too", human(stranded)),
         evidence: format!(
             "fragmentation second: the blocks it keeps split the pool, {} {what}; at the leak's rate that lasts about {buys}, all {setting} would buy",
