@@ -29,7 +29,7 @@ const MIN_RELEASABLE: u64 = 1 << 30;
 const SHORT_FREE: u64 = 1 << 30;
 /// Holes under expandable segments are looked for in this window, over at least this span.
 const HOLES_WINDOW_MS: u64 = 30_000;
-const HOLES_SPAN_MS: u64 = 8_000;
+const HOLES_SPAN_MS: u64 = 6_000;
 /// A pool that shrank by more than this gave memory back.
 const GIVEN_BACK: u64 = 64 << 20;
 /// Said of a pool judged under expandable segments.

@@ -267,7 +267,8 @@ mod expandable {
     fn tensors_freed_from_a_full_pool_under_expandable_segments_are_holes_that_build() {
         // The H100 run: the pool filled to 6.52 GiB of its 7 GiB cap with 8 MiB tensors, then
         // every other one freed, 110 MiB a second; the pool keeps them (no largest free block:
-        // the probe took no snapshot).
+        // the probe took no snapshot). Its 1 GiB request failed 30 s into the churn: the warning
+        // comes in the first 7 s, so at least 23 s ahead (the goal: 20).
         let alerts = run(30, &[EXPANDABLE], |k| {
             torch(
                 6 * GIB + 400 * MIB - k * 110 * MIB,
@@ -281,7 +282,7 @@ mod expandable {
             .find(|a| a.class == "fragmentation-risk")
             .unwrap_or_else(|| panic!("a fragmentation warning: {alerts:?}"));
         assert!(
-            w.at_ms <= T0 + 10_000,
+            w.at_ms <= T0 + 7_000,
             "warned at {} s",
             (w.at_ms - T0) / 1000
         );

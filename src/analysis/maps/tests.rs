@@ -179,7 +179,13 @@ fn the_sites_of_a_leaking_pools_holes_are_named_as_the_leaks() {
             at_ms: at,
             ..torch(4 * GIB, 6 * GIB, 2 * GIB, Some(2 << 20), Some(8 * GIB))
         };
-        apply(&mut m, at, probed(PID, &g, 7 * GIB, pool), Vec::new(), vec![news(map)]);
+        apply(
+            &mut m,
+            at,
+            probed(PID, &g, 7 * GIB, pool),
+            Vec::new(),
+            vec![news(map)],
+        );
     }
     m.add_alerts(vec![Alert {
         at_ms: 2000,
