@@ -17,6 +17,8 @@ pub mod floor;
 pub mod second;
 pub mod slow;
 
+pub use super::remedy::{find_what_keeps, leak_remedy, leak_remedy_at};
+
 /// The windows a climb is looked for in, longest first: a long climb is the stronger evidence,
 /// a short one warns early.
 const WINDOWS_MS: [u64; 3] = [60_000, 30_000, 12_000];
@@ -234,32 +236,6 @@ pub fn limit_name(limit: &Limit, framework: Framework, g: &GpuTrack) -> String {
         }
         LimitKind::Gpu => format!("GPU{}'s free memory", g.sample.index),
     }
-}
-
-/// The remedy for a leak: never an allocator setting.
-pub fn leak_remedy(pid: u32) -> String {
-    leak_remedy_at(pid, None)
-}
-
-/// The remedy for a leak whose kept tensor a block map names at `site` ("keepers.py:11 remember
-/// (7.99 GiB, 667 blocks)"), where allocation history is recorded.
-pub fn leak_remedy_at(pid: u32, site: Option<&str>) -> String {
-    match site {
-        Some(site) => format!(
-            "Find what keeps memory alive from step to step in pid {pid}, starting at {site}, the line whose blocks climb in its block maps: drop what it keeps (keep .item() or .detach().cpu() copies, or a bounded window). An allocator setting will not help."
-        ),
-        None => format!(
-            "{} An allocator setting will not help.",
-            find_what_keeps(pid)
-        ),
-    }
-}
-
-/// Where to look for what a leak keeps.
-pub fn find_what_keeps(pid: u32) -> String {
-    format!(
-        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
-    )
 }
 
 /// The climb's evidence lines.
