@@ -147,7 +147,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
             v.headline,
             second.as_ref().map_or_else(String::new, |s| format!(
                 " ({} would have bought about {})",
-                s.setting,
+                s.short,
                 crate::model::units::duration_ms(s.buys_ms)
             ))
         );

@@ -19,8 +19,9 @@ pub struct Second {
     /// What is stranded, and how long it lasts at the leak's rate.
     pub stranded: u64,
     pub buys_ms: u64,
-    /// The allocator setting that would make them usable.
+    /// The allocator setting that would make them usable, and its short name for a title.
     pub setting: &'static str,
+    pub short: &'static str,
 }
 
 pub fn fragments(pool: &Pool, expandable: bool, rate: f64) -> Option<Second> {
@@ -49,21 +50,24 @@ pub fn words(stranded: u64, expandable: bool, rate: f64) -> Option<Second> {
     )]
     let buys_ms = (stranded as f64 / rate * 1000.0) as u64;
     let buys = duration_ms(buys_ms);
-    let (what, setting) = if expandable {
+    let (what, setting, short) = if expandable {
         (
             "free between its live blocks (expandable segments)",
             "max_split_size_mb or garbage_collection_threshold",
+            "max_split_size_mb",
         )
     } else {
         (
             "stranded in split blocks",
             "PYTORCH_ALLOC_CONF=expandable_segments:True",
+            "expandable segments",
         )
     };
     Some(Second {
         stranded,
         buys_ms,
         setting,
+        short,
         title: format!("{} {what} too", human(stranded)),
         evidence: format!(
             "fragmentation second: the blocks it keeps split the pool, {} {what}; at the leak's rate that lasts about {buys}, all {setting} would buy",
