@@ -50,6 +50,16 @@ impl Leak {
         self.seen != Seen::Device
     }
 
+    /// Its rate as a person says it: per second for a fast one, per minute or hour for a slow
+    /// one ("+195M/s", "156 MiB/min").
+    pub fn rate_words(&self) -> String {
+        if self.climb.rate >= f64::from(10u32 << 20) {
+            rate(self.climb.rate)
+        } else {
+            growth::slow::per_time(self.climb.rate)
+        }
+    }
+
     pub fn evidence(&self) -> String {
         let c = &self.climb;
         let what = match self.seen {
@@ -62,7 +72,7 @@ impl Leak {
             human(c.from),
             human(c.to),
             duration_ms(c.span_ms),
-            rate(c.rate)
+            self.rate_words()
         )
     }
 

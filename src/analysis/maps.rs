@@ -179,6 +179,16 @@ pub fn leak_site(machine: &Machine, pid: u32, gpu: Option<&str>, at_ms: u64) -> 
         .map(site_words)
 }
 
+/// A leak warning's remedy, starting at the line its latest maps show climbing where they do.
+pub fn with_site(machine: &Machine, pid: u32, gpu: &str, remedy: &str) -> String {
+    let site = machine
+        .maps
+        .iter()
+        .filter(|((p, _), _)| *p == pid)
+        .find_map(|(_, t)| crate::model::maps::view_for(&t.views, gpu).and_then(climbing));
+    site.map_or_else(|| remedy.to_string(), |s| at_site(remedy, pid, s))
+}
+
 /// A leak's remedy with the line that climbs first: the leak alert's own remedy after its first
 /// sentence (what an allocator setting would buy, where it says).
 fn at_site(remedy: &str, pid: u32, s: &SiteRow) -> String {

@@ -143,7 +143,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         let second = growth::second::words(stranded, remedy::expandable(&ctx), l.climb.rate);
         headline = format!(
             "{} kept from step to step; then fragmentation: {}{}",
-            crate::model::units::rate(l.climb.rate),
+            l.rate_words(),
             v.headline,
             second.as_ref().map_or_else(String::new, |s| format!(
                 " ({} would have bought about {})",

@@ -330,7 +330,7 @@ fn failure_risk(
         let second = super::growth::second::words(free, expandable, l.climb.rate);
         why = format!(
             "{} kept from step to step, then fragmentation: {why}",
-            crate::model::units::rate(l.climb.rate)
+            l.rate_words()
         );
         remedy = l.remedy(pid, None);
         if let Some(s) = second {
