@@ -5,6 +5,9 @@
       For each run RAW_DIR/RUN (scripts/gpu/workloads/corpus.py's output: recording.ndjson,
       pN.log, meta.json) writes FIXTURE_DIR/RUN/recording.ndjson.zst (zstd -19; needs the
       `zstd` command) and FIXTURE_DIR/RUN/truth.json.
+  alert_bench.py rejudge FIXTURE_DIR
+      Applies the rule's later cases (a leak that fragments, below) to FIXTURE_DIR/RUN/truth.json
+      from the figures each keeps, rewriting those that change (a fixture prepared before them).
   alert_bench.py score FIXTURE_DIR [--gpumon BIN] [--holdout exclude|only|include]
                        [--format text|markdown|json] [--check]
       Runs `BIN explain --format json RUN/recording.ndjson.zst` on each run and scores its
@@ -26,6 +29,12 @@ the recording's sample at the OOM last (GPU free, holders).
 Leak (pool-limit and device-full only): the job's per-second floor of allocated (the smallest
 step figure in each second) climbed (the climb rule below) for >= 20 s and by at least half the
 headroom it began with (min(cap, P + free at the OOM) - the floor at the climb's start).
+A leak that fragments (allocator-probe.md): an OOM the figures call fragmentation is a leak
+first, class "leak" with fragmentation second, when the job's per-second floor of allocated
+climbed into it by the leak rule (no class condition) or a slow leak (below) ran up to it, and
+the floor rose by more than S, what sat stranded at the failure. Its truth keeps the leak's rate
+and S / rate, the seconds expandable segments would have bought ("buys_s"); its build-up is the
+floor's climb (the slow leak's, from its start).
 Climb rule (alertbench/series.py): walking back from the last step before the OOM, the climb goes
 on while nothing is released (no point more than 32 MiB above a later one) and it keeps rising
 (a point 32 MiB below the climb's earliest rise is a new start; more than 5 s without one ends it).
@@ -50,7 +59,10 @@ requests, so 5 % of the limit stands for "one request". A cache flush that succe
 
 Scoring (alertbench/score.py): the OOM's failure alert is the first of level failure for its pid
 at or after OOM - 5 s; its class is right when it equals the truth's. A leak is named when a
-`leak` alert for the pid came before the OOM, or the failure alert's title says "leak". Lead =
+`leak` alert for the pid came before the OOM, or the failure alert's title says "leak"; it is
+named first when the first warning for the pid before the OOM is a `leak` and the failure alert
+names the leak before any other cause (class "leak" or "... after a leak") with the kept tensor
+as its first remedy ("Find what keeps memory alive"); a goal for every leak that fragments. Lead =
 OOM time - the first warning (level suspected) before the OOM that names the pid (device-full:
 or the GPU with no pid) and whose class points at the truth's cause (CAUSES in score.py).
 Every warning on a healthy run is a false alarm (count and per hour recorded) unless near_failure;
@@ -100,12 +112,37 @@ def prepare(raw, fixtures):
                                f"healthy{' near-failure' if t['near_failure'] else ''}"))
 
 
+def rejudge(fixtures):
+    """Applies the truth rule's later cases (truth.leak_first: a leak that fragments) to the
+    fixtures' truth.json from the figures they keep (the OOM's figures, each job's per-second
+    floors, the slow leak), rewriting only those that change."""
+    runs = sorted(d for d in os.listdir(fixtures)
+                  if os.path.isfile(os.path.join(fixtures, d, "truth.json")))
+    for name in runs:
+        path = os.path.join(fixtures, name, "truth.json")
+        with open(path) as f:
+            before = json.load(f)
+        after = truth.leak_first(json.loads(json.dumps(before)))
+        if after == before:
+            continue
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(after, f, separators=(",", ":"))
+            f.write("\n")
+        os.replace(tmp, path)
+        oom = after["oom"]
+        print(f"{name:18} {before['oom']['class']} -> {oom['class']}, then {oom['second']}: "
+              f"build-up {oom['build_up_s']}s, the stranded part buys {oom['buys_s']}s")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("raw")
     p.add_argument("fixtures")
+    j = sub.add_parser("rejudge")
+    j.add_argument("fixtures")
     s = sub.add_parser("score")
     s.add_argument("fixtures")
     s.add_argument("--gpumon", default="target/debug/gpumon")
@@ -115,6 +152,9 @@ def main():
     a = ap.parse_args()
     if a.cmd == "prepare":
         prepare(a.raw, a.fixtures)
+        return 0
+    if a.cmd == "rejudge":
+        rejudge(a.fixtures)
         return 0
     return score.main(a.fixtures, a.gpumon, a.holdout, a.format, a.check)
 

@@ -162,6 +162,48 @@ class Climbs(unittest.TestCase):
         self.assertTrue(truth.near_failure(ok))
 
 
+class LeakFirst(unittest.TestCase):
+    """A leak that fragments (the issue's H100 GPT-2: 13 MB kept a step at 15 steps a second
+    under a 16 GiB cap, 2.12 GiB stranded at a 786 MiB request): a leak first."""
+    OOM = {"t_ms": 60_000, "pid": 7, "class": "fragmentation", "leak": False, "build_up_s": 0.0,
+           "request": 786 * MiB, "allocated": int(13.61 * GiB), "pool": int(15.73 * GiB),
+           "stranded": int(2.12 * GiB), "limit": 16 * GiB, "gpu_free": int(62.9 * GiB)}
+
+    def truth_of(self, per_s, slow=None, **figures):
+        # Per-second floors: weights and AdamW's state, then what the helper keeps.
+        floors = [[1000 * (5 + k), GiB + k * per_s, None] for k in range(55)]
+        t = {"oom": dict(self.OOM, **figures), "series": {"7": floors}}
+        if slow:
+            t["slow_leak"] = slow
+        return truth.leak_first(t)["oom"]
+
+    def test_a_floor_that_climbs_into_the_oom_makes_it_a_leak_then_fragmentation(self):
+        oom = self.truth_of(195 * 1000 * 1000)
+        self.assertEqual((oom["class"], oom["second"], oom["leak"]), ("leak", "fragmentation", True))
+        self.assertAlmostEqual(oom["buys_s"], 11.7, delta=0.5)  # 2.12 GiB at 195 MB/s
+        self.assertAlmostEqual(oom["build_up_s"], 55.0, delta=1)
+
+    def test_a_flat_floor_stays_fragmentation(self):
+        self.assertEqual(self.truth_of(0)["class"], "fragmentation")
+        # A climb too small for the way to the cap (a tenth of it) is not the leak's OOM either.
+        self.assertEqual(self.truth_of(4 * MiB)["class"], "fragmentation")
+
+    def test_a_slow_leak_into_the_oom_that_kept_more_than_is_stranded_is_a_leak(self):
+        # The corpus's slow-leak run: 156 MiB a minute for 9 minutes, 444 MiB stranded.
+        slow = {"pid": 7, "start_ms": 0, "minutes": 9.0, "rate_mib_min": 156.2}
+        oom = self.truth_of(0, slow, stranded=444 * MiB)
+        self.assertEqual(oom["class"], "leak")
+        self.assertAlmostEqual(oom["buys_s"], 444 / 156.2 * 60, delta=1)
+        # Kept less than what is stranded: fragmentation first.
+        self.assertEqual(self.truth_of(0, slow)["class"], "fragmentation")
+
+    def test_other_classes_are_left_alone(self):
+        t = {"oom": dict(self.OOM, **{"class": "pool-limit"}),
+             "series": {"7": [[1000 * k, GiB + k * 200 * MiB, None] for k in range(50)]}}
+        self.assertEqual(truth.leak_first(t)["oom"]["class"], "pool-limit")
+        self.assertEqual(truth.leak_first({"oom": None}), {"oom": None})
+
+
 class Scoring(unittest.TestCase):
     OOM = {"t_ms": 100_000, "pid": 7, "gpu": 0, "class": "pool-limit", "leak": True,
            "build_up_s": 40.0}
@@ -241,6 +283,37 @@ class Scoring(unittest.TestCase):
         self.assertEqual([w["verdict"] for w in r["warnings"]],
                          ["slow-leak", "off-cause", "off-cause"])
         self.assertTrue(r["class_right"])
+
+    def test_a_leak_that_fragments_needs_its_leak_named_first(self):
+        oom = dict(self.OOM, **{"class": "leak", "second": "fragmentation"})
+        leak_failure = {"at_ms": 100_100, "level": "failure", "class": "leak", "pid": 7,
+                        "title": "pid 7 PyTorch OOM: leak, +195M/s kept from step to step",
+                        "remedy": "Find what keeps memory alive from step to step in pid 7"}
+        alerts = [{"at_ms": 60_000, "level": "suspected", "class": "leak", "pid": 7},
+                  leak_failure]
+        r = self.run_with(alerts, oom=oom)
+        self.assertEqual((r["leak_first"], r["lead_s"], r["class_right"]), ("yes", 40.0, True))
+        self.assertEqual(score.goals([r]), [])
+        # A fragmentation warning first: off-cause, and the leak not named first.
+        frag = [{"at_ms": 50_000, "level": "suspected", "class": "fragmentation-risk",
+                 "pid": 7}] + alerts
+        r = self.run_with(frag, oom=oom)
+        self.assertEqual(r["leak_first"], "no: fragmentation-risk warned first")
+        self.assertEqual(r["warnings"][0]["verdict"], "off-cause")
+        self.assertEqual(len(score.goals([r])), 1)
+        # The failure called fragmentation with its allocator setting: wrong twice.
+        wrong = dict(leak_failure, **{"class": "fragmentation",
+                                       "remedy": "Set PYTORCH_ALLOC_CONF=expandable_segments"})
+        r = self.run_with([alerts[0], wrong], oom=oom)
+        self.assertEqual(r["leak_first"], "no: the failure names fragmentation's remedy first")
+        self.assertEqual(len(score.goals([r])), 2)
+
+    def test_a_pool_limit_leak_is_named_first_after_a_leak(self):
+        alerts = [{"at_ms": 70_000, "level": "suspected", "class": "leak", "pid": 7},
+                  {"at_ms": 100_500, "level": "failure", "class": "pool-limit", "pid": 7,
+                   "title": "pid 7 PyTorch OOM: pool-limit after a leak, asked 394.00 MiB",
+                   "remedy": "Find what keeps memory alive from step to step in pid 7"}]
+        self.assertEqual(self.run_with(alerts)["leak_first"], "yes")
 
     def test_a_wrong_class_and_a_late_warning_fail_the_goals(self):
         alerts = [{"at_ms": 95_000, "level": "suspected", "class": "pool-near-limit", "pid": 7},

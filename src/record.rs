@@ -1,19 +1,24 @@
 //! `gpumon record`: samples to an NDJSON recording, without the screen, until the duration
 //! ends or a signal arrives. Each line is flushed as written (a `.zst` file: a frame every
-//! `recording::zst::FRAME_MS` of samples); the file is created mode 0600.
+//! `recording::zst::FRAME_MS` of samples); the file is created mode 0600. Like the screen and
+//! `serve`, it asks probes for maps during leak and fragmentation alerts
+//! (`pipeline::alert_maps`), so the recording holds the sites that climb, not only the OOM's map.
 
 use std::fs::OpenOptions;
 use std::future::Future;
 use std::io::BufWriter;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::{Config, Event, Machine};
+use crate::pipeline::alert_maps::AlertMaps;
 use crate::pipeline::{self, Feed};
 use crate::recording::file::Output;
 use crate::recording::{Header, Writer};
 use crate::sampler::Factory;
+use crate::source::probe::request::Requests;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -39,12 +44,14 @@ pub struct Recorded {
     pub alerts: Vec<String>,
 }
 
-/// Records until `duration` passes, the source ends, or `shutdown` resolves.
+/// Records until `duration` passes, the source ends, or `shutdown` resolves; asks probes for
+/// maps during alerts through `requests` (a live machine's).
 pub async fn record(
     factory: Factory,
     path: &Path,
     interval: Duration,
     duration: Option<Duration>,
+    requests: Option<Arc<dyn Requests>>,
     shutdown: impl Future<Output = i32>,
 ) -> Result<Recorded, RecordError> {
     let io_err = |source| RecordError::Write {
@@ -55,6 +62,7 @@ pub async fn record(
     let mut feed = Feed::start(factory, interval);
     // The samples also go through the pipeline, so a recording sees what the screen would.
     let mut machine = Machine::new(Config::new(interval_ms, 600_000));
+    let mut alert_maps = AlertMaps::default();
     let deadline = async {
         match duration {
             Some(d) => tokio::time::sleep(d).await,
@@ -89,6 +97,14 @@ pub async fn record(
                         written += 1;
                     }
                     pipeline::apply(&mut machine, Event::Sample(sample));
+                    if let Some(requests) = &requests {
+                        for ask in alert_maps.due(&machine, machine.now_ms) {
+                            let requests = Arc::clone(requests);
+                            // Asked quietly, off the reactor: a failure is the next try's; the
+                            // map comes back in a later sample's probe news, recorded with it.
+                            tokio::task::spawn_blocking(move || requests.send(&ask));
+                        }
+                    }
                 }
                 Some(Event::SourceFailed { reason, .. }) if writer.is_none() => {
                     return Err(RecordError::Start(reason));

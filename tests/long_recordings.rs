@@ -199,7 +199,15 @@ async fn a_zst_recording_round_trips_through_record_and_replay() {
     let path = dir.path().join("r.ndjson.zst");
     let pending = std::future::pending::<i32>();
     // 25 samples a second apart: frames of 10 lines, the last one partial.
-    let done = record::record(scripted(25), &path, Duration::from_secs(1), None, pending).await;
+    let done = record::record(
+        scripted(25),
+        &path,
+        Duration::from_secs(1),
+        None,
+        None,
+        pending,
+    )
+    .await;
     assert_eq!(done.unwrap().samples, 25);
     let raw = std::fs::read(&path).unwrap();
     assert_eq!(raw[..4], [0x28, 0xb5, 0x2f, 0xfd], "a zstd file");

@@ -139,13 +139,13 @@ fn an_exited_oomed_process_stays_selectable_with_its_cause() {
     act(&mut s, &[Action::TogglePane, Action::Down]);
     let (_, alerts) = text(&s, 120, 40);
     assert!(
-        alerts.contains("pid 873 exited 17s ago, OOM: fragmentation"),
+        alerts.contains("pid 873 exited 17s ago, OOM: leak"),
         "{alerts}"
     );
     act(&mut s, &[Action::Enter]);
     let (_, open) = text(&s, 120, 40);
     assert!(
-        open.contains("pid 873 exited 17s ago, OOM: fragmentation: Enter selects it"),
+        open.contains("pid 873 exited 17s ago, OOM: leak: Enter selects it"),
         "{open}"
     );
     act(&mut s, &[Action::Enter]);
@@ -171,15 +171,12 @@ fn an_exited_oomed_process_stays_selectable_with_its_cause() {
     // At 120 columns the exited row says when and why in full, across the columns it has
     // nothing current for (growth, utilisation), and still names its command.
     assert!(
-        line(row).contains("[exited 17s ago, OOM: fragmentation] python"),
+        line(row).contains("[exited 17s ago, OOM: leak] python"),
         "{}",
         line(row)
     );
     // The detail pane says it whole too.
-    assert!(
-        wide.contains("exited 17s ago, OOM: fragmentation"),
-        "{wide}"
-    );
+    assert!(wide.contains("exited 17s ago, OOM: leak"), "{wide}");
     assert!(wide.contains("remedy"), "the failure's remedy: {wide}");
 }
 

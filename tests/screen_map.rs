@@ -1,6 +1,7 @@
 //! The block map pane (`m`) of a probed PyTorch job: its map at an OOM, the sites and how they
 //! changed since the map before, the recording state, at 80x24, 120x40 and 200x50; the pane of a
-//! process without a map; and hostile file and function names, which reach the terminal escaped.
+//! process without a map; a JAX map, which has no block map and no segment count; and hostile
+//! file and function names, which reach the terminal escaped.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -159,6 +160,28 @@ fn a_process_without_a_map_says_how_to_get_one() {
     );
     assert!(screen.contains("R starts it"), "{screen}");
     insta::assert_snapshot!("map_none_80x24", draw(&s, (80, 24)));
+}
+
+#[test]
+fn a_jax_map_shows_its_sites_and_no_segment_count_as_n_a() {
+    // The JAX map as its probe writes it (derived from the H100's real JAX figures and profile by
+    // scripts/jax_map_fixture.py): `segments_total` is null.
+    let text = std::fs::read_to_string("tests/fixtures/maps/jax-live.map.json").unwrap();
+    let mut map: PoolMap = serde_json::from_str(&text).unwrap();
+    map.pid = PID;
+    map.start_time = 1_763_800_000 + u64::from(PID);
+    map.at_ms = T0;
+    map.frameworks[0].devices[0].uuid = Some(gpu(0, 1, 0, 0).uuid);
+    let s = state(false, vec![vec![news(Some(map), false)]]);
+    let screen = draw(&s, (200, 50));
+    for want in [
+        "n/a segments",
+        "segments n/a: JAX's allocator gives no block map",
+        "gpu/capture_pool_maps.py:106 make_cache",
+    ] {
+        assert!(screen.contains(want), "{want:?} in\n{screen}");
+    }
+    assert!(!screen.contains(" 0 segments"), "{screen}");
 }
 
 /// Collects the bytes crossterm writes.

@@ -19,7 +19,11 @@ def truth_word(r):
     if oom is None:
         return "healthy" + (" (near failure)" if r["near_failure"] else "")
     grows = "+growing-peak" if oom.get("peak_growth") else ""
-    return (f"{oom['class']}{'+leak' if oom['leak'] else ''}{grows} build-up {oom['build_up_s']:.0f}s "
+    if oom["class"] == "leak":
+        kind = f"leak, then {oom.get('second', '?')} (buys {oom.get('buys_s', 0):g}s)"
+    else:
+        kind = f"{oom['class']}{'+leak' if oom['leak'] else ''}{grows}"
+    return (f"{kind} build-up {oom['build_up_s']:.0f}s "
             f"(R {gib(oom['request'])}, A {gib(oom['allocated'])}, P {gib(oom['pool'])}, "
             f"cap {gib(oom['limit'])}, free {gib(oom['gpu_free'])})")
 
@@ -44,8 +48,9 @@ def run_rows(results):
         if r.get("slow_leak") is not None:
             took = r.get("slow_leak_min")
             slow = "never" if took is None else f"{took:g} min"
-        rows.append([r["name"], truth_word(r), alerts, right, lead, slow, str(fa)])
-    return ["run", "truth", "alerts", "class", "lead",
+        first = "-" if r.get("leak_first") is None else r["leak_first"]
+        rows.append([r["name"], truth_word(r), alerts, right, first, lead, slow, str(fa)])
+    return ["run", "truth", "alerts", "class", "leak named first", "lead",
             "slow leak warned after (minutes of climb)", "false alarms"], rows
 
 
@@ -68,8 +73,9 @@ def class_rows(s):
         v = s["classes"][k]
         rows.append([k, str(v["ooms"]), f"{v['right']}/{v['ooms']}",
                      f"{v['leaks_named']}/{v['leaks']}" if v["leaks"] else "-",
+                     f"{v['leaks_first']}/{v['leaks']}" if v["leaks"] else "-",
                      f"{v['lead_met']}/{v['need_lead']}" if v["need_lead"] else "-"])
-    return ["OOM class (truth)", "OOMs", "classified right", "leak named",
+    return ["OOM class (truth)", "OOMs", "classified right", "leak named", "leak named first",
             "warned >= 20 s (build-up >= 30 s)"], rows
 
 

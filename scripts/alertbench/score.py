@@ -1,5 +1,8 @@
 """Scores gpumon's alerts (`gpumon explain --format json` on each fixture's recording) against
 the fixture's truth.json: per run a line, per alert kind a table row, and the goals (--check).
+A leaking OOM is also scored on whether the leak is named first (leak_first): its first warning
+a `leak`, its failure alert naming the leak before any other cause with the kept tensor as the
+first remedy; required of a leak that fragments (truth class "leak").
 A run whose truth has a slow leak (truth.slow_leak) is scored in minutes of climb before its
 first `leak` warning for that pid (SLOW_GOALS); that warning counts as a true one even when the
 run then fails of another cause (the slow-leak run's fragmentation OOM)."""
@@ -39,7 +42,7 @@ CAUSES = {
     "fragmentation-risk": {"fragmentation"},
     "pool-near-limit": {"pool-limit"},
     "exit-at-limit": {"pool-limit"},
-    "leak": {"pool-limit", "device-full"},
+    "leak": {"pool-limit", "device-full", "leak"},
     "time-to-limit": time_to_limit_cause,
     "time-to-full": {"device-full"},
     "growth-step": {"device-full"},
@@ -86,7 +89,8 @@ def score_run(t, alerts):
     r = {"name": t["name"], "group": t["group"], "healthy": t["healthy"],
          "near_failure": t["near_failure"], "recorded_s": t["recorded_s"], "oom": t["oom"],
          "alerts": [a["class"] for a in alerts], "warnings": [], "failure": None,
-         "class_right": None, "leak_named": None, "lead_s": None, "lead_kind": None,
+         "class_right": None, "leak_named": None, "leak_first": None, "lead_s": None,
+         "lead_kind": None,
          "slow_leak": slow, "slow_leak_min": None}
     oom = t["oom"]
     if slow is not None:
@@ -115,17 +119,41 @@ def score_run(t, alerts):
     f = next((a for a in failures if a.get("pid") == oom["pid"]
               and a["at_ms"] >= oom["t_ms"] - FAILURE_SLACK_MS), None)
     r["failure"] = f and {"class": f["class"], "confidence": f.get("confidence"),
-                          "title": f.get("title")}
+                          "title": f.get("title"), "remedy": f.get("remedy")}
     r["class_right"] = bool(f) and f["class"] == oom["class"]
     if oom["leak"]:
         r["leak_named"] = any(a["class"] == "leak" and a.get("pid") == oom["pid"]
                               and a["at_ms"] < oom["t_ms"] for a in warnings) or \
             bool(f and "leak" in (f.get("title") or "").lower())
+        r["leak_first"] = leak_first(oom, warnings, r["failure"])
     leads = [w for w in r["warnings"] if w["verdict"] == "lead"]
     if leads:
         first = min(leads, key=lambda w: w["at_ms"])
         r["lead_s"], r["lead_kind"] = round(first["lead_s"], 1), first["class"]
     return r
+
+
+LEAK_REMEDY = "Find what keeps memory alive"
+
+
+def leak_first(oom, warnings, failure):
+    """Whether the leak of a leaking OOM is named first: the first warning for its process
+    before it is a `leak`, and the failure alert's title names the leak before any other cause
+    (class "leak", or "... after a leak") with the kept tensor as its first remedy. "yes", or
+    "no: " and what came first."""
+    before = sorted((a for a in warnings if a.get("pid") == oom["pid"]
+                     and a["at_ms"] < oom["t_ms"]), key=lambda a: a["at_ms"])
+    if before and before[0]["class"] != "leak":
+        return f"no: {before[0]['class']} warned first"
+    if not failure:
+        return "no: no failure alert"
+    title = failure.get("title") or ""
+    named = failure["class"] == "leak" or f"{failure['class']} after a leak" in title
+    if not named or not (failure.get("remedy") or "").startswith(LEAK_REMEDY):
+        first = "another process's idle pool" if "restart it with" in title else \
+            f"{failure['class']}'s remedy"
+        return f"no: the failure names {first} first"
+    return "yes"
 
 
 def goals(results):
@@ -137,6 +165,9 @@ def goals(results):
             if not r["class_right"]:
                 got = r["failure"]["class"] if r["failure"] else "no failure alert"
                 out.append(f"{r['name']}: OOM classified {got}, truth {oom['class']}")
+            if oom["class"] == "leak" and r.get("leak_first") != "yes":
+                out.append(f"{r['name']}: a leak that fragments, leak not named first "
+                           f"({r.get('leak_first')})")
             if oom["build_up_s"] >= BUILD_UP_GOAL_S and (r["lead_s"] or 0) < LEAD_GOAL_S:
                 out.append(f"{r['name']}: cause built up {oom['build_up_s']}s, lead "
                            f"{r['lead_s'] if r['lead_s'] is not None else 'none'}")
@@ -183,11 +214,12 @@ def classes(results):
         if oom is None:
             continue
         k = rows.setdefault(oom["class"], {"ooms": 0, "right": 0, "leaks": 0, "leaks_named": 0,
-                                           "need_lead": 0, "lead_met": 0})
+                                           "leaks_first": 0, "need_lead": 0, "lead_met": 0})
         k["ooms"] += 1
         k["right"] += bool(r["class_right"])
         k["leaks"] += bool(oom["leak"])
         k["leaks_named"] += bool(r["leak_named"])
+        k["leaks_first"] += r.get("leak_first") == "yes"
         if oom["build_up_s"] >= BUILD_UP_GOAL_S:
             k["need_lead"] += 1
             k["lead_met"] += (r["lead_s"] or 0) >= LEAD_GOAL_S

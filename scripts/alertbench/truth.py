@@ -1,5 +1,7 @@
 """A run's truth from the job's own figures (the rule is written out in scripts/alert_bench.py's
-docstring and docs/benchmarks.md's "Alerts on real jobs" section; keep the three the same)."""
+docstring and docs/benchmarks.md's "Alerts on real jobs" section; keep the three the same).
+An OOM the figures call fragmentation whose floor of allocated climbed into it is a leak first
+(leak_first), as allocator-probe.md's truth rule now says of "a leak that fragments"."""
 import json
 import os
 
@@ -241,6 +243,47 @@ def slow_leak(events, before=None):
             "rate_mib_min": round(rise / MiB / span_min, 1)}
 
 
+def binding_limit(oom):
+    """L = min(cap, pool + GPU free) at the OOM, from a truth's oom figures (None if unknown)."""
+    limits = [x for x in (oom.get("limit"), (oom["pool"] + oom["gpu_free"])
+                          if oom.get("pool") is not None and oom.get("gpu_free") is not None
+                          else None) if x is not None]
+    return min(limits) if limits else None
+
+
+def leak_first(t):
+    """A leak that fragments (allocator-probe.md, "a leak that fragments"): an OOM the figures
+    call fragmentation is a leak first when the job's allocated floor climbed into it, by more
+    than what sat stranded at it. The climb is the per-second floors' (t["series"]) by the leak
+    rule (LEAK_MIN_S or more, LEAK_HEADROOM of the headroom it began with), else the slow leak
+    that ran up to it (t["slow_leak"], its rate times its minutes). The class becomes "leak",
+    with fragmentation second: "second", the leak's rate (bytes/s), "buys_s" (what the stranded
+    bytes last at that rate: all expandable segments would buy) and build_up_s from the climb's
+    start. Works on run_truth's result and on a fixture's truth.json alike; returns t."""
+    oom = t.get("oom")
+    if not oom or oom["class"] != "fragmentation":
+        return t
+    pts = [(p[0] / 1000, p[1]) for p in t.get("series", {}).get(str(oom["pid"]), [])]
+    c = series.climb(pts, oom["t_ms"] / 1000)
+    limit = binding_limit(oom)
+    rate = rise = start = None
+    if c and limit is not None:
+        t0, v0, t1, v1 = c
+        if t1 - t0 >= LEAK_MIN_S and v1 - v0 >= LEAK_HEADROOM * (limit - v0):
+            rate, rise, start = (v1 - v0) / (t1 - t0), v1 - v0, t0
+    slow = t.get("slow_leak")
+    if rate is None and slow and slow["pid"] == oom["pid"]:
+        rate = slow["rate_mib_min"] * MiB / 60
+        rise, start = rate * slow["minutes"] * 60, slow["start_ms"] / 1000
+    stranded = oom.get("stranded") or 0
+    if rate is None or rate <= 0 or rise < stranded:
+        return t
+    oom.update({"class": "leak", "second": "fragmentation", "leak": True,
+                "leak_rate": round(rate), "buys_s": round(stranded / rate, 1),
+                "build_up_s": round(oom["t_ms"] / 1000 - start, 1)})
+    return t
+
+
 def near_failure(events):
     """Healthy runs: did the job's own figures come within one request of failing? The jobs do
     not log their requests, so: an OOM it caught (num_ooms > 0), or a step whose own peak came
@@ -325,4 +368,4 @@ def run_truth(run_dir):
             break
     if truth["healthy"]:
         truth["near_failure"] = any(near_failure(ev) for ev in logs)
-    return truth
+    return leak_first(truth)

@@ -25,6 +25,9 @@ pub enum Class {
     DeviceFull,
     /// The driver refused although it reported enough free memory.
     Driver,
+    /// A leak that filled the pool, fragmenting it on the way: never the message's own verdict
+    /// (it looks like fragmentation); the failure's history makes it (`causes::leaked`).
+    Leak,
     Unknown,
 }
 
@@ -36,6 +39,7 @@ impl Class {
             Class::PoolLimit => "pool-limit",
             Class::DeviceFull => "device-full",
             Class::Driver => "driver",
+            Class::Leak => "leak",
             Class::Unknown => "unknown",
         }
     }
@@ -49,6 +53,7 @@ pub fn is_oom(class: &str) -> bool {
         Class::PoolLimit,
         Class::DeviceFull,
         Class::Driver,
+        Class::Leak,
         Class::Unknown,
     ]
     .iter()

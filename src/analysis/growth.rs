@@ -1,7 +1,10 @@
 //! Growth of what a probed process cannot release (its allocated plus stranded bytes; cache it
 //! could give back never counts), projected to the limit that binds first: its own cap or pool
-//! limit, or what its GPU can still give it. A climb with nothing released on the way is a leak;
-//! one whose stranded share of the pool grows with it is a fragmentation that builds.
+//! limit, or what its GPU can still give it. Leak first: allocated's own floor climbing with
+//! nothing released (`floor.rs`, read through the noise of busy steps) is a leak whatever grows
+//! with it, the fragmentation its kept blocks cause named second with the time expandable
+//! segments would buy at its rate; a climb whose stranded share of the pool grows while
+//! allocated does not is a fragmentation that builds.
 
 use crate::model::units::{duration_ms, rate};
 use crate::model::{GpuTrack, Level, PoolHistory, ProcessTrack, Ring};
@@ -10,7 +13,11 @@ use crate::sample::{Framework, Pool};
 
 use super::risk::{Risk, context, figures};
 
+pub mod floor;
+pub mod second;
 pub mod slow;
+
+pub use super::remedy::{find_what_keeps, leak_remedy, leak_remedy_at};
 
 /// The windows a climb is looked for in, longest first: a long climb is the stronger evidence,
 /// a short one warns early.
@@ -231,21 +238,6 @@ pub fn limit_name(limit: &Limit, framework: Framework, g: &GpuTrack) -> String {
     }
 }
 
-/// The remedy for a leak: never an allocator setting.
-pub fn leak_remedy(pid: u32) -> String {
-    format!(
-        "{} An allocator setting will not help.",
-        find_what_keeps(pid)
-    )
-}
-
-/// Where to look for what a leak keeps.
-pub fn find_what_keeps(pid: u32) -> String {
-    format!(
-        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
-    )
-}
-
 /// The climb's evidence lines.
 fn evidence(c: &Climb, limit: &Limit, name: &str, eta_ms: u64) -> Vec<String> {
     vec![
@@ -277,27 +269,44 @@ pub fn fills_gpu(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> bo
     limit.kind == LimitKind::Gpu && climb(track, now_ms).is_some_and(|c| eta(&c, &limit).is_some())
 }
 
-/// The growth risk of a probed, live process: a leak, or a fragmentation that builds.
+/// Whether allocated's own floor climbs into `now_ms` by enough to matter (a leak, warned or
+/// not yet): no fragmentation or growing-peak warning goes before the leak's.
+pub fn floor_climbs(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> bool {
+    let (Some(track), Some(limit)) = (t.pool_history.as_ref(), binding(pool, g)) else {
+        return false;
+    };
+    floor::leak(track, pool, &limit, now_ms).is_some()
+}
+
+/// The growth risk of a probed, live process: a leak (its allocated floor climbing, seen fast in
+/// a busy loop, or its unreleasable memory climbing with no stranded share growing), else a
+/// fragmentation that builds.
 pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<Risk> {
     let track = t.pool_history.as_ref()?;
-    let c = climb(track, now_ms)?;
     let limit = binding(pool, g)?;
-    let eta_ms = eta(&c, &limit)?;
+    let ctx = context(t);
+    let expandable = super::remedy::expandable(&ctx);
+    let floor = floor::leak(track, pool, &limit, now_ms);
+    let c = climb(track, now_ms).and_then(|c| Some((c, eta(&c, &limit)?)));
     let pid = t.sample.pid;
     let fw = pool.framework;
     let name = limit_name(&limit, fw, g);
-    let mut ev = evidence(&c, &limit, &name, eta_ms);
-    ev.extend(figures(pool));
-    let ctx = context(t);
-    let expandable = super::remedy::expandable(&ctx);
-    let built = fragmenting(track, pool, &c, now_ms, expandable);
-    if expandable && built.is_some() {
-        ev.push("under expandable_segments:True PyTorch counts no inactive split bytes: the pool's free part (reserved − allocated), which grew as the pool did, is what its requests did not fit in".into());
-    }
-    let (class, title, remedy) = match built {
-        Some(stranded) => (
-            "fragmentation-risk",
-            format!(
+    let built = c.and_then(|(c, _)| fragmenting(track, pool, &c, now_ms, expandable));
+    let (rate, eta_ms, mut ev) = match (floor, c) {
+        // Leak first: the floor of allocated itself climbs.
+        (Some(f), _) if f.warns(HORIZON_MS) => (f.climb.rate, f.eta_ms, f.evidence(&name)),
+        (Some(f), Some((c, eta_ms))) => (f.climb.rate, eta_ms, evidence(&c, &limit, &name, eta_ms)),
+        (None, Some((c, eta_ms))) if built.is_none() => {
+            (c.rate, eta_ms, evidence(&c, &limit, &name, eta_ms))
+        }
+        (None, Some((c, eta_ms))) => {
+            let stranded = built.unwrap_or(0);
+            let mut ev = evidence(&c, &limit, &name, eta_ms);
+            ev.extend(figures(pool));
+            if expandable {
+                ev.push("under expandable_segments:True PyTorch counts no inactive split bytes: the pool's free part (reserved − allocated), which grew as the pool did, is what its requests did not fit in".into());
+            }
+            let title = format!(
                 "pid {pid} {} pool fragmenting as it grows: {} {}, reaches {name} in about {}",
                 fw.label(),
                 human(stranded),
@@ -307,30 +316,49 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
                     "stranded"
                 },
                 duration_ms(eta_ms)
-            ),
-            super::remedy::defragment(super::remedy::dialect_of(fw), &ctx),
-        ),
-        None => (
-            "leak",
-            format!(
-                "pid {pid} {} leaks {}: reaches {name} in about {}",
-                fw.label(),
-                rate(c.rate),
-                duration_ms(eta_ms)
-            ),
-            leak_remedy(pid),
-        ),
+            );
+            let remedy = super::remedy::defragment(super::remedy::dialect_of(fw), &ctx);
+            return Some(suspected(t, "fragmentation-risk", title, ev, remedy));
+        }
+        _ => return None,
     };
-    Some(Risk {
+    // The fragmentation the kept blocks cause, second.
+    let second = second::fragments(pool, expandable, rate);
+    ev.extend(second.as_ref().map(|s| s.evidence.clone()));
+    ev.extend(figures(pool));
+    let title = format!(
+        "pid {pid} {} leaks {}: reaches {name} in about {}{}",
+        fw.label(),
+        crate::model::units::rate(rate),
+        duration_ms(eta_ms),
+        second
+            .as_ref()
+            .map_or_else(String::new, |s| format!("; {}", s.title))
+    );
+    let mut remedy = leak_remedy(pid);
+    if let Some(s) = &second {
+        remedy = format!("{remedy} {}", s.remedy);
+    }
+    Some(suspected(t, "leak", title, ev, remedy))
+}
+
+fn suspected(
+    t: &ProcessTrack,
+    class: &'static str,
+    title: String,
+    evidence: Vec<String>,
+    remedy: String,
+) -> Risk {
+    Risk {
         class,
-        pid: Some(pid),
+        pid: Some(t.sample.pid),
         gpu: t.sample.gpu_uuid.clone(),
         level: Level::Suspected,
         confidence: None,
         title,
-        evidence: ev,
+        evidence,
         remedy,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -102,14 +102,35 @@ pub fn site_risks(machine: &Machine) -> Vec<Risk> {
             continue;
         };
         let fw = view.framework.label();
+        let remedy = a.remedy.clone().unwrap_or_default();
+        // A leaking pool (a leak alert on it, or its stranding line the one that climbs): the
+        // blocks between its holes are the leak's, and so is the first remedy.
+        let leaking =
+            machine.alerts.iter().any(|l| {
+                l.class == "leak" && l.pid == Some(pid) && l.gpu_uuid.as_deref() == Some(gpu)
+            }) || climbing(view)
+                .is_some_and(|c| view.stranding.first().is_some_and(|s| s.label == c.label));
         let found = match a.class.as_str() {
             "leak" => climbing(view).map(|s| {
                 (
                     "leak-site",
                     format!("pid {pid} {fw} leak: {} climbs between its maps", s.label),
                     risk_evidence(machine, t, "leak"),
+                    at_site(&remedy, pid, s),
                 )
             }),
+            "fragmentation-risk" if !view.stranding.is_empty() && leaking => {
+                let s = climbing(view).unwrap_or(&view.stranding[0]);
+                Some((
+                    "fragmentation-sites",
+                    format!(
+                        "pid {pid} {fw} fragmentation from a leak: its holes sit between the blocks of {}, which hold the leak",
+                        s.label
+                    ),
+                    risk_evidence(machine, t, "fragmentation-risk"),
+                    crate::analysis::growth::leak_remedy_at(pid, Some(&site_words(s))),
+                ))
+            }
             "fragmentation-risk" if !view.stranding.is_empty() => Some((
                 "fragmentation-sites",
                 format!(
@@ -117,10 +138,11 @@ pub fn site_risks(machine: &Machine) -> Vec<Risk> {
                     view.stranding[0].label
                 ),
                 risk_evidence(machine, t, "fragmentation-risk"),
+                remedy,
             )),
             _ => None,
         };
-        if let Some((class, title, mut evidence)) = found {
+        if let Some((class, title, mut evidence, remedy)) = found {
             evidence.push(view.fit.clone());
             out.push(Risk {
                 class,
@@ -130,11 +152,54 @@ pub fn site_risks(machine: &Machine) -> Vec<Risk> {
                 confidence: None,
                 title,
                 evidence,
-                remedy: a.remedy.clone().unwrap_or_default(),
+                remedy,
             });
         }
     }
     out
+}
+
+/// The line that keeps a leaking process's memory, in words ("keepers.py:11 remember (7.99 GiB,
+/// 667 blocks)"): the site whose bytes climbed into its map at the OOM near `at_ms`, else into its
+/// latest map; `None` without two maps that show one (allocation history not recorded).
+pub fn leak_site(machine: &Machine, pid: u32, gpu: Option<&str>, at_ms: u64) -> Option<String> {
+    fn pick<'a>(views: &'a [DeviceView], gpu: Option<&str>) -> Option<&'a SiteRow> {
+        match gpu {
+            Some(uuid) => crate::model::maps::view_for(views, uuid).and_then(climbing),
+            None => views.first().and_then(climbing),
+        }
+    }
+    let tracks = || machine.maps.iter().filter(|((p, _), _)| *p == pid);
+    let at_oom = tracks()
+        .filter_map(|(_, t)| t.at_oom.as_ref())
+        .filter(|o| o.at_ms.abs_diff(at_ms) <= SAME_OOM_MS)
+        .find_map(|o| pick(&o.views, gpu));
+    at_oom
+        .or_else(|| tracks().find_map(|(_, t)| pick(&t.views, gpu)))
+        .map(site_words)
+}
+
+/// A leak warning's remedy, starting at the line its latest maps show climbing where they do.
+pub fn with_site(machine: &Machine, pid: u32, gpu: &str, remedy: &str) -> String {
+    let site = machine
+        .maps
+        .iter()
+        .filter(|((p, _), _)| *p == pid)
+        .find_map(|(_, t)| crate::model::maps::view_for(&t.views, gpu).and_then(climbing));
+    site.map_or_else(|| remedy.to_string(), |s| at_site(remedy, pid, s))
+}
+
+/// A leak's remedy with the line that climbs first: the leak alert's own remedy after its first
+/// sentence (what an allocator setting would buy, where it says).
+fn at_site(remedy: &str, pid: u32, s: &SiteRow) -> String {
+    let first = crate::analysis::growth::leak_remedy_at(pid, Some(&site_words(s)));
+    match remedy.find(" An allocator setting will not help.") {
+        Some(i) => format!(
+            "{first}{}",
+            &remedy[i + " An allocator setting will not help.".len()..]
+        ),
+        None => first,
+    }
 }
 
 /// The site that grew most since the previous map (a new site counts with all its bytes).

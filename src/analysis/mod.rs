@@ -94,7 +94,11 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     let pid = f.pid.unwrap_or_default();
     let leak = causes::leaked(f, &v, &ctx, machine);
     let idle = causes::idle_beside(f, &v, &ctx, machine);
-    let mut after = "";
+    let site = f
+        .pid
+        .and_then(|p| maps::leak_site(machine, p, ctx.gpu_uuid.as_deref(), f.at_ms));
+    let mut class = v.class;
+    let mut after = String::new();
     let mut headline = v.headline.clone();
     if let Some(i) = &idle {
         headline = format!(
@@ -127,15 +131,43 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
                 growth::find_what_keeps(pid)
             );
         }
+    } else if let Some(l) = &leak
+        && matches!(
+            v.class,
+            classify::Class::Fragmentation | classify::Class::Split
+        )
+    {
+        // A leak first: fragmentation second, with what an allocator setting would have bought.
+        class = classify::Class::Leak;
+        evidence.insert(0, l.evidence());
+        let stranded = f.numbers.cached.map_or(0, |c| c.bytes);
+        let second = growth::second::words(stranded, remedy::expandable(&ctx), l.climb.rate);
+        headline = format!(
+            "{} kept from step to step; then fragmentation: {}{}",
+            l.rate_words(),
+            v.headline,
+            second.as_ref().map_or_else(String::new, |s| format!(
+                " ({} would have bought about {})",
+                s.short,
+                crate::model::units::duration_ms(s.buys_ms)
+            ))
+        );
+        remedy = l.remedy(pid, site.as_deref());
+        if let Some(s) = second {
+            evidence.insert(1, s.evidence);
+            remedy = format!("{remedy} {}", s.remedy);
+        }
     } else if let Some(l) = &leak {
-        after = " after a leak";
+        after = " after a leak".into();
         evidence.insert(0, l.evidence());
         remedy = match (v.class, v.holders.is_empty()) {
-            (classify::Class::DeviceFull, false) => format!("{} {remedy}", l.remedy(pid)),
-            _ => l.remedy(pid),
+            (classify::Class::DeviceFull, false) => {
+                format!("{} {remedy}", l.remedy(pid, site.as_deref()))
+            }
+            _ => l.remedy(pid, site.as_deref()),
         };
     } else if let Some(grew) = causes::peaked(f, &v, &ctx, machine) {
-        after = " after a growing peak";
+        after = " after a growing peak".into();
         evidence.insert(0, format!("a need that grew every step: {grew}"));
         remedy = format!("{} {remedy}", peaks::schedule_remedy(pid));
     }
@@ -144,11 +176,11 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         gpu_uuid: ctx.gpu_uuid,
         pid: f.pid,
         level: Level::Failure,
-        class: v.class.as_str().into(),
+        class: class.as_str().into(),
         confidence: Some(v.confidence.as_str().into()),
         title: format!(
             "{who}{dialect} OOM: {}{after}{likely}, {headline}",
-            v.class.as_str()
+            class.as_str()
         ),
         evidence,
         remedy: Some(remedy),

@@ -29,7 +29,7 @@ const MIN_RELEASABLE: u64 = 1 << 30;
 const SHORT_FREE: u64 = 1 << 30;
 /// Holes under expandable segments are looked for in this window, over at least this span.
 const HOLES_WINDOW_MS: u64 = 30_000;
-const HOLES_SPAN_MS: u64 = 8_000;
+const HOLES_SPAN_MS: u64 = 6_000;
 /// A pool that shrank by more than this gave memory back.
 const GIVEN_BACK: u64 = 64 << 20;
 /// Said of a pool judged under expandable segments.
@@ -50,7 +50,7 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
             };
             if t.exited_ms.is_none() {
                 let growing = super::growth::risk(t, pool, g, at_ms);
-                if growing.is_none() {
+                if growing.is_none() && !super::growth::floor_climbs(t, pool, g, at_ms) {
                     out.extend(fragmenting(t, pool, g, at_ms));
                     out.extend(super::peaks::risk(t, pool, g, at_ms));
                 }
@@ -303,17 +303,42 @@ fn verdict(pool: &Pool, g: Option<&GpuTrack>, expandable: bool) -> (&'static str
     }
 }
 
-fn failure_risk(t: &ProcessTrack, pool: &Pool, g: Option<&GpuTrack>, what: &str) -> Risk {
+fn failure_risk(
+    t: &ProcessTrack,
+    pool: &Pool,
+    g: Option<&GpuTrack>,
+    what: &str,
+    at_ms: u64,
+) -> Risk {
     let ctx = context(t);
-    let (class, why) = verdict(pool, g, expandable(&ctx));
+    let expandable = expandable(&ctx);
+    let (mut class, mut why) = verdict(pool, g, expandable);
     let pid = t.sample.pid;
     let dialect = dialect_of(pool.framework);
-    let remedy = match class {
+    let mut remedy = match class {
         "fragmentation" => defragment(dialect, &ctx),
         "pool-limit" => raise_limit(None, dialect, &ctx),
         _ => "Lower the peak (smaller batch) or free the GPU of other work; keep the job's output in a log gpumon can follow (`gpumon run`) for the exact request.".into(),
     };
     let mut evidence = figures(pool);
+    // A leak first: allocated's floor climbed into the failure by more than what is stranded.
+    let free = unusable(pool, expandable).unwrap_or(0);
+    if class == "fragmentation"
+        && let Some(l) = super::causes::leak_first(t, at_ms, free)
+    {
+        class = "leak";
+        let second = super::growth::second::words(free, expandable, l.climb.rate);
+        why = format!(
+            "{} kept from step to step, then fragmentation: {why}",
+            l.rate_words()
+        );
+        remedy = l.remedy(pid, None);
+        if let Some(s) = second {
+            evidence.insert(0, s.evidence);
+            remedy = format!("{remedy} {}", s.remedy);
+        }
+        evidence.insert(0, l.evidence());
+    }
     evidence.insert(0, why.clone());
     Risk {
         class,
@@ -345,7 +370,13 @@ fn probe_oom(
     if failed(t.sample.pid, oom.rose_ms.saturating_sub(SAME_FAILURE_MS)) {
         return None;
     }
-    Some(failure_risk(t, pool, Some(g), "seen by its probe (no log)"))
+    Some(failure_risk(
+        t,
+        pool,
+        Some(g),
+        "seen by its probe (no log)",
+        at_ms,
+    ))
 }
 
 /// A probed process that ended with its pool at its limit or fragmented, no log seen: whether it
@@ -356,11 +387,13 @@ fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
         return None;
     }
     let pid = t.sample.pid;
-    let mut risk = failure_risk(t, pool, None, "");
+    let mut risk = failure_risk(t, pool, None, "", t.last_seen_ms);
+    // A leak first where its floor climbed to the end (failure_risk said so).
+    let named = if risk.class == "leak" { "leak" } else { class };
     risk.level = Level::Suspected;
     risk.class = "exit-at-limit";
     risk.title = format!(
-        "pid {pid} exited with its {} pool {}: if it died of an OOM, {class} (likely; no log seen)",
+        "pid {pid} exited with its {} pool {}: if it died of an OOM, {named} (likely; no log seen)",
         pool.framework.label(),
         if class == "pool-limit" {
             "at its limit"
@@ -368,7 +401,9 @@ fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
             "fragmented"
         },
     );
-    if let Some(first) = risk.evidence.first_mut() {
+    if named == class
+        && let Some(first) = risk.evidence.first_mut()
+    {
         *first = format!("its last probe figures: {why}");
     }
     Some(risk)

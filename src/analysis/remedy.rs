@@ -43,6 +43,7 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
     let fw = framework(f, ctx);
     match v.class {
         Class::Fragmentation | Class::Split => defragment(fw, ctx),
+        Class::Leak => leak_remedy(f.pid.unwrap_or_default()),
         Class::PoolLimit => raise_limit(f.numbers.allowed.map(|a| a.to_string()), fw, ctx),
         Class::DeviceFull if !v.holders.is_empty() => format!(
             "Free or move the other processes on this GPU: {}.",
@@ -124,4 +125,30 @@ pub fn raise_limit(allowed: Option<String>, fw: Option<Dialect>, ctx: &Context) 
         ),
         _ => "Raise the memory_limit given to tf.config.set_logical_device_configuration, or lower the batch size to fit the pool.".into(),
     }
+}
+
+/// The remedy for a leak: never an allocator setting.
+pub fn leak_remedy(pid: u32) -> String {
+    leak_remedy_at(pid, None)
+}
+
+/// The remedy for a leak whose kept tensor a block map names at `site` ("keepers.py:11 remember
+/// (7.99 GiB, 667 blocks)"), where allocation history is recorded.
+pub fn leak_remedy_at(pid: u32, site: Option<&str>) -> String {
+    match site {
+        Some(site) => format!(
+            "Find what keeps memory alive from step to step in pid {pid}, starting at {site}, the line whose blocks climb in its block maps: drop what it keeps (keep .item() or .detach().cpu() copies, or a bounded window). An allocator setting will not help."
+        ),
+        None => format!(
+            "{} An allocator setting will not help.",
+            find_what_keeps(pid)
+        ),
+    }
+}
+
+/// Where to look for what a leak keeps.
+pub fn find_what_keeps(pid: u32) -> String {
+    format!(
+        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
+    )
 }

@@ -122,6 +122,9 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
                 let failure = risk.level == Level::Failure || risk.class == "exit-at-limit";
                 let more = maps::evidence(machine, risk.class, pid, &risk.gpu, failure);
                 risk.evidence.splice(0..0, more);
+                if risk.class == "leak" {
+                    risk.remedy = maps::with_site(machine, pid, &risk.gpu, &risk.remedy);
+                }
             }
             out.push(risk.into_alert(at_ms));
         }

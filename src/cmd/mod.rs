@@ -99,6 +99,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
                     &file,
                     interval,
                     duration,
+                    // Probes are asked for maps during leak and fragmentation alerts, as serve does.
+                    sources::requests(true),
                     shutdown_signal(),
                 ))
                 .map_err(|e| match e {

@@ -130,7 +130,10 @@ pub struct MapDevice {
     pub segments: Option<Vec<Segment>>,
     #[serde(default, deserialize_with = "printable_reason")]
     pub segments_reason: Option<String>,
-    pub segments_total: u64,
+    /// How many segments the pool has; `None` where the framework gives no block map (a JAX,
+    /// CuPy or TensorFlow map writes null).
+    #[serde(default)]
+    pub segments_total: Option<u64>,
     #[serde(default)]
     pub elided: Option<Elided>,
     /// The code that holds the memory, most bytes first.

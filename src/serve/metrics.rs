@@ -21,12 +21,13 @@ pub mod jobs;
 use crate::snapshot::{AlertDoc, Gpu, Process, Snapshot};
 
 /// Failure classes whose counters exist from the start, so `increase()` sees the first one.
-pub const FAILURE_CLASSES: [&str; 6] = [
+pub const FAILURE_CLASSES: [&str; 7] = [
     "fragmentation",
     "split",
     "pool-limit",
     "device-full",
     "driver",
+    "leak",
     "unknown",
 ];
 

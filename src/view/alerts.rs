@@ -78,8 +78,9 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     frame.render_widget(Paragraph::new(lines), top);
     if let Some(a) = alerts.get(state.screen.alert_selected) {
         let mut lines = evidence(a, theme);
+        // Under its title, so a long evidence list never hides it.
         if let Some(link) = super::life::alert_link(state, a) {
-            lines.push(Line::styled(link, theme.key));
+            lines.insert(2, Line::styled(link, theme.key));
         }
         frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rest);
     }

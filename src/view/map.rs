@@ -320,9 +320,13 @@ fn legend(d: &MapDevice, theme: &Theme) -> Line<'static> {
     let private = segments.iter().filter(|s| s.private).count();
     let expandable = segments.iter().filter(|s| s.expandable).count();
     let g = theme.g.segment;
+    // Absent is not zero: a pool with no block map (JAX, CuPy) has no segment count.
+    let total = d
+        .segments_total
+        .map_or_else(|| "n/a".to_string(), |n| n.to_string());
     let mut text = format!(
-        "{} alloc {} holes {} free {} pending{}{} segments",
-        g[0], g[1], g[3], g[2], theme.g.dot, d.segments_total
+        "{} alloc {} holes {} free {} pending{}{total} segments",
+        g[0], g[1], g[3], g[2], theme.g.dot
     );
     if let Some(e) = d.elided.filter(|e| e.segments > 0) {
         text.push_str(&format!(

@@ -119,7 +119,15 @@ async fn a_recording_is_owner_only_even_over_an_existing_file() {
     std::fs::write(&path, "old contents\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     let pending = std::future::pending::<i32>();
-    let n = record::record(scripted(2), &path, Duration::from_secs(1), None, pending).await;
+    let n = record::record(
+        scripted(2),
+        &path,
+        Duration::from_secs(1),
+        None,
+        None,
+        pending,
+    )
+    .await;
     assert_eq!(n.unwrap().samples, 2);
     assert_eq!(mode(&path), 0o600);
     assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 3);
@@ -132,6 +140,7 @@ async fn a_full_disk_is_reported_for_recordings() {
         scripted(2),
         Path::new("/dev/full"),
         Duration::from_secs(1),
+        None,
         None,
         pending,
     )

@@ -324,6 +324,7 @@ async fn a_panic_in_the_source_is_reported_not_swallowed() {
         &path,
         Duration::from_secs(1),
         None,
+        None,
         pending,
     )
     .await;

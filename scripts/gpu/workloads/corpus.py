@@ -65,11 +65,21 @@ RUNS = {
                                      job("long_runs.py", "weights-fill", 8.0, CHUNK_MIB=512)]),
     "healthy-near-cap-torch": ("healthy", [job("long_runs.py", "near-cap-torch", RUN_S=60)]),
     "healthy-near-cap-jax": ("healthy", [job("long_runs.py", "near-cap-jax", RUN_S=60)]),
+    # Issue 34: a leak that fragments, and a JAX leak with block maps; the probe writes every
+    # 500 ms, PyTorch records its allocation history (so maps name the keeping line).
+    "gpt2-keep-slices": ("failing", [job("keepers.py", "gpt2-keep-slices", CAP_GIB=16,
+                                         GPUMON_PROBE_INTERVAL_MS=500, GPUMON_PROBE_RECORD=1,
+                                         GPUMON_PROBE_RECORD_ENTRIES=100000)], 300),
+    "jax-keep-maps": ("failing", [job("keepers.py", "jax-keep-maps", KEEP_MIB=16, STEP_S=0.1,
+                                      XLA_PYTHON_CLIENT_PREALLOCATE="false",
+                                      XLA_PYTHON_CLIENT_MEM_FRACTION="0.15",
+                                      GPUMON_PROBE_INTERVAL_MS=500)], 300),
 }
 RUN_LIMIT_S = 150
 # Chosen by name only, not by their group: each takes minutes or holds most of the GPU.
 BY_NAME_ONLY = {"slow-leak", "warmup-peaks", "expandable-churn", "unprobed-leak",
-                "jax-prealloc-oom", "healthy-near-cap-torch", "healthy-near-cap-jax"}
+                "jax-prealloc-oom", "healthy-near-cap-torch", "healthy-near-cap-jax",
+                "gpt2-keep-slices", "jax-keep-maps"}
 
 
 def run(gpumon, out, name):

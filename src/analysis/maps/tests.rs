@@ -140,6 +140,14 @@ fn a_leak_names_the_site_that_climbs_and_its_probe_is_asked_for_maps_every_30_s(
         "{:#?}",
         site.evidence
     );
+    // Its remedy starts at the line that climbs.
+    assert!(
+        site.remedy.as_deref().unwrap().starts_with(
+            "Find what keeps memory alive from step to step in pid 100, starting at proj/model.py:41 forward ("
+        ),
+        "{:?}",
+        site.remedy
+    );
     let times: Vec<u64> = asked.iter().map(|a| a.0).collect();
     assert!(!times.is_empty(), "asked during the alert");
     assert!(times.windows(2).all(|w| w[1] - w[0] >= 30_000), "{times:?}");
@@ -147,5 +155,64 @@ fn a_leak_names_the_site_that_climbs_and_its_probe_is_asked_for_maps_every_30_s(
         asked
             .iter()
             .all(|a| a.1 == PID && a.2 == crate::sample::request::Purpose::Alert)
+    );
+}
+
+#[test]
+fn the_sites_of_a_leaking_pools_holes_are_named_as_the_leaks() {
+    // A fragmentation warning raised before the leak showed; then two maps in which the line
+    // whose blocks sit between the holes is the one that climbs.
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    m.update(&Event::Started(machine()));
+    let g = gpu(0, 80 * GIB, 70 * GIB, GIB / 2);
+    let mut maps = Vec::new();
+    for (k, grown) in [(1u64, 0u64), (2, 3 * GIB)] {
+        let mut map = fragmented(PID, &g.uuid, k * 1000, 16);
+        let d = &mut map.frameworks[0].devices[0];
+        d.sites.as_mut().unwrap()[0].bytes += grown;
+        d.stranding_sites.as_mut().unwrap()[0] = d.sites.as_ref().unwrap()[0].clone();
+        maps.push(map);
+    }
+    for (k, map) in maps.into_iter().enumerate() {
+        let at = 1000 * (k as u64 + 1);
+        let pool = Pool {
+            at_ms: at,
+            ..torch(4 * GIB, 6 * GIB, 2 * GIB, Some(2 << 20), Some(8 * GIB))
+        };
+        apply(
+            &mut m,
+            at,
+            probed(PID, &g, 7 * GIB, pool),
+            Vec::new(),
+            vec![news(map)],
+        );
+    }
+    m.add_alerts(vec![Alert {
+        at_ms: 2000,
+        gpu_uuid: Some(g.uuid.clone()),
+        pid: Some(PID),
+        level: Level::Suspected,
+        class: "fragmentation-risk".into(),
+        confidence: None,
+        title: "pid 100 torch pool fragmenting".into(),
+        evidence: Vec::new(),
+        remedy: Some("Set PYTORCH_ALLOC_CONF=expandable_segments:True".into()),
+        job: None,
+    }]);
+    let found = super::site_risks(&m);
+    let sites = found
+        .iter()
+        .find(|r| r.class == "fragmentation-sites")
+        .expect("the sites");
+    assert_eq!(
+        sites.title,
+        "pid 100 torch fragmentation from a leak: its holes sit between the blocks of proj/train.py:87 collate, which hold the leak"
+    );
+    assert!(
+        sites
+            .remedy
+            .starts_with("Find what keeps memory alive from step to step in pid 100, starting at proj/train.py:87 collate"),
+        "{}",
+        sites.remedy
     );
 }

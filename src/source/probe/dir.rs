@@ -85,13 +85,18 @@ impl ProbeDirs {
         self.dirs = dirs;
     }
 
-    fn say(&mut self, scan: &mut ProbeScan, path: &Path, reason: &str) {
-        let text = format!("probe file {} ignored: {reason}", path.display());
+    /// Says why `path` (of `pid`) is ignored, once per file, process (its start time, when its
+    /// probe file was read) and reason: a map refused for the same fault every 30 s, the fault
+    /// at another place in each new file, is one notice; the notice gives the first one's figures.
+    fn say(&mut self, scan: &mut ProbeScan, path: &Path, pid: u32, reason: &str) {
+        let start = scan.reports.get(&pid).map(|r| r.start_time);
+        let key = format!("{}\0{start:?}\0{}", path.display(), without_figures(reason));
         if self.said.len() >= MAX_SAID {
             self.said.clear();
         }
-        if self.said.insert(text.clone()) {
-            scan.notices.push(text);
+        if self.said.insert(key) {
+            scan.notices
+                .push(format!("probe file {} ignored: {reason}", path.display()));
         }
     }
 
@@ -128,11 +133,11 @@ impl ProbeDirs {
         // Replaced or removed between listing and reading: next scan.
         let meta = fs::symlink_metadata(path).ok()?;
         if meta.file_type().is_symlink() {
-            self.say(scan, path, "it is a symbolic link");
+            self.say(scan, path, pid, "it is a symbolic link");
             return None;
         }
         if !meta.is_file() {
-            self.say(scan, path, "it is not a regular file");
+            self.say(scan, path, pid, "it is not a regular file");
             return None;
         }
         let Some(owner) = self.owner_of(pid) else {
@@ -147,12 +152,12 @@ impl ProbeDirs {
                 "owned by uid {}, but pid {pid} runs as uid {owner}",
                 meta.uid()
             );
-            self.say(scan, path, &reason);
+            self.say(scan, path, pid, &reason);
             return None;
         }
         if meta.len() > max {
             let reason = format!("oversized ({} bytes, at most {max})", meta.len());
-            self.say(scan, path, &reason);
+            self.say(scan, path, pid, &reason);
             return None;
         }
         let mut bytes = Vec::new();
@@ -162,7 +167,7 @@ impl ProbeDirs {
             .open(path)
             .and_then(|f| f.take(max + 1).read_to_end(&mut bytes));
         if let Err(e) = read {
-            self.say(scan, path, &format!("cannot be read ({e})"));
+            self.say(scan, path, pid, &format!("cannot be read ({e})"));
             return None;
         }
         Some(bytes)
@@ -176,7 +181,7 @@ impl ProbeDirs {
             Ok(report) => {
                 scan.reports.insert(pid, report);
             }
-            Err(reason) => self.say(scan, path, &reason),
+            Err(reason) => self.say(scan, path, pid, &reason),
         }
     }
 
@@ -188,7 +193,7 @@ impl ProbeDirs {
         }
         let bytes = self.checked(path, pid, map_file::MAX_BYTES, scan)?;
         map_file::parse(&bytes, pid)
-            .inspect_err(|reason| self.say(scan, path, reason))
+            .inspect_err(|reason| self.say(scan, path, pid, reason))
             .ok()
     }
 }
@@ -244,11 +249,17 @@ impl PoolReader for ProbeDirs {
         });
         for (pid, why) in refused {
             if let Some(path) = paths.get(&pid) {
-                self.say(&mut scan, path, &why);
+                self.say(&mut scan, path, pid, &why);
             }
         }
         scan
     }
+}
+
+/// A reason without its figures (serde's "at line 1 column 521", a file's size): the same
+/// fault in the next file a process writes is the same reason.
+fn without_figures(reason: &str) -> String {
+    reason.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
 /// The pid of a temporary file the hook or gpumon writes (`.<pid>.json.tmp`,

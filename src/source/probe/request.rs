@@ -4,8 +4,8 @@
 //! owner; the probe's answer read back from `<pid>.json`; and an export moved to where the user
 //! wants it (copied from a descriptor opened without following links, never parsed).
 //!
-//! Only the app loop, `serve`'s loop and `snapshot --export` call this: keys return a
-//! `screen::Command` and never do I/O themselves.
+//! Only the app loop, `serve`'s and `record`'s loops and `snapshot --export` call this: keys
+//! return a `screen::Command` and never do I/O themselves.
 
 use std::fs;
 use std::io::{Read, Write};

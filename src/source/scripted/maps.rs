@@ -64,7 +64,7 @@ pub fn fragmented(pid: u32, gpu: &str, at_ms: u64, segments: usize) -> PoolMap {
         ]),
         segments: Some(segs),
         segments_reason: None,
-        segments_total: n,
+        segments_total: Some(n),
         elided: None,
         sites: Some(vec![
             site("/home/ana/proj/train.py", 87, "collate", 2 * n, 8 * MIB * n),

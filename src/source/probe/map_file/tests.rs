@@ -245,3 +245,95 @@ fn a_map_file_is_read_again_only_when_it_changed() {
     fs::rename(&tmp, &path).unwrap();
     assert!(watch.changed(1, &meta()), "replaced");
 }
+
+/// A JAX job's map as its probe writes it (`tests/fixtures/maps/jax-live.map.json`, derived by
+/// `scripts/jax_map_fixture.py` from the H100's real JAX figures and device memory profile):
+/// no block map, so `segments_total` is null.
+const JAX_MAP: &str = include_str!("../../../../tests/fixtures/maps/jax-live.map.json");
+
+#[test]
+fn a_jax_map_with_no_segment_count_reads_with_its_sites() {
+    assert!(
+        JAX_MAP.contains("\"segments_total\": null"),
+        "the case itself"
+    );
+    let map = parse(JAX_MAP.as_bytes(), 598).unwrap();
+    // Its request id ends in the alert's digit: asked for during an alert (as serve does).
+    assert_eq!(map.reason, MapReason::Alert);
+    let f = &map.frameworks[0];
+    assert_eq!(f.framework, crate::sample::Framework::Jax);
+    let d = &f.devices[0];
+    assert_eq!((d.segments_total, d.segments.as_ref()), (None, None));
+    assert_eq!(
+        d.segments_reason.as_deref(),
+        Some("JAX's allocator gives no block map")
+    );
+    assert_eq!(
+        (d.allocated, d.reserved),
+        (Some(216_006_656), Some(266_338_304))
+    );
+    let sites = d.sites.as_ref().unwrap();
+    assert_eq!(sites[0].label(), "gpu/capture_pool_maps.py:106 make_cache");
+    assert_eq!((sites[0].blocks, sites[0].bytes), (200, 200 << 20));
+    // The field left out altogether reads the same.
+    let without = JAX_MAP.replace("\"segments_total\": null, ", "");
+    let d2 = parse(without.as_bytes(), 598).unwrap().frameworks[0].devices[0].clone();
+    assert_eq!(&d2, d);
+}
+
+#[test]
+fn one_bad_map_file_is_said_once_per_process_and_reason_not_with_each_new_map() {
+    let probe = tempfile::tempdir().unwrap();
+    let proc_root = tempfile::tempdir().unwrap();
+    let dir = probe.path();
+    proc_with(proc_root.path(), 598, me());
+    fs::write(dir.join("598.json"), probe_doc(598, "")).unwrap();
+    let start = 1_763_800_000 + 598;
+    // A map the reader refuses (a number it needs is null), at another place in each new file.
+    let bad = |at_ms: u64, pad: usize| {
+        JAX_MAP
+            .replace(
+                "\"start_time\": 1795540000",
+                &format!("\"start_time\": {start}"),
+            )
+            .replace("\"at_ms\": 1795540030000", &format!("\"at_ms\": {at_ms}"))
+            .replace("\"took_us\": 2143", "\"took_us\": null")
+            .replace(
+                "\"version\": \"0.11.2\"",
+                &format!("\"version\": \"0.11.2{}\"", " ".repeat(pad)),
+            )
+    };
+    let write = |text: String| {
+        let tmp = dir.join(".598.map.json.tmp");
+        fs::write(&tmp, text).unwrap();
+        fs::rename(&tmp, dir.join("598.map.json")).unwrap();
+    };
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+        .with_proc_root(proc_root.path().into());
+    write(bad(NOW, 0));
+    let first = reader.scan(NOW);
+    assert_eq!(first.notices.len(), 1, "{:?}", first.notices);
+    assert!(
+        first.notices[0].contains("598.map.json ignored: malformed (invalid type: null"),
+        "{:?}",
+        first.notices
+    );
+    // The next maps, every 30 s, fail the same way at other columns: nothing said again.
+    for k in 1..4u64 {
+        write(bad(NOW + k * 30_000, k as usize * 7));
+        let later = reader.scan(NOW + k * 30_000);
+        assert!(later.notices.is_empty(), "{:?}", later.notices);
+        assert!(later.news.iter().all(|n| n.map.is_none()));
+    }
+    // Another fault of the same file is said; so is the same fault of a new process (pid reused).
+    write("{\"schema\":\"gpumon.map/9\"}".into());
+    assert_eq!(reader.scan(NOW + 200_000).notices.len(), 1);
+    let reused = probe_doc(598, "").replace(
+        &format!("\"start_time\":{start}"),
+        "\"start_time\":1763809999",
+    );
+    fs::write(dir.join("598.json"), reused).unwrap();
+    write(bad(NOW + 300_000, 3));
+    let again = reader.scan(NOW + 300_000);
+    assert_eq!(again.notices.len(), 1, "{:?}", again.notices);
+}
