@@ -50,7 +50,8 @@ requests, so 5 % of the limit stands for "one request". A cache flush that succe
 
 Scoring (alertbench/score.py): the OOM's failure alert is the first of level failure for its pid
 at or after OOM - 5 s; its class is right when it equals the truth's. A leak is named when a
-`leak` alert for the pid came before the OOM, or the failure alert's title says "leak". Lead =
+`leak` (or `rank-grows-alone`: a rank's leak said for its job) alert for the pid came before the
+OOM, or the failure alert's title says "leak". Lead =
 OOM time - the first warning (level suspected) before the OOM that names the pid (device-full:
 or the GPU with no pid) and whose class points at the truth's cause (CAUSES in score.py).
 Every warning on a healthy run is a false alarm (count and per hour recorded) unless near_failure;

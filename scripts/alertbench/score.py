@@ -40,6 +40,10 @@ CAUSES = {
     "pool-near-limit": {"pool-limit"},
     "exit-at-limit": {"pool-limit"},
     "leak": {"pool-limit", "device-full"},
+    # A rank growing away from its job's other ranks: that rank's leak, named for the job.
+    "rank-grows-alone": {"pool-limit", "device-full"},
+    # Ranks holding a second context on another rank's GPU (no pid: the job's, on that GPU).
+    "rank-extra-context": {"device-full"},
     "time-to-limit": time_to_limit_cause,
     "time-to-full": {"device-full"},
     "growth-step": {"device-full"},
@@ -47,6 +51,10 @@ CAUSES = {
     "idle-preallocation": {"device-full"},
     "growing-peak": {"pool-limit", "device-full"},
 }
+
+
+# Warnings that name a leak of their process (a rank growing alone is its leak, said for the job).
+LEAK_CLASSES = {"leak", "rank-grows-alone"}
 
 
 def causes(alert):
@@ -118,7 +126,7 @@ def score_run(t, alerts):
                           "title": f.get("title")}
     r["class_right"] = bool(f) and f["class"] == oom["class"]
     if oom["leak"]:
-        r["leak_named"] = any(a["class"] == "leak" and a.get("pid") == oom["pid"]
+        r["leak_named"] = any(a["class"] in LEAK_CLASSES and a.get("pid") == oom["pid"]
                               and a["at_ms"] < oom["t_ms"] for a in warnings) or \
             bool(f and "leak" in (f.get("title") or "").lower())
     leads = [w for w in r["warnings"] if w["verdict"] == "lead"]
