@@ -29,14 +29,15 @@ const MIN_READINGS: usize = 6;
 const MIN_RISE: u64 = 256 << 20;
 const MIN_RISE_PERMILLE: u64 = 30;
 
+/// Whether a rank's probe reads its pool now (and has read it before).
+fn probed(t: &ProcessTrack) -> bool {
+    t.pool_history.is_some() && t.sample.pool.value().is_some()
+}
+
 /// What a rank's growth is measured on, from `from_ms` on: with the probe, its allocated plus
 /// stranded memory (what it cannot release: the leak rule's figure); without, its device memory.
 fn series(t: &ProcessTrack, from_ms: u64) -> Vec<(u64, u64)> {
-    match t
-        .pool_history
-        .as_ref()
-        .filter(|_| t.sample.pool.value().is_some())
-    {
+    match t.pool_history.as_ref().filter(|_| probed(t)) {
         Some(h) => h
             .allocated
             .iter()
@@ -100,6 +101,8 @@ fn moved(points: &[(u64, u64)]) -> Option<Moved> {
 pub struct Beside<'a> {
     pub row: &'a RankRow,
     pub moved: Moved,
+    /// Whether it was measured on its probe's figures (else on its device memory).
+    pub probed: bool,
 }
 
 /// A rank's climb and the limit it reaches: probed, the leak rule's verdict (a `leak`, not a
@@ -202,7 +205,11 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<
             if !moved.flat_beside(&own, FLAT_SHARE) {
                 return None;
             }
-            beside.push(Beside { row: o, moved });
+            beside.push(Beside {
+                row: o,
+                moved,
+                probed: probed(ot),
+            });
         }
         // It rose by more than the others' in-step noise: a climb by chance in noise is not one.
         let mut spreads: Vec<u64> = beside.iter().map(|b| b.moved.spread).collect();
@@ -218,7 +225,7 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<
             track: t,
             gpu: g,
             climb: since_onset(&series(t, from), &window),
-            window: window.span_ms,
+            window,
             own,
             limit,
             pool,

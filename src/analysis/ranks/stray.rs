@@ -135,7 +135,7 @@ fn words(machine: &Machine, job: &Job, strays: &[Stray], at_ms: u64) -> Alert {
             )
         }
     };
-    let mut evidence = vec![job_line(job)];
+    let mut evidence = Vec::new();
     for s in strays {
         let own = s
             .row
@@ -166,6 +166,7 @@ fn words(machine: &Machine, job: &Job, strays: &[Stray], at_ms: u64) -> Alert {
             who(o)
         ));
     }
+    evidence.push(job_line(job));
     if let Some(m) = machine.gpu(first.gpu).and_then(|g| g.sample.memory.value()) {
         evidence.push(format!("{gpu} free now: {}", human(m.free)));
     }

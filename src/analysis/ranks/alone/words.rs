@@ -22,8 +22,8 @@ pub struct Grown<'a> {
     pub gpu: &'a GpuTrack,
     /// Since it began to climb (`since_onset`).
     pub climb: Climb,
-    /// The window the others were compared over, and how it moved over it.
-    pub window: u64,
+    /// The climb over the window the others were compared over, and how it moved over it.
+    pub window: Climb,
     pub own: Moved,
     pub limit: Limit,
     pub pool: Option<&'a Pool>,
@@ -48,19 +48,17 @@ impl Grown<'_> {
         let others = match (beside, still) {
             ([b], true) => format!("{} is flat", rank_word(b.row)),
             ([b], false) => format!(
-                "{} grows only {}",
+                "{} rose only {} in the last {}",
                 rank_word(b.row),
-                rate_of(b.moved.rises[1], &self.own, c)
+                human(b.moved.rises[1]),
+                duration_ms(self.window.span_ms)
             ),
             (_, true) => format!("the other {} ranks are flat", beside.len()),
             (_, false) => format!(
-                "the other {} ranks grow {} at most",
+                "the other {} ranks rose {} at most in the last {}",
                 beside.len(),
-                rate_of(
-                    beside.iter().map(|b| b.moved.rises[1]).max().unwrap_or(0),
-                    &self.own,
-                    c
-                )
+                human(beside.iter().map(|b| b.moved.rises[1]).max().unwrap_or(0)),
+                duration_ms(self.window.span_ms)
             ),
         };
         let why = match r.rank {
@@ -69,29 +67,27 @@ impl Grown<'_> {
             }
             _ => format!("something only {} keeps", rank_word(r)),
         };
-        let what = if self.pool.is_some() {
-            "allocated + stranded memory (allocator probe)"
-        } else {
-            "device memory (NVML; no allocator probe)"
+        let what = |probed: bool| match probed {
+            true => "allocated + stranded memory (allocator probe)",
+            false => "device memory (NVML; no allocator probe)",
         };
-        let mut evidence = vec![
-            job_line(job),
-            format!(
-                "{} on {}: its {what} rose from {} to {} in the {} since it began to climb ({}), nothing released in between",
-                who(r),
-                gpu_name(machine, &r.gpu),
-                human(c.from),
-                human(c.to),
-                duration_ms(c.span_ms),
-                rate(c.rate)
-            ),
-        ];
+        let mut evidence = vec![format!(
+            "{} on {}: its {} rose from {} to {} in the {} since it began to climb ({}), nothing released in between",
+            who(r),
+            gpu_name(machine, &r.gpu),
+            what(self.pool.is_some()),
+            human(c.from),
+            human(c.to),
+            duration_ms(c.span_ms),
+            rate(c.rate)
+        )];
         for b in beside.iter().take(NAMED) {
             evidence.push(format!(
-                "beside it over the last {}: {} on {} rose by {} (now {})",
-                duration_ms(self.window),
+                "beside it over the last {}: {} on {}, its {} rose by {} (now {})",
+                duration_ms(self.window.span_ms),
                 who(b.row),
                 gpu_name(machine, &b.row.gpu),
+                what(b.probed),
                 human(b.moved.rises[1]),
                 human(b.moved.now)
             ));
@@ -102,6 +98,7 @@ impl Grown<'_> {
                 beside.len() - NAMED
             ));
         }
+        evidence.push(job_line(job));
         evidence.push(format!(
             "the limit that binds first: {name}, {} left",
             human(self.limit.headroom)
@@ -133,13 +130,6 @@ impl Grown<'_> {
             job: Some(job.id.clone()),
         }
     }
-}
-
-/// Another rank's rise over the window, as a rate: in proportion to the growing rank's own
-/// (`own`'s median rise at the climb's rate `c`).
-#[allow(clippy::cast_precision_loss)]
-fn rate_of(bytes: u64, own: &Moved, c: &Climb) -> String {
-    rate(c.rate * bytes as f64 / own.rises[1].max(1) as f64)
 }
 
 /// What to do about a rank that keeps what the others do not.
