@@ -105,9 +105,11 @@ pub struct Beside<'a> {
     pub probed: bool,
 }
 
-/// A rank's climb and the limit it reaches: probed, the leak rule's verdict (a `leak`, not a
-/// fragmentation), its climb and binding limit; unprobed, its device memory's climb towards its
-/// GPU's free memory, by the leak rule's thresholds.
+/// A rank's climb and the limit it reaches: probed, the leak rule's verdict (`growth::risk`), its
+/// climb and binding limit, where what climbs is what it keeps (a `leak`, or a growth its rule
+/// calls a fragmentation while its allocated memory itself made at least half the climb: a leak
+/// that fragments, whose decisive cause is what it keeps); unprobed, its device memory's climb
+/// towards its GPU's free memory, by the leak rule's thresholds.
 fn climbing<'a>(
     t: &'a ProcessTrack,
     g: &GpuTrack,
@@ -115,14 +117,22 @@ fn climbing<'a>(
 ) -> Option<(Climb, Limit, Option<&'a Pool>)> {
     if let (Some(pool), Some(h)) = (t.sample.pool.value(), t.pool_history.as_ref()) {
         let risk = growth::risk(t, pool, g, at_ms)?;
-        if risk.class != "leak" {
+        let c = growth::climb(h, at_ms)?;
+        let kept = || {
+            let from = at_ms.saturating_sub(c.span_ms);
+            let allocated: Vec<(u64, u64)> = h
+                .allocated
+                .iter()
+                .filter(|p| p.at_ms >= from && p.at_ms <= at_ms)
+                .filter_map(|p| Some((p.at_ms, p.value?)))
+                .collect();
+            moved(&allocated)
+                .is_some_and(|m| m.rises[1].saturating_mul(2) >= c.to.saturating_sub(c.from))
+        };
+        if risk.class != "leak" && !(risk.class == "fragmentation-risk" && kept()) {
             return None;
         }
-        return Some((
-            growth::climb(h, at_ms)?,
-            growth::binding(pool, g)?,
-            Some(pool),
-        ));
+        return Some((c, growth::binding(pool, g)?, Some(pool)));
     }
     let points = series(t, at_ms.saturating_sub(LOOKBACK_MS));
     let c = growth::climb_in(&points, at_ms)?;

@@ -37,6 +37,8 @@ pub struct Spec {
     pub framework: Framework,
     /// Whether the probe's file is sometimes a second old.
     pub stale: bool,
+    /// What its pool strands in split blocks at second `k`.
+    pub stranded: Box<dyn Fn(u64) -> u64>,
 }
 
 impl Spec {
@@ -52,6 +54,7 @@ impl Spec {
             elsewhere: Vec::new(),
             framework: Framework::Pytorch,
             stale: true,
+            stranded: Box::new(|_| 32 * MIB),
         }
     }
 }
@@ -86,9 +89,11 @@ pub fn second(
     let g = |i: u32| gpu(i, 80 * GIB, 0, 0);
     for s in specs.iter().filter(|s| k < s.until) {
         let (allocated, reserved) = read(s, k);
+        let stranded = (s.stranded)(k);
+        let reserved = reserved + stranded.saturating_sub(32 * MIB);
         let device = reserved + 64 * MIB + OUTSIDE;
         let p = if s.probed {
-            let pool = torch(allocated, reserved + 64 * MIB, 32 * MIB, None, Some(CAP));
+            let pool = torch(allocated, reserved + 64 * MIB, stranded, None, Some(CAP));
             probed(s.pid, &g(s.gpu), device, pool)
         } else {
             process(s.pid, &g(s.gpu), device, s.framework, "python3 train.py")

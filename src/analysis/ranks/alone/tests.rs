@@ -360,3 +360,41 @@ fn a_rank_that_grows_a_little_beside_it_is_said_to_by_how_much() {
     let rose: f64 = rose.parse().unwrap();
     assert!(rose > 0.0 && rose <= 20.0 * secs as f64, "{title}");
 }
+
+#[test]
+fn a_leak_that_fragments_on_one_rank_is_its_job_alert_with_the_holes_second() {
+    // Rank 0 keeps slices of each step's logits between large activation blocks: what it keeps
+    // climbs 130 MiB a second, and the holes between the kept slices 60 MiB a second with it:
+    // its own growth rule calls it a fragmentation as it grows.
+    let mut specs = [
+        Spec::new(1446, 0, leaking(3 * GIB, 10, 130 * MIB)),
+        Spec::new(1447, 1, |_| 3 * GIB),
+    ];
+    specs[0].stranded = Box::new(|k| 600 * MIB + k.saturating_sub(10) * 60 * MIB);
+    let (_, alerts) = run(40, 2, 2, &specs, &none);
+    let a = of(&alerts, super::GROWS_ALONE);
+    assert_eq!(a.len(), 1, "{alerts:#?}");
+    assert!(
+        a[0].evidence
+            .iter()
+            .any(|e| e.starts_with("its pool also strands ")
+                && e.contains("expandable segments would buy about")),
+        "{:#?}",
+        a[0].evidence
+    );
+    assert!(of(&alerts, "fragmentation-risk").is_empty(), "{alerts:#?}");
+    assert!(of(&alerts, "leak").is_empty(), "{alerts:#?}");
+}
+
+#[test]
+fn holes_that_build_on_one_rank_are_its_fragmentation_not_work_only_it_does() {
+    // Rank 0 keeps nothing more, but the holes in its pool grow 100 MiB a second.
+    let mut specs = [
+        Spec::new(1446, 0, |_| 3 * GIB),
+        Spec::new(1447, 1, |_| 3 * GIB),
+    ];
+    specs[0].stranded = Box::new(|k| 600 * MIB + k.saturating_sub(10) * 100 * MIB);
+    let (_, alerts) = run(45, 2, 2, &specs, &none);
+    assert!(of(&alerts, super::GROWS_ALONE).is_empty(), "{alerts:#?}");
+    assert_eq!(of(&alerts, "fragmentation-risk").len(), 1, "{alerts:#?}");
+}

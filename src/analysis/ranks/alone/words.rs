@@ -12,6 +12,8 @@ use crate::sample::{Framework, Pool};
 
 /// … and by at most this share (one part in …) to be called flat in words.
 const STILL_SHARE: u64 = 10;
+/// Stranded bytes worth naming beside a growth (the growth rule's figure for a fragmentation).
+const STRANDED: u64 = 512 << 20;
 /// Other ranks named one by one in the evidence; the rest are counted.
 const NAMED: usize = 7;
 
@@ -108,6 +110,20 @@ impl Grown<'_> {
             duration_ms(eta)
         ));
         if let Some(pool) = self.pool {
+            // A leak that fragments: the holes between what it keeps are named second.
+            if let Some(stranded) = pool.stranded.filter(|s| *s >= STRANDED) {
+                #[allow(
+                    clippy::cast_precision_loss,
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss
+                )]
+                let buys = (stranded as f64 / c.rate * 1000.0) as u64;
+                evidence.push(format!(
+                    "its pool also strands {} between the blocks it keeps: expandable segments would buy about {} at this rate; what it keeps is the cause",
+                    human(stranded),
+                    duration_ms(buys)
+                ));
+            }
             evidence.extend(maps::risk_evidence(machine, self.track, GROWS_ALONE));
             evidence.extend(figures(pool));
         } else {
