@@ -59,10 +59,11 @@ requests, so 5 % of the limit stands for "one request". A cache flush that succe
 
 Scoring (alertbench/score.py): the OOM's failure alert is the first of level failure for its pid
 at or after OOM - 5 s; its class is right when it equals the truth's. A leak is named when a
-`leak` alert for the pid came before the OOM, or the failure alert's title says "leak"; it is
-named first when the first warning for the pid before the OOM is a `leak` and the failure alert
-names the leak before any other cause (class "leak" or "... after a leak") with the kept tensor
-as its first remedy ("Find what keeps memory alive"); a goal for every leak that fragments. Lead =
+`leak` (or `rank-grows-alone`: a rank's leak said for its job) alert for the pid came before the
+OOM, or the failure alert's title says "leak"; it is named first when the first warning for the
+pid before the OOM is a `leak` (or `rank-grows-alone`) and the failure alert names the leak before
+any other cause (class "leak" or "... after a leak") with the kept tensor as its first remedy
+("Find what keeps memory alive"); a goal for every leak that fragments. Lead =
 OOM time - the first warning (level suspected) before the OOM that names the pid (device-full:
 or the GPU with no pid) and whose class points at the truth's cause (CAUSES in score.py).
 Every warning on a healthy run is a false alarm (count and per hour recorded) unless near_failure;

@@ -226,6 +226,22 @@ class Scoring(unittest.TestCase):
         self.assertEqual([w["verdict"] for w in r["warnings"]], ["off-cause", "lead", "lead"])
         self.assertEqual(score.goals([r]), [])
 
+    def test_a_rank_growing_alone_is_its_leak_and_a_stray_context_leads_its_gpu_s_oom(self):
+        alerts = [
+            {"at_ms": 70_000, "level": "suspected", "class": "rank-grows-alone", "pid": 7,
+             "gpu": 0},
+            {"at_ms": 100_500, "level": "failure", "class": "pool-limit", "pid": 7, "title": ""},
+        ]
+        r = self.run_with(alerts)
+        self.assertTrue(r["class_right"] and r["leak_named"])
+        self.assertEqual((r["lead_s"], r["lead_kind"]), (30.0, "rank-grows-alone"))
+        oom = dict(self.OOM, **{"class": "device-full", "leak": False})
+        alerts = [{"at_ms": 60_000, "level": "suspected", "class": "rank-extra-context",
+                   "pid": None, "gpu": 0},
+                  {"at_ms": 100_100, "level": "failure", "class": "device-full", "pid": 7}]
+        r = self.run_with(alerts, oom=oom)
+        self.assertEqual([w["verdict"] for w in r["warnings"]], ["lead"])
+
     def test_a_warning_about_another_process_s_idle_pool_leads_a_device_full_oom(self):
         oom = dict(self.OOM, **{"class": "device-full", "leak": False})
         alerts = [{"at_ms": 60_000, "level": "suspected", "class": "idle-preallocation",

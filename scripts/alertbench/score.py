@@ -43,6 +43,10 @@ CAUSES = {
     "pool-near-limit": {"pool-limit"},
     "exit-at-limit": {"pool-limit"},
     "leak": {"pool-limit", "device-full", "leak"},
+    # A rank growing away from its job's other ranks: that rank's leak, named for the job.
+    "rank-grows-alone": {"pool-limit", "device-full", "leak"},
+    # Ranks holding a second context on another rank's GPU (no pid: the job's, on that GPU).
+    "rank-extra-context": {"device-full"},
     "time-to-limit": time_to_limit_cause,
     "time-to-full": {"device-full"},
     "growth-step": {"device-full"},
@@ -50,6 +54,10 @@ CAUSES = {
     "idle-preallocation": {"device-full"},
     "growing-peak": {"pool-limit", "device-full"},
 }
+
+
+# Warnings that name a leak of their process (a rank growing alone is its leak, said for the job).
+LEAK_CLASSES = {"leak", "rank-grows-alone"}
 
 
 def causes(alert):
@@ -122,7 +130,7 @@ def score_run(t, alerts):
                           "title": f.get("title"), "remedy": f.get("remedy")}
     r["class_right"] = bool(f) and f["class"] == oom["class"]
     if oom["leak"]:
-        r["leak_named"] = any(a["class"] == "leak" and a.get("pid") == oom["pid"]
+        r["leak_named"] = any(a["class"] in LEAK_CLASSES and a.get("pid") == oom["pid"]
                               and a["at_ms"] < oom["t_ms"] for a in warnings) or \
             bool(f and "leak" in (f.get("title") or "").lower())
         r["leak_first"] = leak_first(oom, warnings, r["failure"])
@@ -138,12 +146,12 @@ LEAK_REMEDY = "Find what keeps memory alive"
 
 def leak_first(oom, warnings, failure):
     """Whether the leak of a leaking OOM is named first: the first warning for its process
-    before it is a `leak`, and the failure alert's title names the leak before any other cause
+    before it is a `leak` (a rank's: `rank-grows-alone`), and the failure alert's title names the leak before any other cause
     (class "leak", or "... after a leak") with the kept tensor as its first remedy. "yes", or
     "no: " and what came first."""
     before = sorted((a for a in warnings if a.get("pid") == oom["pid"]
                      and a["at_ms"] < oom["t_ms"]), key=lambda a: a["at_ms"])
-    if before and before[0]["class"] != "leak":
+    if before and before[0]["class"] not in ("leak", "rank-grows-alone"):
         return f"no: {before[0]['class']} warned first"
     if not failure:
         return "no: no failure alert"

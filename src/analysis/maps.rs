@@ -10,8 +10,9 @@ use crate::model::maps::{DeviceView, SiteChange, SiteRow, site_words, sites_word
 use crate::model::{Level, Machine, ProcessTrack};
 use crate::oom::sizes::human;
 
-/// Alert classes whose process gets a map asked for while they hold.
-pub const MAP_CLASSES: [&str; 2] = ["leak", "fragmentation-risk"];
+/// Alert classes whose process gets a map asked for while they hold (a rank that grows alone is
+/// that process's leak, `ranks.rs`).
+pub const MAP_CLASSES: [&str; 3] = ["leak", "fragmentation-risk", "rank-grows-alone"];
 
 /// How far apart a failure and the OOM map taken at it may be (the map is written at the failing
 /// request, the log line read at the next tick): an older OOM map is another failure's.
@@ -60,7 +61,7 @@ pub fn risk_evidence(machine: &Machine, t: &ProcessTrack, class: &str) -> Vec<St
         return Vec::new();
     };
     match class {
-        "leak" => climbing(view)
+        "leak" | "rank-grows-alone" => climbing(view)
             .map(|s| {
                 format!(
                     "the site whose bytes climb between maps: {} (+{} since the previous map)",
@@ -111,7 +112,7 @@ pub fn site_risks(machine: &Machine) -> Vec<Risk> {
             }) || climbing(view)
                 .is_some_and(|c| view.stranding.first().is_some_and(|s| s.label == c.label));
         let found = match a.class.as_str() {
-            "leak" => climbing(view).map(|s| {
+            "leak" | "rank-grows-alone" => climbing(view).map(|s| {
                 (
                     "leak-site",
                     format!("pid {pid} {fw} leak: {} climbs between its maps", s.label),

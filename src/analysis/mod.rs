@@ -14,6 +14,7 @@ pub mod idle;
 pub mod maps;
 pub mod peaks;
 pub mod pool;
+pub mod ranks;
 pub mod remedy;
 pub mod risk;
 pub mod warnings;

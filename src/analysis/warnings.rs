@@ -2,13 +2,14 @@
 //! (information, unless it crowds another process), a growth step larger than what is free, a slow
 //! leak (`growth/slow.rs`: a floor that climbs window after window, probed or not), a GPU
 //! filling up with memory that cannot be released (a probed process's cache never counts), and a
-//! process that exited mid-growth on a full GPU. VMS above device memory is normal: never flagged.
+//! process that exited mid-growth on a full GPU; a distributed job's rank that grows alone or sits
+//! on another rank's GPU (`ranks.rs`). VMS above device memory is normal: never flagged.
 
 use std::cell::OnceCell;
 
 use crate::analysis::filling::time_to_full;
 use crate::analysis::risk::{Finding, IsNew};
-use crate::analysis::{growth, idle, maps, pool};
+use crate::analysis::{growth, idle, maps, pool, ranks};
 use crate::model::units::duration_ms;
 use crate::model::{Alert, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
@@ -50,14 +51,24 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
         let to = index.partition_point(|(p, _)| *p <= pid);
         index[from..to].iter().map(|(_, a)| *a)
     };
+    // A rank's `rank-grows-alone` stands for its own growth alerts (`ranks::stands_for`).
     let same = |a: &Alert, class: &str, pid: Option<u32>, gpu: &str| {
-        a.pid == pid && a.class == class && a.gpu_uuid.as_deref() == Some(gpu)
+        a.pid == pid
+            && (a.class == class || ranks::stands_for(&a.class, class))
+            && a.gpu_uuid.as_deref() == Some(gpu)
     };
     let raised = |out: &[Alert], class: &str, pid: Option<u32>, gpu: &str| {
         alerts_of(pid).any(|a| same(a, class, pid, gpu))
             || out.iter().any(|a| same(a, class, pid, gpu))
     };
     let logged = |pid: u32| alerts_of(Some(pid)).any(|a| a.level == Level::Failure);
+    // The jobs first: a rank growing alone is raised before its own leak rules see the climb, and
+    // stands for them; a leak raised before it stays the one alert.
+    let grows_new = |pid: u32, gpu: &str| {
+        !raised(&out, ranks::GROWS_ALONE, Some(pid), gpu) && !raised(&out, "leak", Some(pid), gpu)
+    };
+    let jobs = ranks::alerts(machine, at_ms, &grows_new);
+    out.extend(jobs);
     // Each check decides on numbers first and asks whether the alert is new only when it would
     // fire, then writes its text only for a new alert.
     // GPUs and processes are both ordered by UUID first: going GPU by GPU through each one's
@@ -137,15 +148,27 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     for g in machine.gpus.values() {
         let gpu = g.sample.uuid.as_str();
         // Asked only once the GPU would warn: a process's own growth alert already names this
-        // GPU's limit and who fills it.
-        let explained = || {
+        // GPU's limit and who fills it, and so does a rank's that grows alone there.
+        let explained = |out: &[Alert]| {
             processes_on(&machine.processes, gpu)
                 .filter(|t| t.exited_ms.is_none())
-                .filter_map(|t| Some((t, t.sample.pool.value()?)))
-                .any(|(t, pool)| growth::fills_gpu(t, pool, g, at_ms))
+                .any(|t| {
+                    let pid = Some(t.sample.pid);
+                    let grows = |a: &Alert| {
+                        a.class == ranks::GROWS_ALONE
+                            && a.pid == pid
+                            && a.gpu_uuid.as_deref() == Some(gpu)
+                    };
+                    t.sample
+                        .pool
+                        .value()
+                        .is_some_and(|pool| growth::fills_gpu(t, pool, g, at_ms))
+                        || alerts_of(pid).any(grows)
+                        || out.iter().any(grows)
+                })
         };
         if let Some((title, evidence, remedy)) = time_to_full(machine, g, &|| {
-            !raised(&out, "time-to-full", None, gpu) && !explained()
+            !raised(&out, "time-to-full", None, gpu) && !explained(&out)
         }) {
             out.push(alert(
                 at_ms,
@@ -157,6 +180,13 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
                 remedy,
             ));
         }
+    }
+    // A rank's risks name its job.
+    for a in out.iter_mut().filter(|a| a.job.is_none()) {
+        a.job = a
+            .pid
+            .and_then(|p| machine.job_of(p))
+            .map(|(j, _)| j.id.clone());
     }
     out
 }

@@ -1,0 +1,248 @@
+//! A rank whose memory grows away from its job's other ranks. It is judged as a leak of that
+//! process first: with the allocator probe, the leak rule's own verdict (`growth::risk`: what it
+//! cannot release, allocated plus stranded, climbing with nothing released towards the limit that
+//! binds first); without it, its device memory climbing by the same rule towards its GPU's free
+//! memory. What the job adds is the other ranks over the same window: each running rank must have
+//! readings and be flat beside it (one of its floor, median and ceiling rose by at most a quarter
+//! as much from the window's first third to its last), and the climb must be larger than the
+//! others' in-step noise. Ranks that grow together (warm-up, caches filling, evaluation on every
+//! rank) are never "alone", and a job with one running rank has no one to compare with.
+
+mod words;
+
+use super::{IsNew, own_track};
+use crate::analysis::growth::{self, Climb, Limit, LimitKind};
+use crate::model::{Alert, GpuTrack, Job, Machine, ProcessTrack, RankRow};
+use crate::sample::Pool;
+use words::Grown;
+
+pub const GROWS_ALONE: &str = "rank-grows-alone";
+/// The longest window the growth rule looks back over.
+const LOOKBACK_MS: u64 = 60_000;
+/// Every other rank rose by at most this share of the growing rank's rise (one part in …): see
+/// `Moved::flat_beside`.
+const FLAT_SHARE: u64 = 4;
+/// The fewest readings a rank needs in the window to be compared.
+const MIN_READINGS: usize = 6;
+/// Without the probe, a climb smaller than this (or than `MIN_RISE_PERMILLE` of what the process
+/// may reach) is noise: the leak rule's figures.
+const MIN_RISE: u64 = 256 << 20;
+const MIN_RISE_PERMILLE: u64 = 30;
+
+/// Whether a rank's probe reads its pool now (and has read it before).
+fn probed(t: &ProcessTrack) -> bool {
+    t.pool_history.is_some() && t.sample.pool.value().is_some()
+}
+
+/// What a rank's growth is measured on, from `from_ms` on: with the probe, its allocated plus
+/// stranded memory (what it cannot release: the leak rule's figure); without, its device memory.
+fn series(t: &ProcessTrack, from_ms: u64) -> Vec<(u64, u64)> {
+    match t.pool_history.as_ref().filter(|_| probed(t)) {
+        Some(h) => h
+            .allocated
+            .iter()
+            .zip(h.stranded.iter())
+            .filter(|(a, _)| a.at_ms >= from_ms)
+            .filter_map(|(a, s)| Some((a.at_ms, a.value?.saturating_add(s.value.unwrap_or(0)))))
+            .collect(),
+        None => t
+            .history
+            .iter()
+            .filter(|p| p.at_ms >= from_ms)
+            .filter_map(|p| Some((p.at_ms, p.value?)))
+            .collect(),
+    }
+}
+
+/// How a rank's readings moved over a window.
+pub struct Moved {
+    /// The rises of its floor, median and ceiling from the window's first third to its last
+    /// (0 where one fell).
+    pub rises: [u64; 3],
+    /// Its highest reading less its lowest: its in-step noise, when it is flat.
+    pub spread: u64,
+    /// The median of the last third: where it stands now.
+    pub now: u64,
+}
+
+impl Moved {
+    /// Whether it is flat beside `grown`: two of its floor, median and ceiling rose by at most
+    /// one part in `share` of the same figure of the rank that grows. In-step noise rarely lifts
+    /// two of a flat rank's; a rank that grows too lifts each. (Where a rank is not found flat,
+    /// the growing rank's own leak rule speaks for it: nothing is lost.)
+    fn flat_beside(&self, grown: &Moved, share: u64) -> bool {
+        let flat = (0..3).filter(|i| self.rises[*i].saturating_mul(share) <= grown.rises[*i]);
+        flat.count() >= 2
+    }
+}
+
+fn moved(points: &[(u64, u64)]) -> Option<Moved> {
+    let n = points.len();
+    if n < MIN_READINGS {
+        return None;
+    }
+    let k = n / 3;
+    let sorted = |part: &[(u64, u64)]| {
+        let mut v: Vec<u64> = part.iter().map(|p| p.1).collect();
+        v.sort_unstable();
+        v
+    };
+    let (first, last) = (sorted(&points[..k]), sorted(&points[n - k..]));
+    let at = |i: usize| [0, k / 2, k - 1][i];
+    let all = sorted(points);
+    Some(Moved {
+        rises: [0, 1, 2].map(|i| last[at(i)].saturating_sub(first[at(i)])),
+        spread: all[n - 1] - all[0],
+        now: last[k / 2],
+    })
+}
+
+/// Another running rank over the growing rank's window.
+pub struct Beside<'a> {
+    pub row: &'a RankRow,
+    pub moved: Moved,
+    /// Whether it was measured on its probe's figures (else on its device memory).
+    pub probed: bool,
+}
+
+/// A rank's climb and the limit it reaches: probed, the leak rule's verdict (`growth::risk`), its
+/// climb and binding limit, where what climbs is what it keeps (a `leak`, or a growth its rule
+/// calls a fragmentation while its allocated memory itself made at least half the climb: a leak
+/// that fragments, whose decisive cause is what it keeps); unprobed, its device memory's climb
+/// towards its GPU's free memory, by the leak rule's thresholds.
+fn climbing<'a>(
+    t: &'a ProcessTrack,
+    g: &GpuTrack,
+    at_ms: u64,
+) -> Option<(Climb, Limit, Option<&'a Pool>)> {
+    if let (Some(pool), Some(h)) = (t.sample.pool.value(), t.pool_history.as_ref()) {
+        let risk = growth::risk(t, pool, g, at_ms)?;
+        let c = growth::climb(h, at_ms)?;
+        let kept = || {
+            let from = at_ms.saturating_sub(c.span_ms);
+            let allocated: Vec<(u64, u64)> = h
+                .allocated
+                .iter()
+                .filter(|p| p.at_ms >= from && p.at_ms <= at_ms)
+                .filter_map(|p| Some((p.at_ms, p.value?)))
+                .collect();
+            moved(&allocated)
+                .is_some_and(|m| m.rises[1].saturating_mul(2) >= c.to.saturating_sub(c.from))
+        };
+        if risk.class != "leak" && !(risk.class == "fragmentation-risk" && kept()) {
+            return None;
+        }
+        return Some((c, growth::binding(pool, g)?, Some(pool)));
+    }
+    let points = series(t, at_ms.saturating_sub(LOOKBACK_MS));
+    let c = growth::climb_in(&points, at_ms)?;
+    let free = g.sample.memory.value()?.free;
+    let held = t.sample.device_memory.get()?;
+    let limit = Limit {
+        kind: LimitKind::Gpu,
+        total: held.saturating_add(free),
+        headroom: free,
+    };
+    let rise = c.to.saturating_sub(c.from);
+    let fast = eta_ms(&c, &limit) < growth::HORIZON_MS;
+    (rise >= MIN_RISE.max(limit.total / 1000 * MIN_RISE_PERMILLE) && fast)
+        .then_some((c, limit, None))
+}
+
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+fn eta_ms(c: &Climb, limit: &Limit) -> u64 {
+    if c.rate <= 0.0 {
+        return u64::MAX;
+    }
+    (limit.headroom as f64 / c.rate * 1000.0) as u64
+}
+
+/// The climb as it stands now: since it last stood in the band it began in (its last reading no
+/// higher than the highest of the window's first third), rising to the median of the last third.
+/// The window's average rate counts the flat time before a growth that began inside it: it would
+/// say a rank that grows 130 MiB/s grows a third of that and reaches its cap three times later.
+/// Never below that average.
+fn since_onset(points: &[(u64, u64)], c: &Climb) -> Climb {
+    let n = points.len();
+    let k = n / 3;
+    if k == 0 {
+        return *c;
+    }
+    let band = points[..k].iter().map(|p| p.1).max().unwrap_or(c.from);
+    let last = &points[n - k..];
+    let now_ms = last[last.len() / 2].0;
+    let onset_ms = points
+        .iter()
+        .take_while(|p| p.0 < now_ms)
+        .filter(|p| p.1 <= band)
+        .map(|p| p.0)
+        .last()
+        .unwrap_or(points[0].0);
+    let dt = now_ms.saturating_sub(onset_ms);
+    #[allow(clippy::cast_precision_loss)]
+    let rate = c.to.saturating_sub(c.from) as f64 * 1000.0 / dt.max(1000) as f64;
+    Climb {
+        span_ms: points[n - 1].0.saturating_sub(onset_ms),
+        rate: rate.max(c.rate),
+        ..*c
+    }
+}
+
+/// The job's running rank that grows while every other running rank stays flat beside it.
+pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<Alert> {
+    let running: Vec<(&RankRow, &ProcessTrack)> = job
+        .ranks
+        .iter()
+        .filter(|r| r.running())
+        .filter_map(|r| Some((r, own_track(machine, r)?)))
+        .collect();
+    if running.len() < 2 || running.len() < job.ranks.iter().filter(|r| r.running()).count() {
+        return None;
+    }
+    running.iter().find_map(|(r, t)| {
+        let g = machine.gpu(&r.gpu)?;
+        let (window, limit, pool) = climbing(t, g, at_ms)?;
+        let grew = window.to.saturating_sub(window.from);
+        let from = t.history.last()?.at_ms.saturating_sub(window.span_ms);
+        let own = moved(&series(t, from))?;
+        let mut beside = Vec::new();
+        for (o, ot) in running.iter().filter(|(o, _)| o.pid != r.pid) {
+            let moved = moved(&series(ot, from))?;
+            if !moved.flat_beside(&own, FLAT_SHARE) {
+                return None;
+            }
+            beside.push(Beside {
+                row: o,
+                moved,
+                probed: probed(ot),
+            });
+        }
+        // It rose by more than the others' in-step noise: a climb by chance in noise is not one.
+        let mut spreads: Vec<u64> = beside.iter().map(|b| b.moved.spread).collect();
+        spreads.sort_unstable();
+        if grew.saturating_mul(2) < spreads[spreads.len() / 2].saturating_mul(3) {
+            return None;
+        }
+        if !is_new(r.pid, &r.gpu) {
+            return None;
+        }
+        let grown = Grown {
+            row: r,
+            track: t,
+            gpu: g,
+            climb: since_onset(&series(t, from), &window),
+            window,
+            own,
+            limit,
+            pool,
+        };
+        Some(grown.alert(machine, job, &beside, at_ms))
+    })
+}
+
+#[cfg(test)]
+mod tests;
