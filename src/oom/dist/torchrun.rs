@@ -1,0 +1,413 @@
+//! torchrun's word on its workers (torch/distributed/elastic): the agent's `failed (exitcode: 1)
+//! local_rank: 0 (pid: 1446) of binary: …` (the first failure it saw), `Sending process 1447
+//! closing signal SIGTERM` (the others, stopped), and the `ChildFailedError` summary it prints
+//! after every worker died: a `Failures:` block (the other ranks) and `Root Cause (first observed
+//! failure):`, each entry `[i]:` with `time`, `host`, `rank : R (local_rank: L)`, `exitcode : C
+//! (pid: P)` (torch ≥ 2.8 adds `(SIGTERM)`), `error_file`, `traceback`.
+
+use std::sync::LazyLock;
+
+use regex_lite::Regex;
+
+use super::{Dist, Found, message_from, printed_time, word};
+use crate::oom::re;
+
+static AGENT: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"failed \(exitcode: (?P<code>-?\d{1,6})\) local_rank: (?P<local>\d{1,7}) \(pid: (?P<pid>\d{1,10})\) of (?:binary|fn)",
+    )
+});
+static STOP: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"Sending process (?P<pid>\d{1,10}) closing signal (?P<sig>SIG[A-Z0-9]{1,8})")
+});
+static ENTRY: LazyLock<Regex> = LazyLock::new(|| re(r"^\[\d{1,7}\]:$"));
+static FIELD: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<v>.*)$"));
+static RANK: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?P<r>\d{1,10})(?: \(local_rank: (?P<l>\d{1,10})\))?"));
+static EXIT: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"^(?P<c>-?\d{1,6})(?: \(pid: (?P<p>\d{1,10})\))?(?:\s+\((?P<s>SIG[A-Z0-9]{1,8})\))?")
+});
+static SIGNAL: LazyLock<Regex> = LazyLock::new(|| re(r"Signal \d{1,3} \((?P<s>SIG[A-Z0-9]{1,8})\)"));
+static CLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"\d{2}:\d{2}:\d{2}"));
+
+/// Lines of an entry's traceback read past before the entry counts as cut.
+const MAX_TRACEBACK_LINES: u32 = 400;
+
+/// The agent's lines: the first failure it saw, and the processes it stopped.
+pub(super) fn agent(body: &str) -> Option<Found> {
+    let time = printed_time(body);
+    if let Some(c) = AGENT.captures(body) {
+        let exitcode = c["code"].parse().ok()?;
+        let pid = c["pid"].parse().ok()?;
+        let local = c["local"].parse().ok();
+        return Some(Found {
+            dist: Dist::AgentFailed {
+                exitcode,
+                pid,
+                time,
+            },
+            rank: None,
+            local_rank: local,
+            message: message_from(body, c.get(0)?.start()),
+            line: None,
+            key: format!("agent:{pid}"),
+        });
+    }
+    let c = STOP.captures(body)?;
+    let pid = c["pid"].parse().ok()?;
+    Some(Found {
+        dist: Dist::Stopped {
+            pid,
+            signal: word(&c["sig"]),
+            time,
+        },
+        rank: None,
+        local_rank: None,
+        message: message_from(body, c.get(0)?.start()),
+        line: None,
+        key: format!("stop:{pid}"),
+    })
+}
+
+/// The signal a negative exit code means, for the common ones.
+pub(crate) fn signal_name(code: i32) -> Option<&'static str> {
+    Some(match code {
+        -2 => "SIGINT",
+        -6 => "SIGABRT",
+        -7 => "SIGBUS",
+        -9 => "SIGKILL",
+        -11 => "SIGSEGV",
+        -15 => "SIGTERM",
+        _ => return None,
+    })
+}
+
+/// What a line did to the summary being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// It was part of the summary.
+    Took,
+    /// It closed the summary (its last line).
+    Done,
+    /// The summary ended before it: the line is read on its own.
+    Ended,
+}
+
+/// One entry being read.
+#[derive(Debug, Default)]
+struct Entry {
+    line: u64,
+    root: bool,
+    rank: Option<u32>,
+    local_rank: Option<u32>,
+    exitcode: Option<i32>,
+    signal: Option<String>,
+    pid: Option<u32>,
+    host: Option<String>,
+    time: Option<String>,
+    traceback_lines: u32,
+}
+
+/// torchrun's failure summary, read from its `Failures:` or `Root Cause …:` line on.
+#[derive(Debug)]
+pub(super) struct Summary {
+    root: bool,
+    entry: Option<Entry>,
+}
+
+impl Summary {
+    /// The summary's first line, if `body` is one.
+    pub fn start(_line_no: u64, body: &str) -> Option<Summary> {
+        let t = body.trim();
+        let root = if t == "Failures:" {
+            false
+        } else if t.starts_with("Root Cause (first observed failure):") {
+            true
+        } else {
+            return None;
+        };
+        Some(Summary { root, entry: None })
+    }
+
+    pub fn feed(&mut self, line_no: u64, body: &str, out: &mut Vec<Found>) -> Step {
+        let t = body.trim_end();
+        let bare = t.trim_start();
+        if bare == "Failures:" || bare.starts_with("Root Cause (first observed failure):") {
+            self.close(true, out);
+            self.root = bare.starts_with("Root");
+            return Step::Took;
+        }
+        if bare == "<NO_OTHER_FAILURES>" {
+            return Step::Took;
+        }
+        if ENTRY.is_match(bare) {
+            self.close(true, out);
+            self.entry = Some(Entry {
+                line: line_no,
+                root: self.root,
+                ..Entry::default()
+            });
+            return Step::Took;
+        }
+        if bare.len() >= 3 && bare.bytes().all(|b| b == b'-') {
+            self.close(true, out);
+            return Step::Took;
+        }
+        if bare.len() >= 3 && bare.bytes().all(|b| b == b'=') {
+            self.close(true, out);
+            return Step::Done;
+        }
+        let Some(e) = &mut self.entry else {
+            return Step::Ended;
+        };
+        if let Some(c) = FIELD.captures(t) {
+            let v = c["v"].trim();
+            match &c["k"] {
+                "time" => e.time = CLOCK.find(v).map(|m| m.as_str().to_string()),
+                "host" => e.host = Some(word(v)).filter(|h| !h.is_empty()),
+                "rank" => {
+                    if let Some(r) = RANK.captures(v) {
+                        e.rank = r["r"].parse().ok().filter(|r| *r <= crate::oom::prefix::MAX_RANK);
+                        e.local_rank = r.name("l").and_then(|l| l.as_str().parse().ok());
+                    }
+                }
+                "exitcode" => {
+                    if let Some(x) = EXIT.captures(v) {
+                        e.exitcode = x["c"].parse().ok();
+                        e.pid = x.name("p").and_then(|p| p.as_str().parse().ok());
+                        e.signal = x.name("s").map(|s| word(s.as_str()));
+                    }
+                }
+                "traceback" => {
+                    if e.signal.is_none() {
+                        e.signal = SIGNAL.captures(v).map(|s| word(&s["s"]));
+                    }
+                }
+                _ => {}
+            }
+            return Step::Took;
+        }
+        // A traceback's own lines, indented under the entry.
+        if t.starts_with([' ', '\t']) && e.traceback_lines < MAX_TRACEBACK_LINES {
+            e.traceback_lines += 1;
+            return Step::Took;
+        }
+        self.close(false, out);
+        Step::Ended
+    }
+
+    /// The log ended in the middle of the summary.
+    pub fn cut(mut self) -> Vec<Found> {
+        let mut out = Vec::new();
+        self.close(false, &mut out);
+        out
+    }
+
+    /// Ends the entry being read; `whole`: it ended where an entry ends.
+    fn close(&mut self, whole: bool, out: &mut Vec<Found>) {
+        let Some(e) = self.entry.take() else { return };
+        let complete = whole && e.rank.is_some() && e.exitcode.is_some();
+        let signal = e
+            .signal
+            .or_else(|| e.exitcode.and_then(signal_name).map(str::to_string));
+        let mut message = format!(
+            "torchrun's summary: {} ",
+            if e.root {
+                "root cause (first observed failure)"
+            } else {
+                "failure"
+            }
+        );
+        match (e.rank, e.local_rank) {
+            (Some(r), Some(l)) => message.push_str(&format!("rank {r} (local_rank: {l})")),
+            (Some(r), None) => message.push_str(&format!("rank {r}")),
+            _ => message.push_str("rank not said"),
+        }
+        if let Some(c) = e.exitcode {
+            message.push_str(&format!(", exitcode {c}"));
+        }
+        if let Some(s) = &signal {
+            message.push_str(&format!(" ({s})"));
+        }
+        if let Some(p) = e.pid {
+            message.push_str(&format!(", pid {p}"));
+        }
+        if let Some(h) = &e.host {
+            message.push_str(&format!(", host {h}"));
+        }
+        if let Some(t) = &e.time {
+            message.push_str(&format!(", at {t}"));
+        }
+        if !complete {
+            message.push_str(" (the entry is cut)");
+        }
+        out.push(Found {
+            key: format!("torchrun:{}:{}:{:?}", e.root, e.line, e.pid),
+            dist: Dist::Torchrun {
+                root: e.root,
+                exitcode: e.exitcode,
+                signal,
+                pid: e.pid,
+                host: e.host,
+                time: e.time,
+                complete,
+            },
+            rank: e.rank,
+            local_rank: e.local_rank,
+            message,
+            line: Some(e.line),
+        });
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// The summary torchrun printed for an 8-rank job (torch 2.x, Python 3.13) in a public
+    /// benchmark report: every rank timed out in a SCATTER, rank 3 aborted first.
+    pub(in crate::oom::dist) const EIGHT_RANKS: &str = "\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+======================================================
+torchinferno.openai_server FAILED
+------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-06-28_09:59:18
+  host      : gpu-dev-12542fe0
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 1798)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 1798
+[2]:
+  time      : 2026-06-28_09:59:18
+  host      : gpu-dev-12542fe0
+  rank      : 1 (local_rank: 1)
+  exitcode  : -6 (pid: 1799)  (SIGABRT)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 1799
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-06-28_09:59:16
+  host      : gpu-dev-12542fe0
+  rank      : 3 (local_rank: 3)
+  exitcode  : -6 (pid: 1801)  (SIGABRT)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 1801
+======================================================
+after";
+
+    fn read(text: &str) -> (Vec<Found>, Vec<String>) {
+        let mut s: Option<Summary> = None;
+        let (mut out, mut rest) = (Vec::new(), Vec::new());
+        for (i, l) in text.lines().enumerate() {
+            let n = i as u64 + 1;
+            if let Some(sum) = &mut s {
+                match sum.feed(n, l, &mut out) {
+                    Step::Took => continue,
+                    Step::Done => {
+                        s = None;
+                        continue;
+                    }
+                    Step::Ended => s = None,
+                }
+            }
+            match Summary::start(n, l) {
+                Some(new) => s = Some(new),
+                None => rest.push(l.to_string()),
+            }
+        }
+        if let Some(sum) = s {
+            out.extend(sum.cut());
+        }
+        (out, rest)
+    }
+
+    #[test]
+    fn the_summary_names_the_root_cause_and_the_others() {
+        let (found, rest) = read(EIGHT_RANKS);
+        assert_eq!(found.len(), 3, "{found:#?}");
+        let root = &found[2];
+        assert_eq!((root.rank, root.local_rank, root.line), (Some(3), Some(3), Some(22)));
+        assert_eq!(
+            root.dist,
+            Dist::Torchrun {
+                root: true,
+                exitcode: Some(-6),
+                signal: Some("SIGABRT".into()),
+                pid: Some(1801),
+                host: Some("gpu-dev-12542fe0".into()),
+                time: Some("09:59:16".into()),
+                complete: true,
+            }
+        );
+        assert!(matches!(&found[0].dist, Dist::Torchrun { root: false, signal: Some(s), .. } if s == "SIGTERM"));
+        assert_eq!(found[1].rank, Some(1));
+        assert_eq!(rest.last().map(String::as_str), Some("after"));
+    }
+
+    #[test]
+    fn the_older_summary_and_no_other_failures() {
+        // Vision-CAIR/MiniGPT-4#237 (torch 2.0): no signal on the exitcode line.
+        let old = "Failures:\n[1]:\n  time      : 2023-05-19_16:39:58\n  host      : n136-117-136.byted.org\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 78971)\n  error_file: <N/A>\n  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n  time      : 2023-05-19_16:39:58\n  host      : n136-117-136.byted.org\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 78970)\n  error_file: <N/A>\n  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n============================================================";
+        let (found, _) = read(old);
+        assert_eq!(found.len(), 2);
+        assert!(matches!(found[1].dist, Dist::Torchrun { root: true, exitcode: Some(1), pid: Some(78970), signal: None, complete: true, .. }));
+        let none = "Failures:\n  <NO_OTHER_FAILURES>\n------\nRoot Cause (first observed failure):\n[0]:\n  time      : 2025-07-09_17:05:39\n  rank      : 0 (local_rank: 0)\n  exitcode  : -6 (pid: 56213)\n  traceback : Signal 6 (SIGABRT) received by PID 56213\n======";
+        let (found, _) = read(none);
+        assert_eq!(found.len(), 1);
+        assert!(matches!(&found[0].dist, Dist::Torchrun { root: true, signal: Some(s), .. } if s == "SIGABRT"));
+    }
+
+    #[test]
+    fn a_summary_cut_in_the_middle_says_so() {
+        let cut = "Root Cause (first observed failure):\n[0]:\n  time      : 2026-06-28_09:59:16\n  host      : gpu-dev";
+        let (found, _) = read(cut);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rank, None);
+        assert!(matches!(found[0].dist, Dist::Torchrun { complete: false, .. }));
+        assert!(found[0].message.contains("rank not said"));
+        // Another program's line in the middle ends the entry there, and is read on its own.
+        let (found, rest) = read("Failures:\n[1]:\n  rank      : 1 (local_rank: 1)\nTraceback (most recent call last):");
+        assert!(matches!(found[0].dist, Dist::Torchrun { complete: false, .. }));
+        assert_eq!(rest, vec!["Traceback (most recent call last):".to_string()]);
+        // Garbage in a field is no number.
+        let (found, _) = read("Failures:\n[1]:\n  rank      : zero\n  exitcode  : \u{1b}[31m\n======");
+        assert_eq!((found[0].rank, found[0].local_rank), (None, None));
+        let (found, _) = read("Failures:\n[1]:\n  rank      : 99999999999 (local_rank: 0)\n======");
+        assert_eq!(found[0].rank, None);
+    }
+
+    #[test]
+    fn the_agents_lines() {
+        // OEvortex/unsloth#10 (torch 2.4): glog-style prefix.
+        let l = "E0801 13:23:20.000000 32974 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /home/ubuntu/pythonn3.11/bin/python3";
+        let f = agent(l).unwrap();
+        assert_eq!(f.local_rank, Some(3));
+        assert_eq!(
+            f.dist,
+            Dist::AgentFailed {
+                exitcode: 1,
+                pid: 33054,
+                time: Some("13:23:20".into())
+            }
+        );
+        assert!(f.message.starts_with("failed (exitcode: 1)"));
+        // hiyouga/LlamaFactory#163 (torch 2.0): logging-style prefix.
+        let l = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 4 (pid: 364592) of binary: /usr/bin/python3";
+        assert!(matches!(agent(l).unwrap().dist, Dist::AgentFailed { exitcode: -9, .. }));
+        let l = "W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 33051 closing signal SIGTERM";
+        assert_eq!(
+            agent(l).unwrap().dist,
+            Dist::Stopped {
+                pid: 33051,
+                signal: "SIGTERM".into(),
+                time: Some("13:23:17".into())
+            }
+        );
+        assert!(agent("closing signal SIGTERM").is_none());
+        assert!(agent("failed (exitcode: x) local_rank: 0 (pid: 1) of binary").is_none());
+    }
+}
