@@ -143,9 +143,11 @@ impl LogWatch {
                 f.gone_ms.get_or_insert(at_ms);
             }
         }
-        let (done, kept): (Vec<Followed>, Vec<Followed>) = std::mem::take(&mut self.files)
-            .into_iter()
-            .partition(|f| f.gone_ms.is_some_and(|g| at_ms.saturating_sub(g) >= LINGER_MS));
+        let (done, kept): (Vec<Followed>, Vec<Followed>) =
+            std::mem::take(&mut self.files).into_iter().partition(|f| {
+                f.gone_ms
+                    .is_some_and(|g| at_ms.saturating_sub(g) >= LINGER_MS)
+            });
         self.files = kept;
         for mut f in done {
             f.follower.end_of_file(&mut found);

@@ -177,14 +177,25 @@ fn a_shared_log_keeps_its_writers_and_is_read_after_they_exit() {
     w.poll(1_000, &[1446, 1447]);
     append(&out, &format!("[rank0]: {OOM}"));
     let got = w.poll(2_000, &[1447]);
-    assert_eq!((got.len(), got[0].pid, got[0].rank), (1, None, Some(0)), "not rank 1's");
+    assert_eq!(
+        (got.len(), got[0].pid, got[0].rank),
+        (1, None, Some(0)),
+        "not rank 1's"
+    );
     let rank1 = "[rank1]:[E1121 06:06:43.101 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3067, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=40000) ran for 40006 milliseconds before timing out.\n";
     append(&out, rank1);
     let got = w.poll(3_000, &[]);
     assert_eq!((got.len(), got[0].pid, got[0].rank), (1, None, Some(1)));
-    append(&out, "Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1446)\n======\n");
+    append(
+        &out,
+        "Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1446)\n======\n",
+    );
     let got = w.poll(3_000 + LINGER_MS - 1, &[]);
-    assert_eq!((got.len(), got[0].pid, got[0].rank), (1, None, Some(0)), "{got:?}");
+    assert_eq!(
+        (got.len(), got[0].pid, got[0].rank),
+        (1, None, Some(0)),
+        "{got:?}"
+    );
     assert!(got[0].dist.is_some());
 }
 

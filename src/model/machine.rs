@@ -109,6 +109,8 @@ pub struct Machine {
     pub waiting_faults: Vec<crate::oom::failure::Failure>,
     /// The distributed jobs among the processes (their ranks side by side), by id.
     pub jobs: Vec<Job>,
+    /// Jobs' failures as analysis judged them, oldest first (`job_failure.rs`).
+    pub job_failures: Vec<crate::model::job_failure::JobFailure>,
 }
 
 /// The failures, notices and GPU events of samples a paused screen did not take in, handed to
@@ -148,6 +150,7 @@ impl Machine {
             held: Held::default(),
             waiting_faults: Vec::new(),
             jobs: Vec::new(),
+            job_failures: Vec::new(),
         }
     }
 
@@ -329,6 +332,11 @@ impl Machine {
                 self.alerts_dropped += 1;
             }
         }
+        self.recount_alerts();
+    }
+
+    /// Each GPU's count of the alerts that name it.
+    pub(crate) fn recount_alerts(&mut self) {
         for g in self.gpus.values_mut() {
             let on = |a: &&Alert| a.gpu_uuid.as_deref() == Some(g.sample.uuid.as_str());
             g.alerts = self

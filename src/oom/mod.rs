@@ -303,8 +303,13 @@ impl OomParser {
         said: Option<String>,
         out: &mut Vec<Parsed>,
     ) {
-        if matches!(f.dist, Dist::NcclError { cause: NcclCause::Cuda, .. })
-            && let Some((at, oom_rank)) = self.nccl_oom
+        if matches!(
+            f.dist,
+            Dist::NcclError {
+                cause: NcclCause::Cuda,
+                ..
+            }
+        ) && let Some((at, oom_rank)) = self.nccl_oom
             && line_no.saturating_sub(at) <= NCCL_OOM_LINES
         {
             if oom_rank.is_none() && f.rank.is_some() {
@@ -341,8 +346,13 @@ impl OomParser {
 /// `Last error:` … `Cuda failure 'out of memory'`), taken out of `out`: the OOM says it.
 fn nccl_error_rank(out: &mut Vec<Parsed>, line_no: u64) -> Option<u32> {
     let i = out.iter().rposition(|p| {
-        matches!(p.dist, Some(Dist::NcclError { cause: NcclCause::Cuda, .. }))
-            && line_no.saturating_sub(p.line) <= 10
+        matches!(
+            p.dist,
+            Some(Dist::NcclError {
+                cause: NcclCause::Cuda,
+                ..
+            })
+        ) && line_no.saturating_sub(p.line) <= 10
     })?;
     out.remove(i).rank
 }

@@ -12,14 +12,16 @@ use super::{Event, Family, Kind, re};
 use crate::oom::failure::{Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| re(r"Cuda failure (?:\d{1,4} )?'out of memory'"));
-static CALLOC: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"NCCL WARN Failed to CUDA (?:c|m)alloc(?:Async)? (?P<n>\d{1,20}) bytes")
-});
+static CALLOC: LazyLock<Regex> =
+    LazyLock::new(|| re(r"NCCL WARN Failed to CUDA (?:c|m)alloc(?:Async)? (?P<n>\d{1,20}) bytes"));
 /// NCCL's line prefix: `host:pid:tid [cudaDev]`.
-static WHO: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*[^\s:]{1,128}:(?P<pid>\d{1,10}):\d{1,10} \[\d{1,4}\]"));
+static WHO: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^\s*[^\s:]{1,128}:(?P<pid>\d{1,10}):\d{1,10} \[\d{1,4}\]"));
 
 fn key(line: &str) -> String {
-    let pid = WHO.captures(line).map_or("", |c| c.name("pid").map_or("", |m| m.as_str()));
+    let pid = WHO
+        .captures(line)
+        .map_or("", |c| c.name("pid").map_or("", |m| m.as_str()));
     format!("nccl-oom:{pid}")
 }
 
@@ -59,10 +61,16 @@ mod tests {
         let e = parse(l).unwrap();
         assert_eq!((e.kind, e.dialect), (Kind::Header, Dialect::Nccl));
         assert_eq!(e.key.as_deref(), Some("nccl-oom:3018451"));
-        assert!(l[e.start..].trim().starts_with("enqueue.cc:1085 NCCL WARN") || l[e.start..].trim().starts_with("NCCL"));
+        assert!(
+            l[e.start..].trim().starts_with("enqueue.cc:1085 NCCL WARN")
+                || l[e.start..].trim().starts_with("NCCL")
+        );
         // NVIDIA/nccl#1235: the request follows.
         let c = parse("ng30903:3063028:3066152 [3] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 6291456 bytes").unwrap();
-        assert_eq!((c.kind, c.numbers.request.map(|s| s.bytes)), (Kind::Final, Some(6_291_456)));
+        assert_eq!(
+            (c.kind, c.numbers.request.map(|s| s.bytes)),
+            (Kind::Final, Some(6_291_456))
+        );
         assert_eq!(c.key.as_deref(), Some("nccl-oom:3063028"));
         // After PyTorch's `Last error:`.
         assert!(parse("Cuda failure 2 'out of memory'").is_some());

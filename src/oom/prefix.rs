@@ -99,13 +99,18 @@ mod tests {
     #[test]
     fn each_launchers_prefix() {
         // LlamaFactory#7396 (torch 2.6): C++ lines under torchrun.
-        let l = "[rank4]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught";
+        let l =
+            "[rank4]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught";
         assert_eq!(ranks(l).unwrap().0, Some(4));
         assert!(ranks(l).unwrap().2.starts_with("[E321"));
         // nccl#1410: a Python traceback under torchrun.
         assert_eq!(
             ranks("[rank7]: ncclUnhandledCudaError: Call to CUDA function failed."),
-            Some((Some(7), None, " ncclUnhandledCudaError: Call to CUDA function failed."))
+            Some((
+                Some(7),
+                None,
+                " ncclUnhandledCudaError: Call to CUDA function failed."
+            ))
         );
         // torchrun --tee 3: the local rank.
         assert_eq!(

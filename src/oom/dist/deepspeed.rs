@@ -10,8 +10,9 @@ use regex_lite::Regex;
 use super::{Dist, Found, message_from, printed_time};
 use crate::oom::re;
 
-static EXIT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"sigkill_handler\] (?P<cmd>.*) exits with return code = (?P<c>-?\d{1,6})"));
+static EXIT: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"sigkill_handler\] (?P<cmd>.*) exits with return code = (?P<c>-?\d{1,6})")
+});
 static LOCAL: LazyLock<Regex> = LazyLock::new(|| re(r"--local_rank=(?P<l>\d{1,7})"));
 static KILL: LazyLock<Regex> =
     LazyLock::new(|| re(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,10})"));
@@ -30,7 +31,9 @@ pub(super) fn parse(body: &str) -> Option<Found> {
             rank: None,
             local_rank: local,
             message: match local {
-                Some(l) => format!("DeepSpeed's launcher: local rank {l} exits with return code = {code}"),
+                Some(l) => {
+                    format!("DeepSpeed's launcher: local rank {l} exits with return code = {code}")
+                }
                 None => message_from(body, at),
             },
             line: None,
@@ -61,10 +64,17 @@ mod tests {
         // deepspeedai/DeepSpeed#5302 (the command cut short here).
         let l = "[2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['/data/anaconda3/envs/llama/bin/python', '-u', 'src/train_bash.py', '--local_rank=4', '--stage', 'sft', '--deepspeed', 'configs/deepspeed_zero3_config.json'] exits with return code = 1";
         let f = parse(l).unwrap();
-        assert_eq!((f.local_rank, &f.dist), (Some(4), &Dist::DeepspeedExit { code: 1 }));
+        assert_eq!(
+            (f.local_rank, &f.dist),
+            (Some(4), &Dist::DeepspeedExit { code: 1 })
+        );
         // deepspeedai/DeepSpeed#4890: the command elided.
-        let f = parse("[ERROR] [launch.py:321:sigkill_handler] [xxx] exits with return code = -9").unwrap();
-        assert_eq!((f.local_rank, &f.dist), (None, &Dist::DeepspeedExit { code: -9 }));
+        let f = parse("[ERROR] [launch.py:321:sigkill_handler] [xxx] exits with return code = -9")
+            .unwrap();
+        assert_eq!(
+            (f.local_rank, &f.dist),
+            (None, &Dist::DeepspeedExit { code: -9 })
+        );
         // deepspeedai/DeepSpeed#1581.
         let f = parse("[2021-11-21 08:32:07,148] [INFO] [launch.py:131:sigkill_handler] Killing subprocess 250621").unwrap();
         assert_eq!(

@@ -11,9 +11,11 @@ use regex_lite::Regex;
 use super::{Dist, Found, JaxWhy, MAX_TASKS, message_from};
 use crate::oom::re;
 
-static HEARTBEAT: LazyLock<Regex> =
-    LazyLock::new(|| re(r"Task /job:[\w-]{1,40}/replica:\d{1,6}/task:(?P<t>\d{1,7}) heartbeat timeout"));
-static TASK: LazyLock<Regex> = LazyLock::new(|| re(r"/job:[\w-]{1,40}/replica:\d{1,6}/task:(?P<t>\d{1,7})"));
+static HEARTBEAT: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"Task /job:[\w-]{1,40}/replica:\d{1,6}/task:(?P<t>\d{1,7}) heartbeat timeout")
+});
+static TASK: LazyLock<Regex> =
+    LazyLock::new(|| re(r"/job:[\w-]{1,40}/replica:\d{1,6}/task:(?P<t>\d{1,7})"));
 static BARE: LazyLock<Regex> =
     LazyLock::new(|| re(r"^\s*(?:/job:[\w-]{1,40}/replica:\d{1,6}/task:)?(?P<t>\d{1,7})\s*,?\s*$"));
 const FATAL: &str = "Terminating process because the JAX distributed service detected fatal errors";
@@ -21,7 +23,9 @@ const UNHEALTHY: &str = "The following tasks are unhealthy (stopped sending hear
 const BARRIER: &str = "Timed out task names:";
 
 fn task(s: &str) -> Option<u32> {
-    s.parse().ok().filter(|t| *t <= crate::oom::prefix::MAX_RANK)
+    s.parse()
+        .ok()
+        .filter(|t| *t <= crate::oom::prefix::MAX_RANK)
 }
 
 fn found(why: JaxWhy, tasks: Vec<u32>, message: String) -> Found {
@@ -72,7 +76,12 @@ impl List {
         } else {
             return None;
         };
-        let from = at + if why == JaxWhy::Unhealthy { UNHEALTHY.len() } else { BARRIER.len() };
+        let from = at
+            + if why == JaxWhy::Unhealthy {
+                UNHEALTHY.len()
+            } else {
+                BARRIER.len()
+            };
         let tasks = TASK
             .captures_iter(&body[from..])
             .filter_map(|c| task(&c["t"]))
@@ -80,7 +89,10 @@ impl List {
             .collect();
         let start = body
             .get(..at)
-            .and_then(|h| h.rfind("DEADLINE_EXCEEDED").or_else(|| h.rfind("UNAVAILABLE")))
+            .and_then(|h| {
+                h.rfind("DEADLINE_EXCEEDED")
+                    .or_else(|| h.rfind("UNAVAILABLE"))
+            })
             .unwrap_or(at);
         Some(List {
             line: line_no,
@@ -138,7 +150,13 @@ mod tests {
             "The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.",
         ])
         .unwrap();
-        assert_eq!(f.dist, Dist::JaxTasks { why: JaxWhy::Unhealthy, tasks: vec![1] });
+        assert_eq!(
+            f.dist,
+            Dist::JaxTasks {
+                why: JaxWhy::Unhealthy,
+                tasks: vec![1]
+            }
+        );
         assert!(f.message.starts_with("Use error polling") || f.message.starts_with("UNAVAILABLE"));
         let f = list(&[
             "The following tasks are unhealthy (stopped sending heartbeats):",
@@ -147,16 +165,30 @@ mod tests {
         ])
         .unwrap();
         assert!(matches!(f.dist, Dist::JaxTasks { ref tasks, .. } if *tasks == vec![2, 3]));
-        assert!(list(&["The following tasks are unhealthy (stopped sending heartbeats):", "then words"]).is_none());
+        assert!(
+            list(&[
+                "The following tasks are unhealthy (stopped sending heartbeats):",
+                "then words"
+            ])
+            .is_none()
+        );
     }
 
     #[test]
     fn barrier_heartbeat_and_fatal() {
         let f = list(&["jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Id: PjitCompiler::Compile. Timed out task names: /job:jax_worker/replica:0/task:1", "Traceback"]).unwrap();
-        assert!(matches!(f.dist, Dist::JaxTasks { why: JaxWhy::Barrier, ref tasks } if *tasks == vec![1]));
+        assert!(
+            matches!(f.dist, Dist::JaxTasks { why: JaxWhy::Barrier, ref tasks } if *tasks == vec![1])
+        );
         assert!(f.message.contains("DEADLINE_EXCEEDED: Barrier timed out"));
         let f = parse("E0124 12:00:00.000 coordination_service.cc:1] Task /job:jax_worker/replica:0/task:0 heartbeat timeout. This indicates that the remote task has failed, got preempted, or crashed unexpectedly.").unwrap();
-        assert_eq!(f.dist, Dist::JaxTasks { why: JaxWhy::Heartbeat, tasks: vec![0] });
+        assert_eq!(
+            f.dist,
+            Dist::JaxTasks {
+                why: JaxWhy::Heartbeat,
+                tasks: vec![0]
+            }
+        );
         let f = parse("F1124 06:12:02.000000  4242 client.h:86] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details.").unwrap();
         assert_eq!(f.dist, Dist::JaxFatal);
         assert!(f.message.starts_with("Terminating process"));

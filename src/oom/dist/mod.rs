@@ -21,6 +21,7 @@ use regex_lite::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::re;
+pub use torchrun::signal_name;
 
 /// Characters kept of a string read from a log (an op, a host, a time, a signal's name).
 pub const MAX_WORD: usize = 64;
@@ -306,10 +307,7 @@ static TIME: LazyLock<Regex> = LazyLock::new(|| {
 /// The time of day printed near the start of a line (glog's `E0321 02:07:08.408`, Python
 /// logging's `[2024-05-08 08:47:31,261]`), as `HH:MM:SS`.
 pub(crate) fn printed_time(text: &str) -> Option<String> {
-    let end = text
-        .char_indices()
-        .nth(48)
-        .map_or(text.len(), |(i, _)| i);
+    let end = text.char_indices().nth(48).map_or(text.len(), |(i, _)| i);
     let c = TIME.captures(&text[..end])?;
     c.name("glog")
         .or_else(|| c.name("iso"))

@@ -24,11 +24,9 @@ static WATCHDOG: LazyLock<Regex> = LazyLock::new(|| {
         r"(?: ran for (?P<ran>\d{1,20}) milliseconds)?",
     ))
 });
-static REMOTE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"remote process exited or there was a network error|ncclRemoteError")
-});
-static CUDA: LazyLock<Regex> =
-    LazyLock::new(|| re(r"unhandled cuda error|ncclUnhandledCudaError"));
+static REMOTE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"remote process exited or there was a network error|ncclRemoteError"));
+static CUDA: LazyLock<Regex> = LazyLock::new(|| re(r"unhandled cuda error|ncclUnhandledCudaError"));
 
 pub(super) fn parse(body: &str) -> Option<Found> {
     if let Some(c) = WATCHDOG.captures(body) {
@@ -60,7 +58,10 @@ pub(super) fn parse(body: &str) -> Option<Found> {
     };
     let at = body
         .get(..m.start())
-        .and_then(|h| h.rfind("DistBackendError").or_else(|| h.rfind("NCCL error")))
+        .and_then(|h| {
+            h.rfind("DistBackendError")
+                .or_else(|| h.rfind("NCCL error"))
+        })
         .unwrap_or(m.start());
     Some(Found {
         key: format!("nccl:{cause:?}"),
@@ -98,7 +99,14 @@ mod tests {
         assert!(f.message.starts_with("[Rank 0] Watchdog") || f.message.starts_with("Watchdog"));
         // OFA-Sys/OFA#271 (torch 1.x): no numel, glog without brackets.
         let old = "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.";
-        assert!(matches!(parse(old).unwrap().dist, Dist::WatchdogTimeout { seq: 469_508, timeout_ms: 1_800_000, .. }));
+        assert!(matches!(
+            parse(old).unwrap().dist,
+            Dist::WatchdogTimeout {
+                seq: 469_508,
+                timeout_ms: 1_800_000,
+                ..
+            }
+        ));
         // The what(): line of the abort (torch 2.8), a sub-group's prefix before.
         let what = "  what():  [PG ID 0 PG GUID 0(default_pg) Rank 6] Process group watchdog thread terminated with exception: [Rank 6] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=78, OpType=SCATTER, NumelIn=29360128, NumelOut=0, Timeout(ms)=1800000) ran for 1800043 milliseconds before timing out.";
         let f = parse(what).unwrap();
@@ -106,7 +114,14 @@ mod tests {
         assert_eq!(f.key, "watchdog:SCATTER:78");
         // The issue's run: a 40 s timeout on an H100 x2.
         let issue = "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3067, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=40000) ran for 40006 milliseconds before timing out.";
-        assert!(matches!(parse(issue).unwrap().dist, Dist::WatchdogTimeout { seq: 3067, ran_ms: Some(40_006), .. }));
+        assert!(matches!(
+            parse(issue).unwrap().dist,
+            Dist::WatchdogTimeout {
+                seq: 3067,
+                ran_ms: Some(40_006),
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -114,13 +129,41 @@ mod tests {
         // nccl#1928.
         let l = "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3763, remote process exited or there was a network error, NCCL version 2.28.8";
         let f = parse(l).unwrap();
-        assert!(matches!(f.dist, Dist::NcclError { cause: NcclCause::Remote, .. }));
-        assert!(f.message.starts_with("torch.distributed.DistBackendError: NCCL error"));
-        assert!(matches!(parse("ncclRemoteError: Call to recv from 10.0.0.2<4455> failed").unwrap().dist, Dist::NcclError { cause: NcclCause::Remote, .. }));
+        assert!(matches!(
+            f.dist,
+            Dist::NcclError {
+                cause: NcclCause::Remote,
+                ..
+            }
+        ));
+        assert!(
+            f.message
+                .starts_with("torch.distributed.DistBackendError: NCCL error")
+        );
+        assert!(matches!(
+            parse("ncclRemoteError: Call to recv from 10.0.0.2<4455> failed")
+                .unwrap()
+                .dist,
+            Dist::NcclError {
+                cause: NcclCause::Remote,
+                ..
+            }
+        ));
         // nccl#1410.
         let l = "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5";
-        assert!(matches!(parse(l).unwrap().dist, Dist::NcclError { cause: NcclCause::Cuda, .. }));
-        assert_eq!(parse("ncclUnhandledCudaError: Call to CUDA function failed.").unwrap().key, "nccl:Cuda");
+        assert!(matches!(
+            parse(l).unwrap().dist,
+            Dist::NcclError {
+                cause: NcclCause::Cuda,
+                ..
+            }
+        ));
+        assert_eq!(
+            parse("ncclUnhandledCudaError: Call to CUDA function failed.")
+                .unwrap()
+                .key,
+            "nccl:Cuda"
+        );
     }
 
     #[test]

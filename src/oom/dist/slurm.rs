@@ -93,10 +93,14 @@ mod tests {
         );
         let f = parse("srun: error: node12: tasks 1-3: Killed").unwrap();
         assert_eq!(f.rank, None);
-        assert!(matches!(f.dist, Dist::SrunTasks { ref tasks, exit_code: None, .. } if *tasks == vec![(1, 3)]));
+        assert!(
+            matches!(f.dist, Dist::SrunTasks { ref tasks, exit_code: None, .. } if *tasks == vec![(1, 3)])
+        );
         // desihub/desispec#2744: every task but 58, terminated.
         let f = parse("srun: error: nid002888: tasks 0-57,59-63: Terminated").unwrap();
-        assert!(matches!(f.dist, Dist::SrunTasks { ref tasks, .. } if *tasks == vec![(0, 57), (59, 63)]));
+        assert!(
+            matches!(f.dist, Dist::SrunTasks { ref tasks, .. } if *tasks == vec![(0, 57), (59, 63)])
+        );
         // jiabowang/GAPIT#207: yhrun, Tianhe's srun.
         assert!(parse("yhrun: error: cnode1995: task 0: Killed").is_some());
     }
@@ -114,7 +118,10 @@ mod tests {
         );
         // banyan-team/banyan-julia#6: cancelled, no reason given.
         let l = "slurmstepd: error: *** STEP 3737.0 ON compute-dy-t3large-2 CANCELLED AT 2021-08-03T16:28:28 ***";
-        assert!(matches!(parse(l).unwrap().dist, Dist::StepCancelled { due: None, .. }));
+        assert!(matches!(
+            parse(l).unwrap().dist,
+            Dist::StepCancelled { due: None, .. }
+        ));
     }
 
     #[test]

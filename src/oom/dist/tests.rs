@@ -29,7 +29,9 @@ terminate called after throwing an instance of 'c10::DistBackendError'
     let found = read(log);
     let ranks: Vec<Option<u32>> = found.iter().map(|f| f.rank).collect();
     assert_eq!(ranks, vec![Some(1), Some(0)], "{found:#?}");
-    assert!(matches!(&found[0].dist, Dist::WatchdogTimeout { time: Some(t), .. } if t == "06:06:43"));
+    assert!(
+        matches!(&found[0].dist, Dist::WatchdogTimeout { time: Some(t), .. } if t == "06:06:43")
+    );
 }
 
 #[test]
@@ -53,7 +55,11 @@ fn a_summary_between_other_lines_and_a_jax_list_at_the_end() {
             _ => "other",
         })
         .collect();
-    assert_eq!(kinds, ["stopped", "failure", "failure", "root", "jax"], "{found:#?}");
+    assert_eq!(
+        kinds,
+        ["stopped", "failure", "failure", "root", "jax"],
+        "{found:#?}"
+    );
     assert!(matches!(&found[4].dist, Dist::JaxTasks { tasks, .. } if *tasks == vec![1, 3]));
 }
 
@@ -65,8 +71,17 @@ fn lines_of_no_format_are_not_read() {
 
 #[test]
 fn printed_times() {
-    assert_eq!(printed_time("[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607]").as_deref(), Some("02:07:08"));
-    assert_eq!(printed_time("E0628 09:59:18.010000 1002 api.py:988] failed").as_deref(), Some("09:59:18"));
-    assert_eq!(printed_time("[2024-05-08 08:47:31,261] torch.distributed").as_deref(), Some("08:47:31"));
+    assert_eq!(
+        printed_time("[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607]").as_deref(),
+        Some("02:07:08")
+    );
+    assert_eq!(
+        printed_time("E0628 09:59:18.010000 1002 api.py:988] failed").as_deref(),
+        Some("09:59:18")
+    );
+    assert_eq!(
+        printed_time("[2024-05-08 08:47:31,261] torch.distributed").as_deref(),
+        Some("08:47:31")
+    );
     assert_eq!(printed_time("Epoch 1 12:00:00"), None);
 }

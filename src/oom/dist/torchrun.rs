@@ -21,14 +21,16 @@ static STOP: LazyLock<Regex> = LazyLock::new(|| {
     re(r"Sending process (?P<pid>\d{1,10}) closing signal (?P<sig>SIG[A-Z0-9]{1,8})")
 });
 static ENTRY: LazyLock<Regex> = LazyLock::new(|| re(r"^\[\d{1,7}\]:$"));
-static FIELD: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<v>.*)$"));
+static FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<v>.*)$")
+});
 static RANK: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(?P<r>\d{1,10})(?: \(local_rank: (?P<l>\d{1,10})\))?"));
 static EXIT: LazyLock<Regex> = LazyLock::new(|| {
     re(r"^(?P<c>-?\d{1,6})(?: \(pid: (?P<p>\d{1,10})\))?(?:\s+\((?P<s>SIG[A-Z0-9]{1,8})\))?")
 });
-static SIGNAL: LazyLock<Regex> = LazyLock::new(|| re(r"Signal \d{1,3} \((?P<s>SIG[A-Z0-9]{1,8})\)"));
+static SIGNAL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"Signal \d{1,3} \((?P<s>SIG[A-Z0-9]{1,8})\)"));
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"\d{2}:\d{2}:\d{2}"));
 
 /// Lines of an entry's traceback read past before the entry counts as cut.
@@ -71,7 +73,7 @@ pub(super) fn agent(body: &str) -> Option<Found> {
 }
 
 /// The signal a negative exit code means, for the common ones.
-pub(crate) fn signal_name(code: i32) -> Option<&'static str> {
+pub fn signal_name(code: i32) -> Option<&'static str> {
     Some(match code {
         -2 => "SIGINT",
         -6 => "SIGABRT",
@@ -168,7 +170,10 @@ impl Summary {
                 "host" => e.host = Some(word(v)).filter(|h| !h.is_empty()),
                 "rank" => {
                     if let Some(r) = RANK.captures(v) {
-                        e.rank = r["r"].parse().ok().filter(|r| *r <= crate::oom::prefix::MAX_RANK);
+                        e.rank = r["r"]
+                            .parse()
+                            .ok()
+                            .filter(|r| *r <= crate::oom::prefix::MAX_RANK);
                         e.local_rank = r.name("l").and_then(|l| l.as_str().parse().ok());
                     }
                 }
@@ -179,10 +184,8 @@ impl Summary {
                         e.signal = x.name("s").map(|s| word(s.as_str()));
                     }
                 }
-                "traceback" => {
-                    if e.signal.is_none() {
-                        e.signal = SIGNAL.captures(v).map(|s| word(&s["s"]));
-                    }
+                "traceback" if e.signal.is_none() => {
+                    e.signal = SIGNAL.captures(v).map(|s| word(&s["s"]));
                 }
                 _ => {}
             }
@@ -330,7 +333,10 @@ after";
         let (found, rest) = read(EIGHT_RANKS);
         assert_eq!(found.len(), 3, "{found:#?}");
         let root = &found[2];
-        assert_eq!((root.rank, root.local_rank, root.line), (Some(3), Some(3), Some(22)));
+        assert_eq!(
+            (root.rank, root.local_rank, root.line),
+            (Some(3), Some(3), Some(22))
+        );
         assert_eq!(
             root.dist,
             Dist::Torchrun {
@@ -343,7 +349,9 @@ after";
                 complete: true,
             }
         );
-        assert!(matches!(&found[0].dist, Dist::Torchrun { root: false, signal: Some(s), .. } if s == "SIGTERM"));
+        assert!(
+            matches!(&found[0].dist, Dist::Torchrun { root: false, signal: Some(s), .. } if s == "SIGTERM")
+        );
         assert_eq!(found[1].rank, Some(1));
         assert_eq!(rest.last().map(String::as_str), Some("after"));
     }
@@ -354,11 +362,23 @@ after";
         let old = "Failures:\n[1]:\n  time      : 2023-05-19_16:39:58\n  host      : n136-117-136.byted.org\n  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 78971)\n  error_file: <N/A>\n  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n------------------------------------------------------------\nRoot Cause (first observed failure):\n[0]:\n  time      : 2023-05-19_16:39:58\n  host      : n136-117-136.byted.org\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 78970)\n  error_file: <N/A>\n  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html\n============================================================";
         let (found, _) = read(old);
         assert_eq!(found.len(), 2);
-        assert!(matches!(found[1].dist, Dist::Torchrun { root: true, exitcode: Some(1), pid: Some(78970), signal: None, complete: true, .. }));
+        assert!(matches!(
+            found[1].dist,
+            Dist::Torchrun {
+                root: true,
+                exitcode: Some(1),
+                pid: Some(78970),
+                signal: None,
+                complete: true,
+                ..
+            }
+        ));
         let none = "Failures:\n  <NO_OTHER_FAILURES>\n------\nRoot Cause (first observed failure):\n[0]:\n  time      : 2025-07-09_17:05:39\n  rank      : 0 (local_rank: 0)\n  exitcode  : -6 (pid: 56213)\n  traceback : Signal 6 (SIGABRT) received by PID 56213\n======";
         let (found, _) = read(none);
         assert_eq!(found.len(), 1);
-        assert!(matches!(&found[0].dist, Dist::Torchrun { root: true, signal: Some(s), .. } if s == "SIGABRT"));
+        assert!(
+            matches!(&found[0].dist, Dist::Torchrun { root: true, signal: Some(s), .. } if s == "SIGABRT")
+        );
     }
 
     #[test]
@@ -367,14 +387,29 @@ after";
         let (found, _) = read(cut);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].rank, None);
-        assert!(matches!(found[0].dist, Dist::Torchrun { complete: false, .. }));
+        assert!(matches!(
+            found[0].dist,
+            Dist::Torchrun {
+                complete: false,
+                ..
+            }
+        ));
         assert!(found[0].message.contains("rank not said"));
         // Another program's line in the middle ends the entry there, and is read on its own.
-        let (found, rest) = read("Failures:\n[1]:\n  rank      : 1 (local_rank: 1)\nTraceback (most recent call last):");
-        assert!(matches!(found[0].dist, Dist::Torchrun { complete: false, .. }));
+        let (found, rest) = read(
+            "Failures:\n[1]:\n  rank      : 1 (local_rank: 1)\nTraceback (most recent call last):",
+        );
+        assert!(matches!(
+            found[0].dist,
+            Dist::Torchrun {
+                complete: false,
+                ..
+            }
+        ));
         assert_eq!(rest, vec!["Traceback (most recent call last):".to_string()]);
         // Garbage in a field is no number.
-        let (found, _) = read("Failures:\n[1]:\n  rank      : zero\n  exitcode  : \u{1b}[31m\n======");
+        let (found, _) =
+            read("Failures:\n[1]:\n  rank      : zero\n  exitcode  : \u{1b}[31m\n======");
         assert_eq!((found[0].rank, found[0].local_rank), (None, None));
         let (found, _) = read("Failures:\n[1]:\n  rank      : 99999999999 (local_rank: 0)\n======");
         assert_eq!(found[0].rank, None);
@@ -397,7 +432,10 @@ after";
         assert!(f.message.starts_with("failed (exitcode: 1)"));
         // hiyouga/LlamaFactory#163 (torch 2.0): logging-style prefix.
         let l = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 4 (pid: 364592) of binary: /usr/bin/python3";
-        assert!(matches!(agent(l).unwrap().dist, Dist::AgentFailed { exitcode: -9, .. }));
+        assert!(matches!(
+            agent(l).unwrap().dist,
+            Dist::AgentFailed { exitcode: -9, .. }
+        ));
         let l = "W0801 13:23:17.366000 32974 torch/distributed/elastic/multiprocessing/api.py:900] Sending process 33051 closing signal SIGTERM";
         assert_eq!(
             agent(l).unwrap().dist,

@@ -13,7 +13,11 @@ fn two_ranks_identical_ooms_are_two_failures() {
     let who: Vec<(Option<u32>, Option<u32>)> = out.iter().map(|p| (p.rank, p.local_rank)).collect();
     assert_eq!(who, vec![(Some(0), None), (Some(1), None), (None, Some(1))]);
     assert_eq!(out[0].prefix.as_deref(), Some("[rank0]:"));
-    assert!(out[0].message.starts_with("CUDA out of memory"), "{}", out[0].message);
+    assert!(
+        out[0].message.starts_with("CUDA out of memory"),
+        "{}",
+        out[0].message
+    );
 }
 
 #[test]
@@ -61,7 +65,13 @@ node1:3018453:3024011 [2] include/alloc.h:185 NCCL WARN Failed to CUDA calloc 62
     assert_eq!((out[0].rank, out[0].dist.is_none()), (Some(7), true));
     // Not after an OOM: a CUDA error of its own.
     let out = parse_all(b"[rank7]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank7]: Last error:\n[rank7]: Cuda failure 1 'invalid argument'\n");
-    assert!(matches!(out[0].dist, Some(Dist::NcclError { cause: NcclCause::Cuda, .. })));
+    assert!(matches!(
+        out[0].dist,
+        Some(Dist::NcclError {
+            cause: NcclCause::Cuda,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -72,7 +82,14 @@ fn a_rank_quoted_in_torchruns_summary_is_no_new_failure() {
     let out = parse_all(log.as_bytes());
     assert_eq!(out.len(), 2, "{out:#?}");
     assert!(out[0].dist.is_none());
-    assert!(matches!(out[1].dist, Some(Dist::Torchrun { root: true, pid: Some(1446), .. })));
+    assert!(matches!(
+        out[1].dist,
+        Some(Dist::Torchrun {
+            root: true,
+            pid: Some(1446),
+            ..
+        })
+    ));
     assert_eq!(out[1].rank, Some(0));
 }
 

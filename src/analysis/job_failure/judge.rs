@@ -1,0 +1,421 @@
+//! Which rank failed first, and what the others' failures were: each event's role, the root cause
+//! among a job's events, and each event in words. Pure, on `RankEvent`s: the live alert and
+//! `explain` (which builds events from the lines alone) judge alike.
+//!
+//! The root cause is, in order: a rank's own failure (an OOM or a memory fault; then a CUDA error
+//! inside NCCL), the one a launcher names if it names one of them; else the rank a launcher or a
+//! peer names as failed (torchrun's root cause, its agent's first failure, DeepSpeed's, srun's
+//! exit code, JAX's failed tasks), unless that rank's own line is a watchdog timeout (then no rank
+//! failed: every rank waited); else, live, the rank whose process ended first with no line of
+//! its own, before the others' timeouts (likely). Every other rank's event is a consequence.
+
+use std::collections::BTreeMap;
+
+use crate::model::RankEvent;
+use crate::model::units::duration_ms;
+use crate::oom::dist::{Dist, JaxWhy, NcclCause};
+
+/// Whom an event is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Who {
+    Rank(u32),
+    Local(u32),
+    Pid(u32),
+    /// Several ranks (srun's task list, JAX's tasks), or nobody said.
+    Unknown,
+}
+
+impl Who {
+    pub fn label(self) -> String {
+        match self {
+            Who::Rank(r) => format!("rank {r}"),
+            Who::Local(l) => format!("local rank {l}"),
+            Who::Pid(p) => format!("pid {p}"),
+            Who::Unknown => "a rank".into(),
+        }
+    }
+}
+
+/// What an event says of its rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The rank's own failure; the higher, the surer the cause (an OOM or a memory fault 2, a
+    /// CUDA error inside NCCL 1).
+    Own(u8),
+    /// A launcher or a peer names the rank as failed; the higher, the more authoritative.
+    Named(u8),
+    /// The rank waited, lost its peer, was stopped, or ended with no line.
+    Followed,
+}
+
+pub fn role(e: &RankEvent) -> Role {
+    let Some(f) = &e.failure else {
+        return Role::Followed;
+    };
+    match &f.dist {
+        None => Role::Own(2),
+        Some(Dist::NcclError {
+            cause: NcclCause::Cuda,
+            ..
+        }) => Role::Own(1),
+        Some(Dist::Torchrun { root: true, .. }) => Role::Named(5),
+        Some(Dist::AgentFailed { .. }) => Role::Named(4),
+        Some(Dist::DeepspeedExit { .. }) => Role::Named(3),
+        Some(Dist::SrunTasks { exit_code, how, .. })
+            if exit_code.is_some_and(|c| c > 0) || how.contains("Out Of Memory") =>
+        {
+            Role::Named(2)
+        }
+        Some(Dist::JaxTasks { .. }) => Role::Named(1),
+        Some(_) => Role::Followed,
+    }
+}
+
+/// How the root cause is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Known {
+    /// Its own line: an OOM, a memory fault, a CUDA error.
+    Own,
+    /// A launcher or a peer named it.
+    Named,
+    /// Its process ended first with no line of its own, before the others' failures (likely).
+    Exited,
+}
+
+/// No rank seen failing first: what the events say instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoRoot {
+    /// A watchdog timeout (the first one's index): a rank stuck or slow, not dead.
+    Timeout(usize),
+    /// A NCCL peer gone (the first one's index): the failed rank's output was not read.
+    PeerLost(usize),
+    /// Ranks stopped or ended, no failure seen.
+    Stopped,
+}
+
+/// A job's events judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// The root cause's event, and how it is known.
+    pub root: Option<(usize, Known)>,
+    /// Other events that name the root cause's rank (a launcher confirming it).
+    pub naming: Vec<usize>,
+    /// One event per other rank (its most telling), then those about no one rank, in the order
+    /// read.
+    pub followed: Vec<usize>,
+    /// Without a root cause, what there is instead.
+    pub no_root: Option<NoRoot>,
+}
+
+/// Whom each event is about: its rank, or the rank its local rank or pid has where a launcher's
+/// line says both (torchrun's summary), else its local rank, its pid.
+pub fn whom(events: &[RankEvent]) -> Vec<Who> {
+    let mut by_pid: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut by_local: BTreeMap<u32, Option<u32>> = BTreeMap::new();
+    for e in events {
+        let Some(r) = e.rank else { continue };
+        if let Some(p) = e.pid.or_else(|| e.failure.as_ref()?.dist.as_ref()?.pid()) {
+            by_pid.insert(p, r);
+        }
+        if let Some(l) = e.local_rank {
+            // A local rank two ranks share (several nodes) tells nothing.
+            let entry = by_local.entry(l).or_insert(Some(r));
+            if *entry != Some(r) {
+                *entry = None;
+            }
+        }
+    }
+    events
+        .iter()
+        .map(|e| {
+            let pid = e.pid.or_else(|| e.failure.as_ref()?.dist.as_ref()?.pid());
+            let single = e.failure.as_ref().and_then(|f| match &f.dist {
+                Some(Dist::JaxTasks { tasks, .. }) if tasks.len() == 1 => Some(tasks[0]),
+                _ => None,
+            });
+            e.rank
+                .or_else(|| pid.and_then(|p| by_pid.get(&p).copied()))
+                .or_else(|| {
+                    e.local_rank
+                        .and_then(|l| by_local.get(&l).copied().flatten())
+                })
+                .or(single)
+                .map(Who::Rank)
+                .or(e.local_rank.map(Who::Local))
+                .or(pid.map(Who::Pid))
+                .unwrap_or(Who::Unknown)
+        })
+        .collect()
+}
+
+/// How telling an event is of its rank's end (the one kept per rank).
+fn weight(e: &RankEvent) -> u8 {
+    match e.failure.as_ref().map(|f| &f.dist) {
+        None => 1,
+        Some(None) => 10,
+        Some(Some(d)) => match d {
+            Dist::WatchdogTimeout { .. } => 8,
+            Dist::NcclError { .. } | Dist::JaxFatal => 7,
+            Dist::JaxTasks { .. } => 6,
+            Dist::Torchrun { .. } => 5,
+            Dist::AgentFailed { .. } | Dist::DeepspeedExit { .. } | Dist::SrunTasks { .. } => 4,
+            Dist::Stopped { .. } => 3,
+            Dist::StepCancelled { .. } => 2,
+        },
+    }
+}
+
+fn is_watchdog(e: &RankEvent) -> bool {
+    matches!(
+        e.failure.as_ref().and_then(|f| f.dist.as_ref()),
+        Some(Dist::WatchdogTimeout { .. })
+    )
+}
+
+/// Judges a job's events, in the order read.
+pub fn judge(events: &[RankEvent]) -> Verdict {
+    let who = whom(events);
+    let roles: Vec<Role> = events.iter().map(role).collect();
+    // The rank a launcher names, the most authoritative first.
+    let mut named: Vec<(u8, usize)> = roles
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Role::Named(s) if who[i] != Who::Unknown => Some((*s, i)),
+            _ => None,
+        })
+        .collect();
+    named.sort_by_key(|(s, i)| (std::cmp::Reverse(*s), *i));
+    let own = roles
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| match r {
+            Role::Own(s) => Some((*s, i)),
+            _ => None,
+        })
+        .max_by_key(|(s, i)| {
+            let named_rank = named.iter().any(|(_, n)| who[*n] == who[*i]);
+            (*s, named_rank, std::cmp::Reverse(*i))
+        });
+    let root = own.map(|(_, i)| (i, Known::Own)).or_else(|| {
+        named
+            .iter()
+            .find(|(_, n)| {
+                !events
+                    .iter()
+                    .zip(&who)
+                    .any(|(e, w)| *w == who[*n] && is_watchdog(e))
+            })
+            .map(|(_, n)| (*n, Known::Named))
+    });
+    let root = root.or_else(|| {
+        // Live: the process that ended first, with no line, before another rank's failure.
+        let first_line = events
+            .iter()
+            .filter(|e| e.failure.is_some())
+            .map(|e| e.at_ms)
+            .min()?;
+        let ended = events
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| {
+                e.failure.is_none() && e.at_ms <= first_line && who[*i] != Who::Unknown
+            })
+            .min_by_key(|(i, e)| (e.at_ms, *i))?;
+        let others_failed = events
+            .iter()
+            .enumerate()
+            .any(|(i, e)| e.failure.is_some() && who[i] != who[ended.0]);
+        others_failed.then_some((ended.0, Known::Exited))
+    });
+    let root_who = root.map(|(i, _)| who[i]);
+    let naming: Vec<usize> = match root {
+        Some((r, _)) => (0..events.len())
+            .filter(|i| *i != r && Some(who[*i]) == root_who && who[*i] != Who::Unknown)
+            .filter(|i| matches!(roles[*i], Role::Named(_)))
+            .collect(),
+        None => Vec::new(),
+    };
+    // One event per other rank, its most telling; those about no one rank each.
+    let mut best: BTreeMap<Who, usize> = BTreeMap::new();
+    let mut loose = Vec::new();
+    for (i, w) in who.iter().enumerate() {
+        if root.is_some_and(|(r, _)| r == i) || (Some(*w) == root_who && *w != Who::Unknown) {
+            continue;
+        }
+        if *w == Who::Unknown {
+            loose.push(i);
+            continue;
+        }
+        let b = best.entry(*w).or_insert(i);
+        if weight(&events[i]) > weight(&events[*b]) {
+            *b = i;
+        }
+    }
+    let mut followed: Vec<usize> = best.into_values().chain(loose).collect();
+    followed.sort_unstable();
+    let no_root = if root.is_some() {
+        None
+    } else if let Some(i) = events.iter().position(is_watchdog) {
+        Some(NoRoot::Timeout(i))
+    } else if let Some(i) = events.iter().position(|e| {
+        matches!(
+            e.failure.as_ref().and_then(|f| f.dist.as_ref()),
+            Some(Dist::NcclError {
+                cause: NcclCause::Remote,
+                ..
+            })
+        )
+    }) {
+        Some(NoRoot::PeerLost(i))
+    } else {
+        Some(NoRoot::Stopped)
+    };
+    Verdict {
+        root,
+        naming,
+        followed,
+        no_root,
+    }
+}
+
+/// `5-7,9` for srun's ranges.
+fn task_list(tasks: &[(u32, u32)]) -> String {
+    let parts: Vec<String> = tasks
+        .iter()
+        .map(|(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    parts.join(",")
+}
+
+/// An event in words, about `who` (`at`: " at 06:06:43", or where it was read); `class`: an
+/// OOM's class, when judged.
+pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
+    let w = who.label();
+    let Some(f) = &e.failure else {
+        return format!("{w} exited{at} with no failure line of its own");
+    };
+    let Some(d) = &f.dist else {
+        return match (f.fault, class) {
+            (Some(k), _) => format!("{w} died of {}{at}", k.words()),
+            (None, Some(c)) => format!("{w} ran out of memory{at} ({c})"),
+            (None, None) => format!("{w} ran out of memory{at}"),
+        };
+    };
+    match d {
+        Dist::WatchdogTimeout {
+            op,
+            seq,
+            timeout_ms,
+            ..
+        } => format!(
+            "{w} aborted by NCCL's watchdog{at} waiting on {op} #{seq} (timeout {})",
+            duration_ms(*timeout_ms)
+        ),
+        Dist::NcclError {
+            cause: NcclCause::Remote,
+            ..
+        } => format!("{w} lost its NCCL peer{at} (remote process exited or network error)"),
+        Dist::NcclError { .. } => format!("{w} hit a CUDA error inside NCCL{at}"),
+        Dist::Torchrun {
+            root,
+            exitcode,
+            signal,
+            pid,
+            host,
+            ..
+        } => {
+            let code =
+                exitcode.map_or_else(|| "no exit code said".into(), |c| format!("exitcode {c}"));
+            let sig = signal
+                .as_ref()
+                .map_or_else(String::new, |s| format!(" ({s})"));
+            let pid = pid.map_or_else(String::new, |p| format!(", pid {p}"));
+            let host = host
+                .as_ref()
+                .map_or_else(String::new, |h| format!(" on {h}"));
+            if *root {
+                format!(
+                    "{w} is torchrun's root cause (first observed failure){at}: {code}{sig}{pid}{host}"
+                )
+            } else if signal.as_deref() == Some("SIGTERM") {
+                format!("{w} stopped by torchrun with SIGTERM{at}{pid}")
+            } else {
+                format!("{w} ended{at} with {code}{sig} in torchrun's summary{pid}")
+            }
+        }
+        Dist::AgentFailed { exitcode, pid, .. } => {
+            format!(
+                "{w} failed first as torchrun's agent saw it{at}: exitcode {exitcode}, pid {pid}"
+            )
+        }
+        Dist::Stopped { signal, .. } => format!("{w} stopped by its launcher with {signal}{at}"),
+        Dist::SrunTasks {
+            tasks, how, node, ..
+        } => {
+            let on = node
+                .as_ref()
+                .map_or_else(String::new, |n| format!(" on {n}"));
+            let many = tasks.len() > 1 || tasks.first().is_some_and(|(a, b)| a != b);
+            let name = if many { "tasks" } else { "task" };
+            format!("srun: {name} {}{on}: {how}{at}", task_list(tasks))
+        }
+        Dist::StepCancelled { step, due } => {
+            let due = due
+                .as_ref()
+                .map_or_else(String::new, |d| format!(" due to {}", d.to_lowercase()));
+            format!("Slurm cancelled step {step}{due}{at}")
+        }
+        Dist::DeepspeedExit { code } if *code < 0 => {
+            let sig = crate::oom::dist::signal_name(*code).unwrap_or("a signal");
+            format!("{w} killed by {sig}{at} (DeepSpeed's launcher: return code {code})")
+        }
+        Dist::DeepspeedExit { code } => {
+            format!("{w} exited with return code {code}{at} (DeepSpeed's launcher)")
+        }
+        Dist::JaxTasks { why, tasks } => {
+            let ids: Vec<String> = tasks.iter().map(u32::to_string).collect();
+            let who = if tasks.len() == 1 {
+                w
+            } else {
+                format!("processes {}", ids.join(", "))
+            };
+            match why {
+                JaxWhy::Heartbeat => {
+                    format!("{who}: heartbeat timeout{at} (JAX's coordination service)")
+                }
+                JaxWhy::Barrier => {
+                    format!("{who} never reached a barrier{at} (JAX's coordination service)")
+                }
+                JaxWhy::Unhealthy => {
+                    format!("{who} stopped sending heartbeats{at} (JAX's coordination service)")
+                }
+            }
+        }
+        Dist::JaxFatal => {
+            format!("{w} terminated by JAX's distributed service{at} (another task died)")
+        }
+    }
+}
+
+/// "rank 0's OOM", "rank 3's illegal memory access", "rank 3's failure": the root cause, short.
+pub fn root_phrase(e: &RankEvent, who: Who) -> String {
+    let w = who.label();
+    match &e.failure {
+        None => format!("{w}'s exit"),
+        Some(f) if f.dist.is_none() => match f.fault {
+            Some(k) => format!(
+                "{w}'s {}",
+                k.words().trim_start_matches("an ").trim_start_matches("a ")
+            ),
+            None => format!("{w}'s OOM"),
+        },
+        Some(_) => format!("{w}'s failure"),
+    }
+}
