@@ -1,8 +1,10 @@
 //! `gpumon explain LOG…`: every allocation failure in whole log files, classified from the
 //! message's own numbers (no state), every memory fault that is not an OOM joined with the
-//! kernel's Xid line for it where the files given hold one (`kernel.rs`), and those Xid lines in
-//! words, as text for people (80 columns) or JSON. What a recording
-//! adds (the alerts its replay raised) is rendered by the caller and appended as [`Extra`].
+//! kernel's Xid line for it where the files given hold one (`kernel.rs`), those Xid lines in
+//! words, and, when the logs carry ranks or a distributed job's events, the job's failure: the
+//! rank that failed first and the ranks' failures that followed (`jobs.rs`), as text for people
+//! (80 columns) or JSON. What a recording adds (the alerts its replay raised) is rendered by the
+//! caller and appended as [`Extra`].
 
 use std::fs::File;
 use std::io::Read;
@@ -16,8 +18,10 @@ use crate::analysis::remedy::remedy;
 use crate::logs::lines::LineSplitter;
 use crate::oom::OomParser;
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
+use jobs::JobExplained;
 use kernel::XidLine;
 
+mod jobs;
 mod kernel;
 
 pub use crate::format::Format;
@@ -50,6 +54,11 @@ struct Explained {
     /// The kernel's Xid line a memory fault is joined with.
     #[serde(skip_serializing_if = "Option::is_none")]
     xid: Option<XidLine>,
+    /// The rank its line names (`[rankN]:`), and the local rank (`[defaultN]:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local_rank: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -60,6 +69,9 @@ struct Report<'a> {
     /// The kernel's Xid lines in the files given; absent when none.
     #[serde(skip_serializing_if = "<[XidLine]>::is_empty")]
     xids: &'a [XidLine],
+    /// A distributed job's failure, when the logs carry ranks; absent when they do not.
+    #[serde(skip_serializing_if = "<[JobExplained]>::is_empty")]
+    job_failures: &'a [JobExplained],
     /// Only there when recordings were given, so the report without them is unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     recordings: Option<serde_json::Value>,
@@ -82,6 +94,7 @@ pub struct Logs {
     paths: Vec<String>,
     failures: Vec<Explained>,
     xids: Vec<XidLine>,
+    jobs: Vec<JobExplained>,
 }
 
 /// Reads every file whole and classifies each failure in it; an unreadable file is an error.
@@ -96,8 +109,11 @@ pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
         failures.extend(found);
         xids.extend(lines);
     }
-    let all = failures
+    // A distributed job's events are told in its section, not as allocation failures.
+    let events = failures.clone();
+    let all: Vec<Explained> = failures
         .into_iter()
+        .filter(|f| f.dist.is_none())
         .map(|f| {
             let ctx = Context::default();
             let (class, confidence, evidence, remedy, xid) = match f.fault {
@@ -125,6 +141,8 @@ pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
             };
             Explained {
                 remedy,
+                rank: f.rank,
+                local_rank: f.local_rank,
                 log: f.log,
                 line: f.line,
                 source: f.source,
@@ -138,10 +156,12 @@ pub fn read_logs(paths: &[PathBuf]) -> Result<Logs, ExplainError> {
             }
         })
         .collect();
+    let jobs = jobs::section(&events, &all).into_iter().collect();
     Ok(Logs {
         paths: paths.iter().map(|p| p.display().to_string()).collect(),
         failures: all,
         xids,
+        jobs,
     })
 }
 
@@ -154,14 +174,15 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
                 logs: logs.paths.clone(),
                 failures: &logs.failures,
                 xids: &logs.xids,
+                job_failures: &logs.jobs,
                 recordings: extra.map(|e| e.json),
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
         Format::Text => match extra {
-            None => text(&logs.failures, &logs.xids),
+            None => text(logs),
             Some(e) if logs.paths.is_empty() => e.text,
-            Some(e) => format!("{}\n{}", text(&logs.failures, &logs.xids), e.text),
+            Some(e) => format!("{}\n{}", text(logs), e.text),
         },
     }
 }
@@ -206,8 +227,9 @@ fn read(path: &Path) -> std::io::Result<(Vec<Failure>, Vec<XidLine>)> {
     Ok((failures, xids))
 }
 
-fn text(all: &[Explained], xids: &[XidLine]) -> String {
-    if all.is_empty() && xids.is_empty() {
+fn text(logs: &Logs) -> String {
+    let (all, xids) = (&logs.failures, &logs.xids);
+    if all.is_empty() && xids.is_empty() && logs.jobs.is_empty() {
         return "no allocation failures found\n".into();
     }
     let mut out = String::new();
@@ -247,6 +269,12 @@ fn text(all: &[Explained], xids: &[XidLine]) -> String {
         }
         out.push_str(&wrap(&x.remedy, "  remedy: ", "    "));
     }
+    for job in &logs.jobs {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&jobs::text(job, logs.paths.len(), wrap));
+    }
     let faults = all
         .iter()
         .filter(|e| FAULTS.contains(&e.class.as_str()))
@@ -257,6 +285,18 @@ fn text(all: &[Explained], xids: &[XidLine]) -> String {
     }
     if !xids.is_empty() {
         count.push_str(&format!(", {} Xid(s) in the kernel log", xids.len()));
+    }
+    for job in &logs.jobs {
+        count.push_str(&match job.root {
+            Some(_) => format!(
+                ", 1 job failure ({} consequence(s))",
+                job.consequences.len()
+            ),
+            None => format!(
+                ", 1 job failure (no root cause, {} rank(s))",
+                job.consequences.len()
+            ),
+        });
     }
     out.push_str(&count);
     out.push('\n');

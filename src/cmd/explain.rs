@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::{Fail, print_out};
 use crate::analysis::explain::{Extra, read_logs, render, wrap};
 use crate::cli::Format;
-use crate::model::{Alert, Level, Machine, Point, ProcKey, ProcessTrack, Ring};
+use crate::model::{Alert, Group, Level, Machine, Point, ProcKey, ProcessTrack, Ring};
 use crate::recording::file;
 use crate::snapshot;
 use crate::snapshot::timeline::Moment;
@@ -39,6 +39,9 @@ struct Raised {
     title: String,
     evidence: Vec<String>,
     remedy: Option<String>,
+    /// The distributed job it is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<String>,
     /// For a risk: whether an OOM of that process (or GPU) followed in the recording, and if
     /// not, why the risk was raised all the same.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,12 +112,32 @@ fn replay(path: &Path) -> Result<Replayed, Fail> {
     // The tracks of the processes the alerts name, kept as they exit (before the machine drops
     // them); `None` while one still runs.
     let mut tracks: Vec<(ProcKey, Option<ProcessTrack>)> = Vec::new();
+    // Each job failure's alert, by where it stands in `alerts`: amended as the ranks' later
+    // failures come, it is reported as it ended.
+    let mut jobs: Vec<((Group, u64), usize)> = Vec::new();
     let end = super::files::replay_recording(&mut source, |machine| {
         samples += 1;
         let total = added(machine);
         let new = usize::try_from(total - seen).unwrap_or(usize::MAX);
         seen = total;
         let new = &machine.alerts[..new.min(machine.alerts.len())];
+        for r in &machine.job_failures {
+            let key = (r.group.clone(), r.opened_ms);
+            if let Some((_, i)) = jobs.iter().find(|(k, _)| *k == key) {
+                alerts[*i] = raised(&r.alert, machine);
+            } else if new.contains(&r.alert) {
+                jobs.push((
+                    key,
+                    alerts.len()
+                        + new
+                            .iter()
+                            .rev()
+                            .take_while(|a| **a != r.alert)
+                            .filter(|a| a.level != Level::Notice)
+                            .count(),
+                ));
+            }
+        }
         // Newest first in the machine: reversed, they are in the order raised.
         for a in new.iter().rev().filter(|a| a.level != Level::Notice) {
             alerts.push(raised(a, machine));
@@ -248,6 +271,7 @@ fn raised(a: &Alert, m: &Machine) -> Raised {
         title: a.title.clone(),
         evidence: a.evidence.clone(),
         remedy: a.remedy.clone(),
+        job: a.job.clone(),
         outcome: None,
     }
 }

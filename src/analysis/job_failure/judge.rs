@@ -165,6 +165,19 @@ fn weight(e: &RankEvent) -> u8 {
     }
 }
 
+/// Whether the event says its rank died of SIGABRT.
+fn aborted(e: &RankEvent) -> bool {
+    match e.failure.as_ref().and_then(|f| f.dist.as_ref()) {
+        Some(Dist::Torchrun {
+            signal, exitcode, ..
+        }) => signal.as_deref() == Some("SIGABRT") || *exitcode == Some(-6),
+        Some(Dist::AgentFailed { exitcode, .. }) => *exitcode == -6,
+        Some(Dist::DeepspeedExit { code }) => *code == -6,
+        Some(Dist::SrunTasks { how, .. }) => how.contains("Abort"),
+        _ => false,
+    }
+}
+
 fn is_watchdog(e: &RankEvent) -> bool {
     matches!(
         e.failure.as_ref().and_then(|f| f.dist.as_ref()),
@@ -197,14 +210,18 @@ pub fn judge(events: &[RankEvent]) -> Verdict {
             let named_rank = named.iter().any(|(_, n)| who[*n] == who[*i]);
             (*s, named_rank, std::cmp::Reverse(*i))
         });
+    // A rank named as failed that waited itself, or aborted (SIGABRT: how NCCL's watchdog takes
+    // a process down) while others' watchdogs fired, failed of the timeout like them.
+    let any_watchdog = events.iter().any(is_watchdog);
     let root = own.map(|(_, i)| (i, Known::Own)).or_else(|| {
         named
             .iter()
             .find(|(_, n)| {
-                !events
+                let waited = events
                     .iter()
                     .zip(&who)
-                    .any(|(e, w)| *w == who[*n] && is_watchdog(e))
+                    .any(|(e, w)| *w == who[*n] && is_watchdog(e));
+                !waited && !(any_watchdog && aborted(&events[*n]))
             })
             .map(|(_, n)| (*n, Known::Named))
     });
@@ -304,7 +321,7 @@ pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
     let Some(d) = &f.dist else {
         return match (f.fault, class) {
             (Some(k), _) => format!("{w} died of {}{at}", k.words()),
-            (None, Some(c)) => format!("{w} ran out of memory{at} ({c})"),
+            (None, Some(c)) => format!("{w} ran out of memory ({c}){at}"),
             (None, None) => format!("{w} ran out of memory{at}"),
         };
     };
@@ -323,6 +340,11 @@ pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
             ..
         } => format!("{w} lost its NCCL peer{at} (remote process exited or network error)"),
         Dist::NcclError { .. } => format!("{w} hit a CUDA error inside NCCL{at}"),
+        Dist::Torchrun {
+            complete: false, ..
+        } if who == Who::Unknown => {
+            format!("torchrun's summary{at} is cut before it says which rank an entry is")
+        }
         Dist::Torchrun {
             root,
             exitcode,
