@@ -2,13 +2,14 @@
 //! the rank its line names: `join.rs`) and, when it is a rank's, added to its job's open failure
 //! with the ranks' processes that ended since; the job's events are judged (`judge.rs`: the
 //! first failure is the root cause, the others consequences) and told in one alert per job
-//! failure (`render.rs`). A later rank's failure amends that alert (`Machine::record_job_failure`
+//! failure (`render.rs`, in `words.rs`'s sentences). A later rank's failure amends that alert (`Machine::record_job_failure`
 //! keeps the record and amends the alert in place); the pipeline calls [`judge`] before the
 //! failures that are no rank's go to `findings`.
 
 pub mod join;
 pub mod judge;
 pub mod render;
+pub mod words;
 
 use crate::model::job_failure::MAX_RANK_EVENTS;
 use crate::model::{Group, JobFailure, Machine, RankEvent};
@@ -206,4 +207,4 @@ fn push(rec: &mut JobFailure, e: RankEvent) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::Explained;
 use crate::analysis::job_failure::judge::{self, Known, NoRoot, Role, Who};
+use crate::analysis::job_failure::words;
 use crate::model::RankEvent;
 use crate::oom::dist::Dist;
 use crate::oom::failure::Failure;
@@ -143,7 +144,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
     let root_phrase = v.root.map(|(i, _)| {
         format!(
             "{}{}",
-            judge::root_phrase(&events[i], who[i]),
+            words::root_phrase(&events[i], who[i]),
             at(&events[i])
         )
     });
@@ -157,7 +158,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                 .as_ref()
                 .and_then(class_of)
                 .map(|x| x.class.as_str());
-            let words = judge::words(e, who[*i], &at(e), class);
+            let words = words::words(e, who[*i], &at(e), class);
             let words = match (&root_phrase, judge::role(e)) {
                 (Some(r), Role::Own(_)) => format!("{words}, after {r}"),
                 (Some(r), _) => format!("{words}: a consequence of {r}"),
@@ -172,7 +173,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
         .map(|i| {
             said(
                 *i,
-                judge::words(&events[*i], who[*i], &at(&events[*i]), None),
+                words::words(&events[*i], who[*i], &at(&events[*i]), None),
             )
         })
         .collect();
@@ -217,7 +218,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                     ),
                 ),
             };
-            let words = judge::words(e, who[i], &at(e), x.map(|x| x.class.as_str()));
+            let words = words::words(e, who[i], &at(e), x.map(|x| x.class.as_str()));
             let root = Root {
                 said: said(i, words),
                 class: x.map(|x| x.class.clone()),
@@ -236,7 +237,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                     "collective-timeout",
                     format!(
                         "{}, and no rank was seen failing: a rank stuck or slow, not dead",
-                        judge::words(&events[i], who[i], "", None)
+                        words::words(&events[i], who[i], "", None)
                     ),
                     "Find the rank that never reached that collective: run with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 so each rank dumps its collectives (torchfrtrace names the missing ranks); raise the timeout only for work one rank legitimately does alone (a checkpoint, an evaluation).",
                 ),
@@ -244,7 +245,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                     "peer-lost",
                     format!(
                         "{}, and no rank was seen failing: the failed rank's output is not among these logs",
-                        judge::words(&events[i], who[i], "", None)
+                        words::words(&events[i], who[i], "", None)
                     ),
                     "Read the other ranks' output (another node's, perhaps) for the first failure; if none failed, check the network between them (NCCL_DEBUG=INFO).",
                 ),

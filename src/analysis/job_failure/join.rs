@@ -87,6 +87,11 @@ pub fn place(machine: &Machine, f: &Failure) -> Place {
                 })
             })
     };
+    // The log's one writer printed the line; it is the line's subject unless the line is a
+    // launcher's or a peer's word on another rank.
+    let owner = f
+        .pid
+        .filter(|_| f.dist.as_ref().is_none_or(Dist::about_printer));
     let writers: BTreeSet<u32> = machine
         .processes
         .values()
@@ -134,9 +139,9 @@ pub fn place(machine: &Machine, f: &Failure) -> Place {
             format!("its prefix {p} names no rank gpumon believes (a number above {MAX_RANK})")
         });
         return Place {
-            pid: f.pid,
+            pid: owner,
             job,
-            rank: f.pid.and_then(rank_of).and_then(|r| r.rank),
+            rank: owner.and_then(rank_of).and_then(|r| r.rank),
             unjoined,
         };
     };
@@ -168,7 +173,7 @@ pub fn place(machine: &Machine, f: &Failure) -> Place {
             )
         };
         return Place {
-            pid: f.pid,
+            pid: owner,
             job: None,
             rank: global,
             unjoined: Some(format!(
@@ -201,7 +206,7 @@ pub fn place(machine: &Machine, f: &Failure) -> Place {
             job: Some(j),
             unjoined: None,
         },
-        [] => match f.pid {
+        [] => match owner {
             Some(o) => unjoined(format!(
                 "{}'s one writer, pid {o}, is {}",
                 f.log,
@@ -233,3 +238,6 @@ pub fn place(machine: &Machine, f: &Failure) -> Place {
         _ => unjoined(format!("{} all say {}", pids(&candidates), want.label())),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,6 +6,7 @@
 //! stuck or slow, not dead).
 
 use super::judge::{self, Known, NoRoot, Verdict, Who};
+use super::words;
 use crate::analysis::{alert_for_failure, fault};
 use crate::model::units::{clock, duration_ms};
 use crate::model::{Alert, Group, JobFailure, Level, Machine, RankEvent};
@@ -72,7 +73,7 @@ fn consequences(rec: &JobFailure, v: &Verdict, who: &[Who], of: Option<String>) 
         .iter()
         .map(|i| {
             let e = &rec.events[*i];
-            let said = judge::words(e, who[*i], &at(e), None);
+            let said = words::words(e, who[*i], &at(e), None);
             match (&of, judge::role(e)) {
                 (Some(root), judge::Role::Own(_)) => format!("{said}, after {root}"),
                 (Some(root), _) => format!("{said}: a consequence of {root}"),
@@ -93,12 +94,12 @@ fn rooted(
     let e = &rec.events[i];
     let w = who[i];
     let n = v.followed.len();
-    let root = format!("{}{}", judge::root_phrase(e, w), at(e));
+    let root = format!("{}{}", words::root_phrase(e, w), at(e));
     let followed = consequences(rec, v, who, Some(root));
     let naming: Vec<String> = v
         .naming
         .iter()
-        .map(|k| judge::words(&rec.events[*k], who[*k], &at(&rec.events[*k]), None))
+        .map(|k| words::words(&rec.events[*k], who[*k], &at(&rec.events[*k]), None))
         .collect();
     let rank_of_job = matches!(rec.group, Group::Job(_)) || n > 0;
     let head = match (rank_of_job, n) {
@@ -133,7 +134,7 @@ fn rooted(
             base
         }
         _ => {
-            let said = judge::words(e, w, &at(e), None);
+            let said = words::words(e, w, &at(e), None);
             let (confidence, how) = match known {
                 Known::Exited => ("likely", "its process ended first, with no line of its own"),
                 _ => ("certain", "its launcher names it"),

@@ -7,32 +7,32 @@ use crate::pipeline;
 use crate::sample::{Framework, GpuSample, ProcessSample, Reading, Sample};
 use crate::source::scripted::build::{GIB, gpu, machine, process, ranked};
 
-const T0: u64 = 1_763_812_900_000;
-const LOG: &str = "/srv/log/train.log";
-const OOM: &str = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 64.12 GiB is free. Including non-PyTorch memory, this process has 14.00 GiB memory in use. 14.00 GiB allowed; Of the allocated memory 13.95 GiB is allocated by PyTorch, and 40.00 MiB is reserved by PyTorch but unallocated.";
-const WATCHDOG: &str = "[rank1]:[E1121 06:06:43.101 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3067, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=40000) ran for 40006 milliseconds before timing out.";
+pub(crate) const T0: u64 = 1_763_812_900_000;
+pub(crate) const LOG: &str = "/srv/log/train.log";
+pub(crate) const OOM: &str = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 64.12 GiB is free. Including non-PyTorch memory, this process has 14.00 GiB memory in use. 14.00 GiB allowed; Of the allocated memory 13.95 GiB is allocated by PyTorch, and 40.00 MiB is reserved by PyTorch but unallocated.";
+pub(crate) const WATCHDOG: &str = "[rank1]:[E1121 06:06:43.101 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3067, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=40000) ran for 40006 milliseconds before timing out.";
 
 /// A scripted run, one sample a second.
-struct Run {
-    m: Machine,
+pub(crate) struct Run {
+    pub(crate) m: Machine,
     second: u64,
-    gpus: Vec<GpuSample>,
+    pub(crate) gpus: Vec<GpuSample>,
 }
 
 impl Run {
-    fn new() -> Run {
+    pub(crate) fn new() -> Run {
         let mut m = Machine::new(Config::new(1000, 600_000));
         pipeline::apply(&mut m, Event::Started(machine()));
         let gpus = vec![gpu(0, 80 * GIB, 20 * GIB, 0), gpu(1, 80 * GIB, 20 * GIB, 0)];
         Run { m, second: 0, gpus }
     }
 
-    fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         T0 + self.second * 1000
     }
 
     /// One second: these processes, the failures these lines of `log` say.
-    fn tick(&mut self, processes: Vec<ProcessSample>, log: &str, lines: &[&str]) {
+    pub(crate) fn tick(&mut self, processes: Vec<ProcessSample>, log: &str, lines: &[&str]) {
         let at = self.now();
         let text = lines.join("\n");
         // The log's one writer, as the log watcher names it.
@@ -62,7 +62,7 @@ impl Run {
         self.second += 1;
     }
 
-    fn failures(&self) -> Vec<&Alert> {
+    pub(crate) fn failures(&self) -> Vec<&Alert> {
         self.m
             .alerts
             .iter()
@@ -72,7 +72,7 @@ impl Run {
 }
 
 /// `pid` as rank `rank` of the torchrun job writing `LOG`, on GPU `rank`.
-fn rank(run: &Run, pid: u32, rank: u32, job: &str) -> ProcessSample {
+pub(crate) fn rank(run: &Run, pid: u32, rank: u32, job: &str) -> ProcessSample {
     let mut p = ranked(
         process(
             pid,
@@ -226,7 +226,11 @@ fn a_rank_that_ended_silently_before_a_timeout_likely_failed_first() {
 }
 
 /// The one failure alert after `lines` are read from `log` written by `procs`.
-fn judged(procs: impl Fn(&Run) -> Vec<ProcessSample>, log: &str, lines: &[&str]) -> Alert {
+pub(crate) fn judged(
+    procs: impl Fn(&Run) -> Vec<ProcessSample>,
+    log: &str,
+    lines: &[&str],
+) -> Alert {
     let mut run = Run::new();
     let p = procs(&run);
     run.tick(p, log, &[]);
@@ -237,108 +241,12 @@ fn judged(procs: impl Fn(&Run) -> Vec<ProcessSample>, log: &str, lines: &[&str])
     a[0].clone()
 }
 
-fn unjoined(a: &Alert, why: &str) {
+pub(crate) fn unjoined(a: &Alert, why: &str) {
     assert_eq!(a.pid, None, "no wrong join: {a:#?}");
     assert!(
         a.evidence.iter().any(|e| e.contains(why)),
         "{why}\n{:#?}",
         a.evidence
-    );
-}
-
-#[test]
-fn bad_inputs_leave_the_line_unjoined_with_the_reason() {
-    let job = "torchrun:abc";
-    // A prefix no process of the job has.
-    let a = judged(
-        |r| vec![rank(r, 1446, 0, job), rank(r, 1447, 1, job)],
-        LOG,
-        &[&OOM.replace("[rank0]", "[rank5]")],
-    );
-    unjoined(
-        &a,
-        "rank 5 was not joined to a process: no process writing /srv/log/train.log is rank 5 of job torchrun:abc (its ranks there: 0, 1)",
-    );
-    assert_eq!(a.job.as_deref(), Some(job));
-    // Two processes claiming the rank.
-    let a = judged(
-        |r| vec![rank(r, 1446, 0, job), rank(r, 1447, 0, job)],
-        LOG,
-        &[OOM],
-    );
-    unjoined(&a, "pid 1446, pid 1447 all say rank 0");
-    // A `[rank0]:` line in the log of processes that are no distributed job.
-    let plain = |r: &Run, pid: u32| {
-        let mut p = process(pid, &r.gpus[0], GIB, Framework::Pytorch, "python a.py");
-        p.log = Reading::Value(vec![LOG.into()]);
-        p
-    };
-    let a = judged(|r| vec![plain(r, 10), plain(r, 11)], LOG, &[OOM]);
-    unjoined(
-        &a,
-        "the processes writing /srv/log/train.log (pid 10, pid 11) are not ranks of a distributed job",
-    );
-    assert_eq!(a.job, None);
-    assert!(a.title.starts_with("PyTorch OOM"), "{}", a.title);
-    // Its writers ranks of two jobs.
-    let a = judged(
-        |r| {
-            vec![
-                rank(r, 1446, 0, "torchrun:a"),
-                rank(r, 1447, 1, "torchrun:b"),
-            ]
-        },
-        LOG,
-        &[OOM],
-    );
-    unjoined(&a, "belong to several jobs (torchrun:a, torchrun:b)");
-    // A number too large to be a rank.
-    let a = judged(
-        |r| vec![rank(r, 1446, 0, job), rank(r, 1447, 1, job)],
-        LOG,
-        &[&OOM.replace("[rank0]", "[rank99999999999]")],
-    );
-    unjoined(
-        &a,
-        "its prefix [rank99999999999]: names no rank gpumon believes",
-    );
-    // A log no watched process writes (`--log`).
-    let a = judged(
-        |r| vec![rank(r, 1446, 0, job)],
-        "/srv/log/other.log",
-        &[OOM],
-    );
-    unjoined(&a, "no process gpumon watches writes /srv/log/other.log");
-}
-
-#[test]
-fn a_lines_rank_against_its_one_writer() {
-    let job = "torchrun:abc";
-    let own = |r: &Run| {
-        let mut p = rank(r, 1447, 1, job);
-        p.log = Reading::Value(vec!["/srv/log/1447.out".into()]);
-        vec![p]
-    };
-    // Rank 1's own file says rank 0: not rank 1's.
-    let a = judged(own, "/srv/log/1447.out", &[OOM]);
-    unjoined(&a, "/srv/log/1447.out's one writer, pid 1447, is rank 1");
-    // Its own rank, or no prefix: its own.
-    let a = judged(
-        own,
-        "/srv/log/1447.out",
-        &[&OOM.replace("[rank0]", "[rank1]")],
-    );
-    assert_eq!(a.pid, Some(1447));
-    let a = judged(
-        own,
-        "/srv/log/1447.out",
-        &[OOM.trim_start_matches("[rank0]: ")],
-    );
-    assert_eq!((a.pid, a.job.as_deref()), (Some(1447), Some(job)));
-    assert!(
-        a.title.starts_with("rank 1: pid 1447 PyTorch OOM"),
-        "{}",
-        a.title
     );
 }
 
@@ -398,5 +306,83 @@ fn torchruns_summary_names_the_root_when_no_line_of_its_own_says_more() {
             .any(|e| e.contains("the line says pid 1447 is rank 0, but pid 1447 is rank 1")),
         "{:#?}",
         a.evidence
+    );
+}
+
+#[test]
+fn ranks_started_one_by_one_each_with_its_own_log() {
+    let mut run = Run::new();
+    let job = "slurm:4242.0";
+    let own = |r: &Run, pid: u32, n: u32| {
+        let mut p = rank(r, pid, n, job);
+        p.log = Reading::Value(vec![format!("/srv/log/rank{n}.log")]);
+        p
+    };
+    let p = vec![own(&run, 1446, 0), own(&run, 1447, 1)];
+    run.tick(
+        p,
+        "/srv/log/rank0.log",
+        &[OOM.trim_start_matches("[rank0]: ")],
+    );
+    for _ in 0..99 {
+        let p = vec![own(&run, 1447, 1)];
+        run.tick(p, "/srv/log/rank1.log", &[]);
+    }
+    let p = vec![own(&run, 1447, 1)];
+    run.tick(p, "/srv/log/rank1.log", &[WATCHDOG]);
+    let a = run.failures();
+    assert_eq!(a.len(), 1, "{a:#?}");
+    assert_eq!((a[0].pid, a[0].job.as_deref()), (Some(1446), Some(job)));
+    assert!(
+        a[0].title
+            .starts_with("rank 0 failed first, 1 rank followed"),
+        "{}",
+        a[0].title
+    );
+}
+
+#[test]
+fn jax_names_the_process_that_died_from_process_0s_log() {
+    let mut run = Run::new();
+    let job = "jax:10.0.0.1:1234";
+    let proc_ = |r: &Run, pid: u32, n: u32| {
+        let mut p = rank(r, pid, n, job);
+        p.framework = Reading::Value(Framework::Jax);
+        p.log = Reading::Value(vec![format!("/srv/log/process{n}.log")]);
+        p
+    };
+    let p = vec![proc_(&run, 500, 0), proc_(&run, 501, 1)];
+    run.tick(p, "/srv/log/process0.log", &[]);
+    // Process 1 is gone; ten seconds later process 0 hears of it, and ends.
+    for _ in 0..10 {
+        let p = vec![proc_(&run, 500, 0)];
+        run.tick(p, "/srv/log/process0.log", &[]);
+    }
+    let p = vec![proc_(&run, 500, 0)];
+    run.tick(
+        p,
+        "/srv/log/process0.log",
+        &[
+            "E1124 06:12:01.123456  4242 coordination_service.cc:1518] Use error polling to propagate the following error to all tasks: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):",
+            "1",
+            "The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.",
+            "F1124 06:12:01.987654  4242 client.h:86] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details.",
+        ],
+    );
+    let a = run.failures();
+    assert_eq!(a.len(), 1, "{a:#?}");
+    assert_eq!((a[0].class.as_str(), a[0].pid), ("rank-failed", Some(501)));
+    assert!(
+        a[0].title
+            .starts_with("rank 1 failed first (its launcher names it), 1 rank followed"),
+        "{}",
+        a[0].title
+    );
+    assert!(
+        a[0].evidence
+            .iter()
+            .any(|e| e.starts_with("rank 0 terminated by JAX's distributed service")),
+        "{:#?}",
+        a[0].evidence
     );
 }

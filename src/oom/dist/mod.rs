@@ -153,6 +153,15 @@ impl Dist {
         }
     }
 
+    /// Whether the event is about the process that printed it (a watchdog's abort, NCCL's error,
+    /// JAX's termination); the others are a launcher's or a peer's word on another rank.
+    pub fn about_printer(&self) -> bool {
+        matches!(
+            self,
+            Dist::WatchdogTimeout { .. } | Dist::NcclError { .. } | Dist::JaxFatal
+        )
+    }
+
     /// The time printed on its line, when it had one.
     pub fn time(&self) -> Option<&str> {
         match self {
