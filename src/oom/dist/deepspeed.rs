@@ -17,7 +17,13 @@ static LOCAL: LazyLock<Regex> = LazyLock::new(|| re(r"--local_rank=(?P<l>\d{1,7}
 static KILL: LazyLock<Regex> =
     LazyLock::new(|| re(r"sigkill_handler\] Killing subprocess (?P<pid>\d{1,10})"));
 
+/// Both lines come from the launcher's handler.
+pub(super) const WORDS: &str = "sigkill_handler";
+
 pub(super) fn parse(body: &str) -> Option<Found> {
+    if !body.contains(WORDS) {
+        return None;
+    }
     if let Some(c) = EXIT.captures(body) {
         let code = c["c"].parse().ok()?;
         let local = LOCAL

@@ -18,9 +18,12 @@ static TASK: LazyLock<Regex> =
     LazyLock::new(|| re(r"/job:[\w-]{1,40}/replica:\d{1,6}/task:(?P<t>\d{1,7})"));
 static BARE: LazyLock<Regex> =
     LazyLock::new(|| re(r"^\s*(?:/job:[\w-]{1,40}/replica:\d{1,6}/task:)?(?P<t>\d{1,7})\s*,?\s*$"));
-const FATAL: &str = "Terminating process because the JAX distributed service detected fatal errors";
-const UNHEALTHY: &str = "The following tasks are unhealthy (stopped sending heartbeats):";
-const BARRIER: &str = "Timed out task names:";
+pub(super) const FATAL: &str =
+    "Terminating process because the JAX distributed service detected fatal errors";
+pub(super) const UNHEALTHY: &str =
+    "The following tasks are unhealthy (stopped sending heartbeats):";
+pub(super) const BARRIER: &str = "Timed out task names:";
+pub(super) const HEARTBEAT_WORDS: &str = "heartbeat timeout";
 
 fn task(s: &str) -> Option<u32> {
     s.parse()
@@ -40,7 +43,11 @@ fn found(why: JaxWhy, tasks: Vec<u32>, message: String) -> Found {
 }
 
 pub(super) fn parse(body: &str) -> Option<Found> {
-    if let Some(c) = HEARTBEAT.captures(body) {
+    if let Some(c) = body
+        .contains(HEARTBEAT_WORDS)
+        .then(|| HEARTBEAT.captures(body))
+        .flatten()
+    {
         let t = task(&c["t"])?;
         let at = c.get(0)?.start();
         return Some(found(JaxWhy::Heartbeat, vec![t], message_from(body, at)));

@@ -200,25 +200,28 @@ pub(crate) struct DistReader {
     recent: VecDeque<(u64, Option<u32>, String)>,
 }
 
-/// Whether a line may hold an event: a plain scan for a word every format has.
+/// Whether a line may hold an event: a plain scan for the phrases the formats have, before any
+/// pattern (NCCL_DEBUG=INFO prints "NCCL" on every line; none of these).
 fn worth_reading(text: &str) -> bool {
-    const WORDS: [&str; 14] = [
-        "NCCL",
-        "nccl",
-        "Watchdog",
-        "exitcode",
-        "closing signal",
+    const PHRASES: [&str; 16] = [
+        nccl::WATCHDOG_WORDS,
+        "remote process exited",
+        "ncclRemoteError",
+        "unhandled cuda error",
+        "ncclUnhandledCudaError",
+        torchrun::AGENT_WORDS,
+        torchrun::STOP_WORDS,
         "run: error:",
-        "CANCELLED",
-        "return code",
-        "Killing subprocess",
-        "task",
-        "Task",
-        "JAX",
+        "CANCELLED AT",
+        deepspeed::WORDS,
+        jax::HEARTBEAT_WORDS,
+        jax::FATAL,
+        jax::UNHEALTHY,
+        jax::BARRIER,
         "Failures:",
         "Root Cause",
     ];
-    WORDS.iter().any(|w| text.contains(w))
+    PHRASES.iter().any(|w| text.contains(w))
 }
 
 impl DistReader {

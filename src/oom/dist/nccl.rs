@@ -28,8 +28,15 @@ static REMOTE: LazyLock<Regex> =
     LazyLock::new(|| re(r"remote process exited or there was a network error|ncclRemoteError"));
 static CUDA: LazyLock<Regex> = LazyLock::new(|| re(r"unhandled cuda error|ncclUnhandledCudaError"));
 
+/// Every watchdog timeout's line has these words.
+pub(super) const WATCHDOG_WORDS: &str = "Watchdog caught";
+
 pub(super) fn parse(body: &str) -> Option<Found> {
-    if let Some(c) = WATCHDOG.captures(body) {
+    if let Some(c) = body
+        .contains(WATCHDOG_WORDS)
+        .then(|| WATCHDOG.captures(body))
+        .flatten()
+    {
         let seq = c["seq"].parse().ok()?;
         let op = word(&c["op"]);
         let rank = c

@@ -23,7 +23,11 @@ static STEP: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 pub(super) fn parse(body: &str) -> Option<Found> {
-    if let Some(c) = TASKS.captures(body) {
+    let (tasks, cancelled) = (body.contains("run: error:"), body.contains("CANCELLED AT"));
+    if !tasks && !cancelled {
+        return None;
+    }
+    if let Some(c) = tasks.then(|| TASKS.captures(body)).flatten() {
         let tasks = ranges(&c["list"])?;
         let how = word(&c["how"]);
         let exit_code = EXIT.captures(&how).and_then(|e| e["c"].parse().ok());

@@ -36,10 +36,18 @@ static CLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"\d{2}:\d{2}:\d{2}"));
 /// Lines of an entry's traceback read past before the entry counts as cut.
 const MAX_TRACEBACK_LINES: u32 = 400;
 
+/// Words of the agent's line on the first failure it saw, and on a process it stopped.
+pub(super) const AGENT_WORDS: &str = "failed (exitcode";
+pub(super) const STOP_WORDS: &str = "closing signal";
+
 /// The agent's lines: the first failure it saw, and the processes it stopped.
 pub(super) fn agent(body: &str) -> Option<Found> {
+    let (failed, stopped) = (body.contains(AGENT_WORDS), body.contains(STOP_WORDS));
+    if !failed && !stopped {
+        return None;
+    }
     let time = printed_time(body);
-    if let Some(c) = AGENT.captures(body) {
+    if let Some(c) = failed.then(|| AGENT.captures(body)).flatten() {
         let exitcode = c["code"].parse().ok()?;
         let pid = c["pid"].parse().ok()?;
         let local = c["local"].parse().ok();
