@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::Explained;
-use crate::analysis::job_failure::judge::{self, Known, NoRoot, Role, Who};
+use crate::analysis::job_failure::judge::{self, Known, NoRoot, Who};
 use crate::analysis::job_failure::words;
 use crate::model::RankEvent;
 use crate::oom::dist::Dist;
@@ -159,11 +159,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                 .and_then(class_of)
                 .map(|x| x.class.as_str());
             let words = words::words(e, who[*i], &at(e), class);
-            let words = match (&root_phrase, judge::role(e)) {
-                (Some(r), Role::Own(_)) => format!("{words}, after {r}"),
-                (Some(r), _) => format!("{words}: a consequence of {r}"),
-                (None, _) => words,
-            };
+            let words = words::against_root(words, judge::role(e), root_phrase.as_deref());
             said(*i, words)
         })
         .collect();

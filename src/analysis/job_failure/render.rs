@@ -74,11 +74,7 @@ fn consequences(rec: &JobFailure, v: &Verdict, who: &[Who], of: Option<String>) 
         .map(|i| {
             let e = &rec.events[*i];
             let said = words::words(e, who[*i], &at(e), None);
-            match (&of, judge::role(e)) {
-                (Some(root), judge::Role::Own(_)) => format!("{said}, after {root}"),
-                (Some(root), _) => format!("{said}: a consequence of {root}"),
-                (None, _) => said,
-            }
+            words::against_root(said, judge::role(e), of.as_deref())
         })
         .collect()
 }

@@ -386,3 +386,33 @@ fn jax_names_the_process_that_died_from_process_0s_log() {
         a[0].evidence
     );
 }
+
+#[test]
+fn a_rank_named_first_by_torchrun_beside_another_ranks_own_oom() {
+    // Rank 1's OOM has a line of its own; torchrun saw rank 0 exit first (its error is not one
+    // gpumon reads). The OOM is the root cause; torchrun's word is kept, not called a consequence.
+    let job = "torchrun:abc";
+    let lines = [
+        &*OOM.replace("[rank0]", "[rank1]"),
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  rank      : 0 (local_rank: 0)",
+        "  exitcode  : 1 (pid: 1446)",
+        "======",
+    ];
+    let a = judged(
+        |r| vec![rank(r, 1446, 0, job), rank(r, 1447, 1, job)],
+        LOG,
+        &lines,
+    );
+    assert_eq!(a.pid, Some(1447));
+    let said = a
+        .evidence
+        .iter()
+        .find(|e| e.starts_with("rank 0 is torchrun's root cause"))
+        .unwrap_or_else(|| panic!("{:#?}", a.evidence));
+    assert!(
+        said.contains("; the first failure with a line of its own is rank 1's OOM"),
+        "{said}"
+    );
+}

@@ -2,7 +2,7 @@
 //! #3067 (timeout 40s)"), and the root cause short ("rank 0's OOM"): the live alert's and
 //! `explain`'s sentences alike.
 
-use super::judge::Who;
+use super::judge::{Role, Who};
 use crate::model::RankEvent;
 use crate::model::units::duration_ms;
 use crate::oom::dist::{Dist, JaxWhy, NcclCause};
@@ -150,5 +150,19 @@ pub fn root_phrase(e: &RankEvent, who: Who) -> String {
             None => format!("{w}'s OOM"),
         },
         Some(_) => format!("{w}'s failure"),
+    }
+}
+
+/// A later rank's event against the root cause (`root`: its short phrase and when): another
+/// rank's own failure came after it; a launcher naming another rank first is said as such (the
+/// root cause is the first failure with a line of its own); everything else is a consequence.
+pub fn against_root(said: String, role: Role, root: Option<&str>) -> String {
+    match (root, role) {
+        (None, _) => said,
+        (Some(r), Role::Own(_)) => format!("{said}, after {r}"),
+        (Some(r), Role::Named(_)) => {
+            format!("{said}; the first failure with a line of its own is {r}")
+        }
+        (Some(r), Role::Followed) => format!("{said}: a consequence of {r}"),
     }
 }
