@@ -100,3 +100,16 @@ fn a_lines_rank_against_its_one_writer() {
         a.title
     );
 }
+
+#[test]
+fn a_local_prefix_joins_the_rank_of_that_local_rank() {
+    // torchrun --tee: `[default1]:` is local rank 1.
+    let job = "torchrun:abc";
+    let a = judged(
+        |r| vec![rank(r, 1446, 0, job), rank(r, 1447, 1, job)],
+        LOG,
+        &[&OOM.replace("[rank0]", "[default1]")],
+    );
+    assert_eq!((a.pid, a.job.as_deref()), (Some(1447), Some(job)));
+    assert!(a.title.starts_with("rank 1: pid 1447"), "{}", a.title);
+}
