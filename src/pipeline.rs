@@ -26,13 +26,25 @@ pub fn apply(machine: &mut Machine, event: Event) {
             let events = sample.events.clone();
             let at_ms = sample.at_ms;
             machine.ingest(sample);
+            // A rank's line joined to its process before a memory fault waits for its Xid.
+            let failures = analysis::job_failure::attribute(machine, failures);
             let failures = due(machine, failures, at_ms);
-            let alerts = analysis::findings(machine, &failures, &events, &notices, at_ms);
+            // A rank's failure goes to its job's one alert (new, or amended in place).
+            let judged = analysis::job_failure::judge(machine, failures, at_ms);
+            for record in judged.records {
+                machine.record_job_failure(record);
+            }
+            let alerts = analysis::findings(machine, &judged.rest, &events, &notices, at_ms);
             machine.add_alerts(alerts);
         }
         Event::SourceEnded => {
             let waited = std::mem::take(&mut machine.waiting_faults);
-            let alerts = analysis::failure_alerts(machine, &waited);
+            let at_ms = machine.now_ms;
+            let judged = analysis::job_failure::judge(machine, waited, at_ms);
+            for record in judged.records {
+                machine.record_job_failure(record);
+            }
+            let alerts = analysis::failure_alerts(machine, &judged.rest);
             machine.add_alerts(alerts);
         }
         _ => {}

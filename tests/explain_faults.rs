@@ -204,6 +204,7 @@ fn a_recordings_fault_is_joined_with_the_recorded_xid() {
                 allocator: None,
                 numbers: Default::default(),
                 fault: Some(FaultKind::IllegalAddress),
+                ..Failure::default()
             }]
         } else {
             Vec::new()

@@ -23,6 +23,16 @@ const REAL: &[&str] = &[
     "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 512 bytes (allocated so far: 1,024 bytes, limit set to: 1,500 bytes).",
     "gpu_async_0 cuMemAllocAsync failed to allocate 4294967296 bytes: CUDA error\n Reported by CUDA: Free memory/Total memory: 1073741824/85899345920",
     "std::bad_alloc: cudaErrorMemoryAllocation: out of memory",
+    // Distributed jobs' lines (shared/reference/distributed-jobs.md), rank prefixes included.
+    "[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
+    "[rank1]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3763, remote process exited or there was a network error, NCCL version 2.28.8",
+    "node1:3018451:3018451 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'\n[rank0]: ncclUnhandledCudaError: Call to CUDA function failed.",
+    "Failures:\n[1]:\n  time      : 2026-06-28_09:59:18\n  rank      : 1 (local_rank: 1)\n  exitcode  : -15 (pid: 1798)  (SIGTERM)\n------\nRoot Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1446)\n======",
+    "E0801 13:23:20.000000 32974 api.py:874] failed (exitcode: 1) local_rank: 3 (pid: 33054) of binary: /usr/bin/python3",
+    "srun: error: nid002888: tasks 0-57,59-63: Terminated\n*** STEP 52222788.0 ON nid002888 CANCELLED AT 2026-04-29T23:36:37 DUE TO TASK FAILURE ***",
+    "[ERROR] [launch.py:321:sigkill_handler] ['python', '-u', 'main.py', '--local_rank=1'] exits with return code = -9",
+    "UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):\n1\n/job:jax_worker/replica:0/task:3\nF client.h:86] Terminating process because the JAX distributed service detected fatal errors",
+    "(WorkerDict pid=2837, ip=10.0.0.1) [rank3]: [default2]: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 8.00 GiB total capacity)",
     "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
 ];
 

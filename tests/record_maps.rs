@@ -192,7 +192,8 @@ async fn record_asks_a_leaking_jobs_probe_for_maps_and_keeps_them_in_the_recordi
     assert!(times.windows(2).all(|w| w[1] - w[0] >= 30_000), "{times:?}");
 
     // The recording holds the maps it asked for and the map at the OOM.
-    let mut replay = ReplaySource::read("leak", gpumon::infile::Input::open(&path).unwrap().reader()).unwrap();
+    let mut replay =
+        ReplaySource::read("leak", gpumon::infile::Input::open(&path).unwrap().reader()).unwrap();
     let reasons: Vec<MapReason> = replay
         .samples()
         .map(Result::unwrap)

@@ -96,6 +96,7 @@ fn sample(k: u64) -> Sample {
             allocator: None,
             numbers: Default::default(),
             fault: Some(FaultKind::UncorrectableEcc),
+            ..Failure::default()
         }]
     } else {
         Vec::new()

@@ -1,8 +1,10 @@
 //! `gpumon explain LOG…`: every allocation failure in whole log files, classified from the
 //! message's own numbers (no state), every memory fault that is not an OOM joined with the
-//! kernel's Xid line for it where the files given hold one (`kernel.rs`), and those Xid lines in
-//! words, as text for people (80 columns) or JSON. What a recording
-//! adds (the alerts its replay raised) is rendered by the caller and appended as [`Extra`].
+//! kernel's Xid line for it where the files given hold one (`kernel.rs`), those Xid lines in
+//! words, and, when the logs carry ranks or a distributed job's events, the job's failure: the
+//! rank that failed first and the ranks' failures that followed (`jobs.rs`), as text for people
+//! (80 columns) or JSON. What a recording adds (the alerts its replay raised) is rendered by the
+//! caller and appended as [`Extra`].
 
 use std::io::Read;
 
@@ -14,8 +16,10 @@ use crate::analysis::remedy::remedy;
 use crate::logs::lines::LineSplitter;
 use crate::oom::OomParser;
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
+use jobs::JobExplained;
 use kernel::XidLine;
 
+mod jobs;
 mod kernel;
 
 pub use crate::format::Format;
@@ -39,6 +43,11 @@ struct Explained {
     /// The kernel's Xid line a memory fault is joined with.
     #[serde(skip_serializing_if = "Option::is_none")]
     xid: Option<XidLine>,
+    /// The rank its line names (`[rankN]:`), and the local rank (`[defaultN]:`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local_rank: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -49,6 +58,9 @@ struct Report<'a> {
     /// The kernel's Xid lines in the files given; absent when none.
     #[serde(skip_serializing_if = "<[XidLine]>::is_empty")]
     xids: &'a [XidLine],
+    /// A distributed job's failure, when the logs carry ranks; absent when they do not.
+    #[serde(skip_serializing_if = "<[JobExplained]>::is_empty")]
+    job_failures: &'a [JobExplained],
     /// Only there when recordings were given, so the report without them is unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     recordings: Option<serde_json::Value>,
@@ -78,6 +90,7 @@ pub struct Logs {
     failures: Vec<Explained>,
     xids: Vec<XidLine>,
     unreadable: Vec<Unreadable>,
+    jobs: Vec<JobExplained>,
 }
 
 /// One log read whole: its failures, in order, and its kernel Xid lines.
@@ -99,19 +112,26 @@ impl Logs {
             failures.extend(f.failures);
             xids.extend(f.xids);
         }
+        // The job's section reads every event, its failures' verdicts beside them.
+        let events = failures.clone();
+        let failures = explained(failures, &xids);
+        let jobs = jobs::section(&events, &failures).into_iter().collect();
         Logs {
-            failures: explained(failures, &xids),
+            failures,
             paths,
             xids,
             unreadable,
+            jobs,
         }
     }
 }
 
-/// Each failure classified: a memory fault joined with an Xid line, an OOM by its numbers.
+/// Each failure classified: a memory fault joined with an Xid line, an OOM by its numbers. A
+/// distributed job's events are told in its section, not as allocation failures.
 fn explained(failures: Vec<Failure>, xids: &[XidLine]) -> Vec<Explained> {
     failures
         .into_iter()
+        .filter(|f| f.dist.is_none())
         .map(|f| {
             let ctx = Context::default();
             let (class, confidence, evidence, remedy, xid) = match f.fault {
@@ -139,6 +159,8 @@ fn explained(failures: Vec<Failure>, xids: &[XidLine]) -> Vec<Explained> {
             };
             Explained {
                 remedy,
+                rank: f.rank,
+                local_rank: f.local_rank,
                 log: f.log,
                 line: f.line,
                 source: f.source,
@@ -163,15 +185,16 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
                 logs: logs.paths.clone(),
                 failures: &logs.failures,
                 xids: &logs.xids,
+                job_failures: &logs.jobs,
                 recordings: extra.map(|e| e.json),
                 unreadable: &logs.unreadable,
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
         Format::Text => match extra {
-            None => text(&logs.failures, &logs.xids),
+            None => text(logs),
             Some(e) if logs.paths.is_empty() => e.text,
-            Some(e) => format!("{}\n{}", text(&logs.failures, &logs.xids), e.text),
+            Some(e) => format!("{}\n{}", text(logs), e.text),
         },
     }
 }
@@ -228,8 +251,9 @@ pub fn read_log(name: &str, mut input: impl Read) -> std::io::Result<LogFile> {
     })
 }
 
-fn text(all: &[Explained], xids: &[XidLine]) -> String {
-    if all.is_empty() && xids.is_empty() {
+fn text(logs: &Logs) -> String {
+    let (all, xids) = (&logs.failures, &logs.xids);
+    if all.is_empty() && xids.is_empty() && logs.jobs.is_empty() {
         return "no allocation failures found\n".into();
     }
     let mut out = String::new();
@@ -269,6 +293,12 @@ fn text(all: &[Explained], xids: &[XidLine]) -> String {
         }
         out.push_str(&wrap(&x.remedy, "  remedy: ", "    "));
     }
+    for job in &logs.jobs {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&jobs::text(job, logs.paths.len(), wrap));
+    }
     let faults = all
         .iter()
         .filter(|e| FAULTS.contains(&e.class.as_str()))
@@ -279,6 +309,18 @@ fn text(all: &[Explained], xids: &[XidLine]) -> String {
     }
     if !xids.is_empty() {
         count.push_str(&format!(", {} Xid(s) in the kernel log", xids.len()));
+    }
+    for job in &logs.jobs {
+        count.push_str(&match job.root {
+            Some(_) => format!(
+                ", 1 job failure ({} consequence(s))",
+                job.consequences.len()
+            ),
+            None => format!(
+                ", 1 job failure (no root cause, {} rank(s))",
+                job.consequences.len()
+            ),
+        });
     }
     out.push_str(&count);
     out.push('\n');

@@ -11,6 +11,7 @@ pub mod gpu_events;
 pub mod growth;
 pub mod health;
 pub mod idle;
+pub mod job_failure;
 pub mod maps;
 pub mod peaks;
 pub mod pool;

@@ -11,7 +11,7 @@ use crate::analysis::filling::time_to_full;
 use crate::analysis::risk::{Finding, IsNew};
 use crate::analysis::{growth, idle, maps, pool, ranks};
 use crate::model::units::duration_ms;
-use crate::model::{Alert, Level};
+use crate::model::{Alert, Group, Level};
 use crate::model::{GpuTrack, Machine, ProcessTrack, processes_on};
 use crate::oom::sizes::human;
 use crate::sample::{Framework, Pool};
@@ -61,7 +61,22 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
         alerts_of(pid).any(|a| same(a, class, pid, gpu))
             || out.iter().any(|a| same(a, class, pid, gpu))
     };
-    let logged = |pid: u32| alerts_of(Some(pid)).any(|a| a.level == Level::Failure);
+    // A rank of a job whose failure was read has its end told there (a consequence, or the
+    // root cause whose line was not joined to it).
+    let job_failed = |pid: u32, since: u64| {
+        machine.job_of(pid).is_some_and(|(j, row)| {
+            machine.job_failures.iter().any(|r| {
+                r.group == Group::Job(j.id.clone())
+                    && r.events.iter().any(|e| {
+                        e.at_ms >= since
+                            && (e.pid == Some(pid)
+                                || (e.pid.is_none() && e.rank.is_some() && e.rank == row.rank))
+                    })
+            })
+        })
+    };
+    let logged =
+        |pid: u32| alerts_of(Some(pid)).any(|a| a.level == Level::Failure) || job_failed(pid, 0);
     // The jobs first: a rank growing alone is raised before its own leak rules see the climb, and
     // stands for them; a leak raised before it stays the one alert.
     let grows_new = |pid: u32, gpu: &str| {
@@ -125,6 +140,7 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     }
     let failed_since = |pid: u32, since: u64| {
         alerts_of(Some(pid)).any(|a| a.level == Level::Failure && a.at_ms >= since)
+            || job_failed(pid, since)
     };
     let risks = pool::risks(machine, at_ms, &failed_since);
     for mut risk in risks.into_iter().chain(idle::risks(machine, at_ms)) {

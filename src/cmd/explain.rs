@@ -17,7 +17,7 @@ use super::{Fail, print_out};
 use crate::analysis::explain::{Extra, LogFile, Logs, Unreadable, read_log, render, wrap};
 use crate::cli::Format;
 use crate::infile::{Input, Kind};
-use crate::model::{Alert, Level, Machine, Point, ProcKey, ProcessTrack, Ring};
+use crate::model::{Alert, Group, Level, Machine, Point, ProcKey, ProcessTrack, Ring};
 use crate::snapshot;
 use crate::snapshot::timeline::Moment;
 use crate::source::replay::ReplaySource;
@@ -38,6 +38,9 @@ struct Raised {
     title: String,
     evidence: Vec<String>,
     remedy: Option<String>,
+    /// The distributed job it is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    job: Option<String>,
     /// For a risk: whether an OOM of that process (or GPU) followed in the recording, and if
     /// not, why the risk was raised all the same.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,12 +131,32 @@ fn replay(input: Input) -> Result<Replayed, String> {
     // The tracks of the processes the alerts name, kept as they exit (before the machine drops
     // them); `None` while one still runs.
     let mut tracks: Vec<(ProcKey, Option<ProcessTrack>)> = Vec::new();
+    // Each job failure's alert, by where it stands in `alerts`: amended as the ranks' later
+    // failures come, it is reported as it ended.
+    let mut jobs: Vec<((Group, u64), usize)> = Vec::new();
     let end = super::files::replay_recording(&mut source, |machine| {
         samples += 1;
         let total = added(machine);
         let new = usize::try_from(total - seen).unwrap_or(usize::MAX);
         seen = total;
         let new = &machine.alerts[..new.min(machine.alerts.len())];
+        for r in &machine.job_failures {
+            let key = (r.group.clone(), r.opened_ms);
+            if let Some((_, i)) = jobs.iter().find(|(k, _)| *k == key) {
+                alerts[*i] = raised(&r.alert, machine);
+            } else if new.contains(&r.alert) {
+                jobs.push((
+                    key,
+                    alerts.len()
+                        + new
+                            .iter()
+                            .rev()
+                            .take_while(|a| **a != r.alert)
+                            .filter(|a| a.level != Level::Notice)
+                            .count(),
+                ));
+            }
+        }
         // Newest first in the machine: reversed, they are in the order raised.
         for a in new.iter().rev().filter(|a| a.level != Level::Notice) {
             alerts.push(raised(a, machine));
@@ -268,6 +291,7 @@ fn raised(a: &Alert, m: &Machine) -> Raised {
         title: a.title.clone(),
         evidence: a.evidence.clone(),
         remedy: a.remedy.clone(),
+        job: a.job.clone(),
         outcome: None,
     }
 }

@@ -23,6 +23,11 @@ pub const MAX_POLL_BYTES: usize = 8 << 20;
 pub const MAX_FILE_BYTES: usize = 4 << 20;
 /// Process output files followed at most.
 pub const MAX_FOLLOWED: usize = 256;
+/// How long a process's output file is still read after the last process writing it exited:
+/// torchrun's agent writes its summary of the failure after its workers died.
+pub const LINGER_MS: u64 = 10_000;
+/// Writers remembered for one file.
+const MAX_WRITERS: usize = 1024;
 
 /// Whether a GPU process's output can be followed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +67,11 @@ fn describe(target: &Path) -> String {
 
 struct Followed {
     follower: Follower,
-    /// Processes whose stdout/stderr it is.
+    /// Every process seen writing it (stdout/stderr) since it was followed: a log shared by
+    /// several processes stays theirs, not the last one's, as they exit.
     pids: BTreeSet<u32>,
+    /// Since when none of them runs (the file is read for `LINGER_MS` more).
+    gone_ms: Option<u64>,
     explicit: bool,
 }
 
@@ -87,6 +95,7 @@ impl LogWatch {
                 .map(|p| Followed {
                     follower: Follower::by_path(p.clone()),
                     pids: BTreeSet::new(),
+                    gone_ms: None,
                     explicit: true,
                 })
                 .collect(),
@@ -125,26 +134,30 @@ impl LogWatch {
         }
         let current: BTreeSet<u32> = pids.iter().copied().collect();
         self.status.retain(|pid, _| current.contains(pid));
-        // Who wrote each file until now: a failure its last lines complete is still theirs.
-        let owners: Vec<Option<u32>> = self.files.iter().map(|f| owner(&f.pids)).collect();
-        for f in &mut self.files {
-            f.pids.retain(|p| current.contains(p));
+        // A file none of whose writers runs any more is read for a while yet (a launcher's last
+        // words come after its workers'), then to its end and left.
+        for f in self.files.iter_mut().filter(|f| !f.explicit) {
+            if f.pids.iter().any(|p| current.contains(p)) {
+                f.gone_ms = None;
+            } else {
+                f.gone_ms.get_or_insert(at_ms);
+            }
         }
-        // A process that is gone was read one last time above; finish its files.
-        for (f, was) in self
-            .files
-            .iter_mut()
-            .zip(owners)
-            .filter(|(f, _)| !f.explicit && f.pids.is_empty())
-        {
+        let (done, kept): (Vec<Followed>, Vec<Followed>) =
+            std::mem::take(&mut self.files).into_iter().partition(|f| {
+                f.gone_ms
+                    .is_some_and(|g| at_ms.saturating_sub(g) >= LINGER_MS)
+            });
+        self.files = kept;
+        for mut f in done {
             f.follower.end_of_file(&mut found);
+            let pid = owner(&f.pids);
             failures.extend(
                 found
                     .drain(..)
-                    .map(|p| p.into_failure(at_ms, &f.follower.name, was)),
+                    .map(|p| p.into_failure(at_ms, &f.follower.name, pid)),
             );
         }
-        self.files.retain(|f| f.explicit || !f.pids.is_empty());
         failures
     }
 
@@ -189,8 +202,12 @@ impl LogWatch {
         }
         let id = (meta.dev(), meta.ino());
         if let Some(f) = self.files.iter_mut().find(|f| f.follower.id == Some(id)) {
-            f.pids.insert(pid);
-            return Ok(Some(target));
+            if f.pids.len() < MAX_WRITERS {
+                f.pids.insert(pid);
+            }
+            f.gone_ms = None;
+            // Named as its failures name it, so a process's `log` lists the same file.
+            return Ok(Some(f.follower.name.clone()));
         }
         if self.files.len() >= MAX_FOLLOWED {
             return Ok(None);
@@ -199,6 +216,7 @@ impl LogWatch {
         self.files.push(Followed {
             follower: Follower::by_file(target.clone(), file),
             pids: BTreeSet::from([pid]),
+            gone_ms: None,
             explicit: false,
         });
         Ok(Some(target))
@@ -211,7 +229,7 @@ impl Default for LogWatch {
     }
 }
 
-/// The process a shared log belongs to, when only one writes it.
+/// The process a log belongs to, when only one was seen writing it.
 fn owner(pids: &BTreeSet<u32>) -> Option<u32> {
     let mut it = pids.iter();
     match (it.next(), it.next()) {

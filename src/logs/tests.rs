@@ -149,13 +149,54 @@ fn follows_a_gpu_process_output_file() {
     append(&out, OOM);
     let got = w.poll(2, &[42]);
     assert_eq!((got.len(), got[0].pid, got[0].line), (1, Some(42), 2));
-    // It exits right after its last words: they are still read, then it is forgotten.
+    // It exits right after its last words: they are still read, and what its file says for
+    // `LINGER_MS` more (a launcher's summary), then it is forgotten.
     append(&out, &OOM.replace("2.00 GiB", "8.00 GiB"));
     let got = w.poll(3, &[]);
     assert_eq!((got.len(), got[0].pid), (1, Some(42)));
     assert!(w.status(42).is_none());
+    append(&out, &OOM.replace("2.00 GiB", "9.00 GiB"));
+    let got = w.poll(3 + LINGER_MS - 1, &[]);
+    assert_eq!((got.len(), got[0].pid), (1, Some(42)), "still read");
+    assert!(w.poll(3 + LINGER_MS, &[]).is_empty());
     append(&out, OOM);
-    assert!(w.poll(4, &[]).is_empty(), "no longer followed");
+    assert!(w.poll(4 + LINGER_MS, &[]).is_empty(), "no longer followed");
+}
+
+#[test]
+fn a_shared_log_keeps_its_writers_and_is_read_after_they_exit() {
+    // torchrun's one log: both ranks write it; rank 0 exits first, then rank 1; the agent's
+    // summary comes after both.
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = dir.path().join("proc");
+    let out = dir.path().join("train.log");
+    append(&out, "");
+    fake_proc(&proc_root, 1446, &out, &out);
+    fake_proc(&proc_root, 1447, &out, &out);
+    let mut w = LogWatch::with_proc(&[], proc_root);
+    w.poll(1_000, &[1446, 1447]);
+    append(&out, &format!("[rank0]: {OOM}"));
+    let got = w.poll(2_000, &[1447]);
+    assert_eq!(
+        (got.len(), got[0].pid, got[0].rank),
+        (1, None, Some(0)),
+        "not rank 1's"
+    );
+    let rank1 = "[rank1]:[E1121 06:06:43.101 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3067, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=40000) ran for 40006 milliseconds before timing out.\n";
+    append(&out, rank1);
+    let got = w.poll(3_000, &[]);
+    assert_eq!((got.len(), got[0].pid, got[0].rank), (1, None, Some(1)));
+    append(
+        &out,
+        "Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : 1 (pid: 1446)\n======\n",
+    );
+    let got = w.poll(3_000 + LINGER_MS - 1, &[]);
+    assert_eq!(
+        (got.len(), got[0].pid, got[0].rank),
+        (1, None, Some(0)),
+        "{got:?}"
+    );
+    assert!(got[0].dist.is_some());
 }
 
 #[test]
@@ -175,7 +216,9 @@ fn a_failure_finished_after_its_process_exits_keeps_the_pid() {
     let mut w = LogWatch::with_proc(&[], proc_root);
     assert!(w.poll(1, &[43]).is_empty());
     append(&out, &real);
-    let got = w.poll(2, &[]);
+    // Its window closes at the next quiet tick, while its file is still read.
+    let mut got = w.poll(2, &[]);
+    got.extend(w.poll(3, &[]));
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].pid, Some(43));
 }

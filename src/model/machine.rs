@@ -118,6 +118,8 @@ pub struct Machine {
     pub jobs: Vec<Job>,
     /// Which pass over its recording a looping replay is on (1: the first; live sources stay 1).
     pub lap: u32,
+    /// Jobs' failures as analysis judged them, oldest first (`job_failure.rs`).
+    pub job_failures: Vec<crate::model::job_failure::JobFailure>,
 }
 
 impl Machine {
@@ -138,6 +140,7 @@ impl Machine {
             waiting_faults: Vec::new(),
             jobs: Vec::new(),
             lap: 1,
+            job_failures: Vec::new(),
         }
     }
 
@@ -342,6 +345,12 @@ impl Machine {
                 self.alerts_dropped += 1;
             }
         }
+        self.recount_alerts();
+    }
+
+    /// Each GPU's count of the alerts that name it, one per condition as the alerts panel lists
+    /// them (`alert::distinct`).
+    pub(crate) fn recount_alerts(&mut self) {
         let distinct: Vec<&Alert> = crate::model::alert::distinct(&self.alerts)
             .map(|(_, a)| a)
             .collect();

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::oom::sizes::Size;
 
-/// One allocation failure as read from a log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One allocation failure as read from a log (or, with `dist`, a distributed job's event).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
     /// When gpumon read it, milliseconds since the epoch.
     pub at_ms: u64,
@@ -32,6 +32,20 @@ pub struct Failure {
     /// A memory fault that is not an OOM (an illegal address, an ECC error, …); `None` for an OOM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<FaultKind>,
+    /// The rank it is about: the line's `[rankN]:` prefix (the global rank), or the event's own
+    /// words (`[Rank N]` in a watchdog's line, `rank : N` in torchrun's summary, srun's task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The local rank (on its node) a `[defaultN]:` prefix or a launcher's line names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_rank: Option<u32>,
+    /// The line's rank prefix as printed (`[rank0]:`), kept to say why a prefix was not
+    /// believed (a number too large to be a rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// A distributed job's event: a watchdog timeout, NCCL's error, a launcher's word on a rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dist: Option<crate::oom::dist::Dist>,
 }
 
 /// What CUDA said went wrong.
@@ -267,6 +281,7 @@ mod tests {
             allocator: None,
             numbers: Numbers::default(),
             fault: None,
+            ..Failure::default()
         };
         let json = serde_json::to_string(&f).unwrap();
         assert_eq!(

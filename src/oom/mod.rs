@@ -1,27 +1,35 @@
-//! The streaming OOM parser: fed a log line by line, it yields one [`Parsed`] per failure event.
+//! The streaming OOM parser: fed a log line by line, it yields one [`Parsed`] per failure event:
+//! an OOM, a memory fault, or a distributed job's event (`dist/`: a watchdog timeout, a
+//! launcher's word on a rank).
 //!
-//! A header that a dump follows (TF/XLA BFC, cuda_malloc_async) opens a window that collects the
-//! dump's numbers and the later error line of the same failure; the window closes after
-//! [`IDLE_LINES`] unrelated lines, at the next header, or on [`OomParser::flush`]. A failure printed
-//! again (a traceback repeating the message) within [`DUP_LINES`] lines is not reported twice.
+//! A header that a dump follows (TF/XLA BFC, cuda_malloc_async, NCCL) opens a window that
+//! collects the dump's numbers and the later error line of the same failure; the window closes
+//! after [`IDLE_LINES`] unrelated lines, at the next header, or on [`OomParser::flush`]. A failure
+//! printed again (a traceback repeating the message) within [`DUP_LINES`] lines is not reported
+//! twice. Windows and repeats are kept per rank prefix (`prefix.rs`, `lane.rs`): ranks that share
+//! one log do not disturb each other.
 
 mod cuda;
 mod cupy;
+pub mod dist;
 pub mod failure;
 pub mod fault;
 mod jax;
+mod lane;
+mod nccl;
+pub mod prefix;
 mod pytorch;
 pub mod sizes;
 mod tensorflow;
 pub mod xid;
 
-use std::collections::VecDeque;
 use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
-use sizes::Size;
+use dist::{Dist, DistReader, Found, NcclCause};
+use lane::{Lane, LaneKey};
 
 /// Bytes of a line that are read; the rest of a longer line is dropped.
 pub const MAX_LINE: usize = 16 * 1024;
@@ -31,9 +39,6 @@ pub const MAX_MESSAGE: usize = 600;
 pub const IDLE_LINES: u32 = 64;
 /// Lines within which a repeat of a failure is the same failure.
 pub const DUP_LINES: u64 = 400;
-/// A raw CUDA error this close after a framework's failure is part of it.
-const RAW_AFTER_LINES: u64 = 20;
-const MAX_RECENT: usize = 8;
 
 /// Compiles a pattern written in this crate (a bad one is a bug caught by every test).
 pub(crate) fn re(pattern: &str) -> Regex {
@@ -82,11 +87,20 @@ pub struct Parsed {
     /// The line its first line was on.
     pub line: u64,
     pub message: String,
-    pub dialect: Dialect,
+    /// The framework whose wording it was (`None`: a launcher's or a scheduler's line).
+    pub dialect: Option<Dialect>,
     pub allocator: Option<Allocator>,
     pub numbers: Numbers,
     /// A memory fault that is not an OOM (an illegal address, an ECC error, …).
     pub fault: Option<crate::oom::failure::FaultKind>,
+    /// The rank it is about: the line's `[rankN]:` prefix, or the event's own words.
+    pub rank: Option<u32>,
+    /// The local rank a `[defaultN]:` prefix (or a launcher's line) names.
+    pub local_rank: Option<u32>,
+    /// The line's rank prefix as printed.
+    pub prefix: Option<String>,
+    /// A distributed job's event (a watchdog timeout, a launcher's word on a rank, …).
+    pub dist: Option<Dist>,
 }
 
 impl Parsed {
@@ -97,10 +111,14 @@ impl Parsed {
             line: self.line,
             pid,
             message: self.message,
-            source: Some(self.dialect),
+            source: self.dialect,
             allocator: self.allocator,
             numbers: self.numbers,
             fault: self.fault,
+            rank: self.rank,
+            local_rank: self.local_rank,
+            prefix: self.prefix,
+            dist: self.dist,
         }
     }
 }
@@ -128,6 +146,7 @@ pub(crate) enum Family {
     Cupy,
     Raw,
     Fault,
+    Nccl,
 }
 
 /// What one line said.
@@ -146,50 +165,20 @@ pub(crate) struct Event {
     pub fault: Option<crate::oom::failure::FaultKind>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-struct Sig {
-    family: Family,
-    request: Option<Size>,
-    key: Option<String>,
-}
-
-impl Sig {
-    fn of(e: &Event) -> Sig {
-        Sig {
-            family: e.family,
-            request: e.numbers.request,
-            key: e.key.clone(),
-        }
-    }
-
-    /// BFC rounds requests up to 256 bytes, so a tensor and its rounded request match.
-    fn same(&self, o: &Sig) -> bool {
-        let family = self.family == o.family
-            || matches!(
-                (self.family, o.family),
-                (Family::Bfc | Family::Async, Family::Bfc | Family::Async)
-            );
-        let by_key = matches!((&self.key, &o.key), (Some(a), Some(b)) if a == b);
-        let by_size = matches!((self.request, o.request), (Some(a), Some(b))
-            if a.bytes.abs_diff(b.bytes) <= 256 + a.tolerance + b.tolerance);
-        family && (by_key || by_size)
-    }
-}
-
-#[derive(Debug)]
-struct Pending {
-    parsed: Parsed,
-    sigs: Vec<Sig>,
-    idle: u32,
-    last: u64,
-}
+/// Lanes (rank prefixes) one log keeps at once; the one read least recently gives way.
+const MAX_LANES: usize = 64;
+/// A NCCL error this close after a NCCL OOM (in any lane) is that OOM said again.
+const NCCL_OOM_LINES: u64 = 400;
 
 /// The parser of one log; keep one per followed file.
 #[derive(Debug, Default)]
 pub struct OomParser {
-    pending: Option<Pending>,
-    /// Recently reported failures: (last line, signature).
-    recent: VecDeque<(u64, Sig)>,
+    lanes: Vec<Lane>,
+    dist: DistReader,
+    /// The line of the last NCCL OOM, and the OOM's rank.
+    nccl_oom: Option<(u64, Option<u32>)>,
+    /// Lines read.
+    lines: u64,
 }
 
 impl OomParser {
@@ -199,100 +188,173 @@ impl OomParser {
 
     /// Reads one line (without its newline); failures that completed are pushed to `out`.
     pub fn feed(&mut self, line_no: u64, raw: &[u8], out: &mut Vec<Parsed>) {
+        self.lines = line_no;
         let text = clean(raw.get(..MAX_LINE).unwrap_or(raw));
-        self.recent
-            .retain(|(l, _)| line_no.saturating_sub(*l) <= DUP_LINES);
-        let event = if worth_parsing(&text) {
-            detect(&text)
+        let prefix = prefix::split(&text);
+        let (body, key, rank, local) = match &prefix {
+            Some(p) => {
+                let key = match (p.rank, p.local_rank) {
+                    (Some(r), _) => LaneKey::Rank(r),
+                    (None, Some(l)) => LaneKey::Local(l),
+                    _ => LaneKey::Unread,
+                };
+                (p.body, key, p.rank, p.local_rank)
+            }
+            None => (text.as_str(), LaneKey::None, None, None),
+        };
+        let said = prefix.as_ref().map(|p| p.text.clone());
+        // Inside torchrun's summary, a rank's error quoted in its traceback is no new failure.
+        let read = self.dist.in_block();
+        if read {
+            let mut found = Vec::new();
+            let took = self.dist.feed(line_no, body, rank, &mut found);
+            for f in found {
+                self.dist_event(line_no, f, local, said.clone(), out);
+            }
+            if took {
+                return;
+            }
+        }
+        let event = if worth_parsing(body) {
+            detect(body)
         } else {
             None
         }
-        .or_else(|| fault::parse(&text));
+        .or_else(|| fault::parse(body));
+        let lane = self.lane(key, out);
+        // An unprefixed line saying again what a rank's line said is that failure, relayed.
+        let relayed = key == LaneKey::None
+            && event.as_ref().is_some_and(|e| {
+                e.kind != Kind::Header
+                    && self
+                        .lanes
+                        .iter()
+                        .any(|l| l.key != LaneKey::None && l.seen(&lane::Sig::of(e)))
+            });
+        let l = &mut self.lanes[lane];
+        l.forget_old(line_no);
         match event {
-            Some(e) => self.handle(line_no, &text, e, out),
-            None => self.unmatched(line_no, &text, out),
-        }
-    }
-
-    /// Closes an open window (the log went quiet, or ended).
-    pub fn flush(&mut self, out: &mut Vec<Parsed>) {
-        if let Some(p) = self.pending.take() {
-            for s in p.sigs {
-                self.remember(p.last, s);
+            Some(_) if relayed => {}
+            Some(e) => {
+                let nccl = e.family == Family::Nccl && e.kind == Kind::Header;
+                let mut p = parsed(line_no, body, &e);
+                (p.rank, p.local_rank, p.prefix) = (rank, local, said);
+                if nccl {
+                    let said_before = nccl_error_rank(out, line_no);
+                    p.rank = p.rank.or(said_before);
+                }
+                l.handle(line_no, e, p, out);
+                if nccl {
+                    self.nccl_oom = Some((line_no, rank));
+                }
             }
-            out.push(p.parsed);
-        }
-    }
-
-    fn unmatched(&mut self, line_no: u64, text: &str, out: &mut Vec<Parsed>) {
-        let Some(p) = &mut self.pending else { return };
-        if tensorflow::absorb(&mut p.parsed.numbers, text) {
-            p.idle = 0;
-            p.last = line_no;
-        } else {
-            p.idle += 1;
-            if p.idle > IDLE_LINES {
-                self.flush(out);
-            }
-        }
-    }
-
-    fn handle(&mut self, line_no: u64, text: &str, e: Event, out: &mut Vec<Parsed>) {
-        let sig = Sig::of(&e);
-        match e.kind {
-            Kind::Header => {
-                self.flush(out);
-                self.pending = Some(Pending {
-                    parsed: parsed(line_no, text, e),
-                    sigs: vec![sig],
-                    idle: 0,
-                    last: line_no,
-                });
-            }
-            Kind::Final if self.pending.is_some() => {
-                if let Some(p) = &mut self.pending {
-                    if e.dialect == Dialect::Jax {
-                        p.parsed.dialect = Dialect::Jax;
+            None => {
+                l.unmatched(line_no, body, out);
+                if !read {
+                    let mut found = Vec::new();
+                    self.dist.feed(line_no, body, rank, &mut found);
+                    for f in found {
+                        self.dist_event(line_no, f, local, said.clone(), out);
                     }
-                    p.parsed.numbers.fill_from(e.numbers);
-                    p.sigs.push(sig);
-                    p.idle = 0;
-                    p.last = line_no;
                 }
             }
-            Kind::Final | Kind::Complete => {
-                if !self.seen(&sig) {
-                    self.remember(line_no, sig);
-                    out.push(parsed(line_no, text, e));
-                }
-            }
-            Kind::Raw => {
-                let near = self
-                    .recent
-                    .iter()
-                    .any(|(l, _)| line_no.saturating_sub(*l) <= RAW_AFTER_LINES);
-                if self.pending.is_none() && !near && !self.seen(&sig) {
-                    self.remember(line_no, sig);
-                    out.push(parsed(line_no, text, e));
-                }
+        }
+        if self.lanes.iter().any(|l| l.pending.is_some()) {
+            for l in &mut self.lanes {
+                l.close_stale(line_no, out);
             }
         }
     }
 
-    fn seen(&self, sig: &Sig) -> bool {
-        self.recent.iter().any(|(_, s)| s.same(sig))
-            || self
-                .pending
-                .as_ref()
-                .is_some_and(|p| p.sigs.iter().any(|s| s.same(sig)))
+    /// Closes every open window and block (the log went quiet, or ended).
+    pub fn flush(&mut self, out: &mut Vec<Parsed>) {
+        for l in &mut self.lanes {
+            l.flush(out);
+        }
+        let mut found = Vec::new();
+        self.dist.flush(&mut found);
+        for f in found {
+            self.dist_event(self.lines, f, None, None, out);
+        }
     }
 
-    fn remember(&mut self, line: u64, sig: Sig) {
-        if self.recent.len() == MAX_RECENT {
-            self.recent.pop_front();
+    /// The lane of `key`, made (and the oldest given up, its window closed) when new.
+    fn lane(&mut self, key: LaneKey, out: &mut Vec<Parsed>) -> usize {
+        if let Some(i) = self.lanes.iter().position(|l| l.key == key) {
+            return i;
         }
-        self.recent.push_back((line, sig));
+        if self.lanes.len() == MAX_LANES
+            && let Some(oldest) = (0..self.lanes.len()).min_by_key(|i| self.lanes[*i].last)
+        {
+            // Its window, if any, closes now.
+            self.lanes.swap_remove(oldest).flush(out);
+        }
+        self.lanes.push(Lane::new(key));
+        self.lanes.len() - 1
     }
+
+    /// A distributed event becomes a failure; a NCCL CUDA error right after a NCCL OOM is that
+    /// OOM (it lends the OOM its rank when the OOM's line had none).
+    fn dist_event(
+        &mut self,
+        line_no: u64,
+        f: Found,
+        local: Option<u32>,
+        said: Option<String>,
+        out: &mut Vec<Parsed>,
+    ) {
+        if matches!(
+            f.dist,
+            Dist::NcclError {
+                cause: NcclCause::Cuda,
+                ..
+            }
+        ) && let Some((at, oom_rank)) = self.nccl_oom
+            && line_no.saturating_sub(at) <= NCCL_OOM_LINES
+        {
+            if oom_rank.is_none() && f.rank.is_some() {
+                for l in &mut self.lanes {
+                    if let Some(p) = l.pending.as_mut().filter(|p| p.family == Family::Nccl) {
+                        p.parsed.rank = p.parsed.rank.or(f.rank);
+                    }
+                }
+            }
+            return;
+        }
+        let dialect = match f.dist {
+            Dist::WatchdogTimeout { .. } | Dist::NcclError { .. } => Some(Dialect::Nccl),
+            Dist::Torchrun { .. } | Dist::AgentFailed { .. } => Some(Dialect::Pytorch),
+            Dist::JaxTasks { .. } | Dist::JaxFatal => Some(Dialect::Jax),
+            _ => None,
+        };
+        out.push(Parsed {
+            line: f.line.unwrap_or(line_no),
+            message: f.message,
+            dialect,
+            allocator: None,
+            numbers: Numbers::default(),
+            fault: None,
+            rank: f.rank,
+            local_rank: f.local_rank.or(local),
+            prefix: said,
+            dist: Some(f.dist),
+        });
+    }
+}
+
+/// The rank of a NCCL CUDA error reported just before a NCCL OOM (`unhandled cuda error` …
+/// `Last error:` … `Cuda failure 'out of memory'`), taken out of `out`: the OOM says it.
+fn nccl_error_rank(out: &mut Vec<Parsed>, line_no: u64) -> Option<u32> {
+    let i = out.iter().rposition(|p| {
+        matches!(
+            p.dist,
+            Some(Dist::NcclError {
+                cause: NcclCause::Cuda,
+                ..
+            })
+        ) && line_no.saturating_sub(p.line) <= 10
+    })?;
+    out.remove(i).rank
 }
 
 fn detect(text: &str) -> Option<Event> {
@@ -302,17 +364,22 @@ fn detect(text: &str) -> Option<Event> {
         .or_else(|| tensorflow::tensor(text))
         .or_else(|| jax::parse(text))
         .or_else(|| cupy::parse(text))
+        .or_else(|| nccl::parse(text))
         .or_else(|| cuda::parse(text))
 }
 
-fn parsed(line: u64, text: &str, e: Event) -> Parsed {
+fn parsed(line: u64, text: &str, e: &Event) -> Parsed {
     Parsed {
         line,
         message: cap(text.get(e.start..).unwrap_or(text).trim(), MAX_MESSAGE),
-        dialect: e.dialect,
+        dialect: Some(e.dialect),
         allocator: e.allocator,
-        numbers: e.numbers,
+        numbers: e.numbers.clone(),
         fault: e.fault,
+        rank: None,
+        local_rank: None,
+        prefix: None,
+        dist: None,
     }
 }
 

@@ -42,7 +42,7 @@ fn tf_header_dump_and_error_are_one_failure() {
     assert_eq!(out.len(), 1, "{out:#?}");
     let f = &out[0];
     assert_eq!(f.line, 1);
-    assert_eq!(f.dialect, Dialect::Tensorflow);
+    assert_eq!(f.dialect, Some(Dialect::Tensorflow));
     assert!(f.message.starts_with("Allocator (GPU_0_bfc) ran out"));
     let n = &f.numbers;
     assert_eq!(n.request, Some(Size::exact(3_300_000_000)));
@@ -82,7 +82,7 @@ jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while tr
 ";
     let out = parse_all(log.as_bytes());
     assert_eq!(out.len(), 1, "{out:#?}");
-    assert_eq!(out[0].dialect, Dialect::Jax);
+    assert_eq!(out[0].dialect, Some(Dialect::Jax));
     assert_eq!(out[0].numbers.in_use, Some(Size::exact(57_000_000_000)));
     let bare = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 10 bytes.\nx\nXlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 10 bytes.\n";
     assert_eq!(parse_all(bare.as_bytes()).len(), 1);
@@ -94,7 +94,7 @@ fn jax_0_11_header_occupancy_and_error_are_one_jax_failure() {
     let out = parse_all(log.as_bytes());
     assert_eq!(out.len(), 1, "{out:#?}");
     let f = &out[0];
-    assert_eq!((f.line, f.dialect), (2, Dialect::Jax));
+    assert_eq!((f.line, f.dialect), (2, Some(Dialect::Jax)));
     assert_eq!(f.allocator, Some(Allocator::Bfc));
     let n = &f.numbers;
     assert_eq!(n.request, Some(Size::exact(1_200_000_000)));
@@ -105,14 +105,20 @@ fn jax_0_11_header_occupancy_and_error_are_one_jax_failure() {
     let alone = log.lines().last().unwrap();
     let out = parse_all(alone.as_bytes());
     assert_eq!(out[0].numbers.request, parse_human("1.12GiB"));
-    assert_eq!(out[0].dialect, Dialect::Jax);
+    assert_eq!(out[0].dialect, Some(Dialect::Jax));
 }
 
 #[test]
 fn pytorch_repeated_is_one_and_two_different_are_two() {
     let m = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB of which 1.00 GiB is free.";
-    let log = format!("{m}\nduring handling\n[rank0]: {m}\n");
+    let log = format!("{m}\nduring handling\n{m}\n");
     assert_eq!(parse_all(log.as_bytes()).len(), 1);
+    // A rank's failure said again without its prefix (relayed) is the same failure; an
+    // unprefixed failure and then a rank's are two (the first one's writer is not known).
+    let log = format!("[rank0]: {m}\nduring handling\n{m}\n");
+    assert_eq!(parse_all(log.as_bytes()).len(), 1);
+    let log = format!("{m}\nduring handling\n[rank0]: {m}\n");
+    assert_eq!(parse_all(log.as_bytes()).len(), 2);
     let other = m.replace("2.00 GiB.", "4.00 GiB.");
     let log = format!("{m}\n{other}\n");
     assert_eq!(parse_all(log.as_bytes()).len(), 2);
@@ -123,7 +129,7 @@ fn raw_error_joins_a_nearby_failure() {
     let log = "RuntimeError: CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported at some other API call\nRuntimeError: CUDA error: out of memory\n";
     let out = parse_all(log.as_bytes());
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].dialect, Dialect::Cuda);
+    assert_eq!(out[0].dialect, Some(Dialect::Cuda));
     assert_eq!(out[0].message, "RuntimeError: CUDA error: out of memory");
 }
 
@@ -181,7 +187,7 @@ fn interleaved_processes_keep_their_own_failures() {
 ";
     let out = parse_all(log.as_bytes());
     assert_eq!(out.len(), 2, "{out:#?}");
-    assert_eq!(out[0].dialect, Dialect::Pytorch);
+    assert_eq!(out[0].dialect, Some(Dialect::Pytorch));
     assert_eq!(out[1].numbers.pool, Some(Size::exact(8_589_934_592)));
     assert_eq!(
         out[1].numbers.tensor.as_deref(),

@@ -93,6 +93,7 @@ fn fault(kind: FaultKind, message: &str) -> Failure {
         allocator: None,
         numbers: Default::default(),
         fault: Some(kind),
+        ..Failure::default()
     }
 }
 
