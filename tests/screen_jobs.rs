@@ -101,7 +101,7 @@ fn the_job_view_puts_the_ddp_job_on_one_line_above_its_ranks() {
     for part in [
         "processes by job",
         &format!("job {DDP} (torchrun)  2/2 ranks on GPU0,1"),
-        "rank 0 1.2x the median, growing alone",
+        "rank 0 1.6x the median, growing alone",
     ] {
         assert!(screen.contains(part), "{part}:\n{screen}");
     }

@@ -175,16 +175,18 @@ fn since_onset(points: &[(u64, u64)], c: &Climb) -> Climb {
     let band = points[..k].iter().map(|p| p.1).max().unwrap_or(c.from);
     let last = &points[n - k..];
     let now_ms = last[last.len() / 2].0;
-    let onset_ms = points
+    let (onset_ms, onset_bytes) = points
         .iter()
         .take_while(|p| p.0 < now_ms)
         .filter(|p| p.1 <= band)
-        .map(|p| p.0)
         .last()
-        .unwrap_or(points[0].0);
+        .copied()
+        .unwrap_or(points[0]);
     let dt = now_ms.saturating_sub(onset_ms);
+    // From the onset's own reading: the window's first reading lies before the onset, and its
+    // climb to the onset is not in `dt`.
     #[allow(clippy::cast_precision_loss)]
-    let rate = c.to.saturating_sub(c.from) as f64 * 1000.0 / dt.max(1000) as f64;
+    let rate = c.to.saturating_sub(onset_bytes) as f64 * 1000.0 / dt.max(1000) as f64;
     Climb {
         span_ms: points[n - 1].0.saturating_sub(onset_ms),
         rate: rate.max(c.rate),
