@@ -5,6 +5,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use gpumon::sample::{Framework, Inside, Launcher};
+use gpumon::source::launcher::merge;
+use gpumon::source::probe::file::parse;
+
 const GPUMON: &str = env!("CARGO_BIN_EXE_gpumon");
 
 /// A job that waits for its probe file and prints where its probe's parts were loaded from.
@@ -22,7 +26,7 @@ fn python(code: &str, vars: &[(String, String)]) -> String {
     let mut cmd = Command::new("python3");
     cmd.arg("-c").arg(code);
     for (k, _) in std::env::vars() {
-        if k.starts_with("GPUMON_") || k.starts_with("PYTHON") {
+        if k.starts_with("GPUMON_") || k.starts_with("PYTHON") || k.starts_with("FAKE_") {
             cmd.env_remove(k);
         }
     }
@@ -130,4 +134,89 @@ fn python_probe_hook_tests_pass() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A job that joins a process group of the fake torch (or JAX) and waits for its probe to say so;
+/// prints its pid.
+const RANKED: &str = "import json, os, sys, time
+sys.path.insert(0, os.environ['FAKES'])
+if os.environ['FRAMEWORK'] == 'pytorch':
+    import torch.distributed as dist
+    os.environ.update(MASTER_ADDR='10.0.0.1', MASTER_PORT='29500', TORCHELASTIC_RUN_ID='job-7')
+    dist.init_process_group('nccl', rank=1, world_size=2)
+else:
+    from jax._src import distributed
+    distributed.global_state.initialize('10.0.0.1:1234', 4, 3)
+path = os.path.join(os.environ['GPUMON_PROBE_DIR'], '%d.json' % os.getpid())
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    try:
+        with open(path) as f:
+            if json.load(f)['distributed']:
+                break
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.02)
+print(os.getpid())
+";
+
+#[test]
+fn the_rank_a_probe_writes_is_the_rank_gpumon_reads() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    for (framework, expected, job_id) in [
+        (
+            "pytorch",
+            Inside {
+                framework: Framework::Pytorch,
+                backend: Some("nccl".into()),
+                rank: Some(1),
+                world_size: Some(2),
+                master: Some("10.0.0.1:29500".into()),
+                run_id: Some("job-7".into()),
+            },
+            "torchrun:job-7",
+        ),
+        (
+            "jax",
+            Inside {
+                framework: Framework::Jax,
+                backend: None,
+                rank: Some(3),
+                world_size: Some(4),
+                master: Some("10.0.0.1:1234".into()),
+                run_id: None,
+            },
+            "jax:10.0.0.1:1234",
+        ),
+    ] {
+        let probe = tempfile::tempdir().unwrap();
+        let vars = [
+            ("PYTHONPATH", format!("{root}/python/gpumon/probe")),
+            ("GPUMON_PROBE_DIR", probe.path().display().to_string()),
+            ("GPUMON_PROBE_INTERVAL_MS", "100".into()),
+            ("FAKES", format!("{root}/tests/python/fakes")),
+            ("FRAMEWORK", framework.into()),
+        ]
+        .map(|(k, v)| (k.to_string(), v));
+        let pid: u32 = python(RANKED, &vars).trim().parse().unwrap();
+        let bytes = std::fs::read(probe.path().join(format!("{pid}.json"))).unwrap();
+        let report = parse(&bytes, pid).unwrap();
+        assert_eq!(report.distributed.as_ref(), Some(&expected), "{framework}");
+        let rank = merge(None, report.distributed, "gpu-07").unwrap();
+        assert_eq!(
+            (
+                rank.launcher,
+                rank.rank,
+                rank.world_size,
+                rank.job.as_deref()
+            ),
+            (
+                Launcher::Probe,
+                expected.rank,
+                expected.world_size,
+                Some(job_id)
+            ),
+            "{framework}"
+        );
+    }
 }

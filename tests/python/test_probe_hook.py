@@ -166,14 +166,15 @@ class Files(ProbeTest):
         doc = self.read_probe(pid)
         self.assertEqual(list(doc), ["schema", "pid", "start_time", "at_ms", "interval_ms",
                                      "python", "stopped", "frameworks", "answer",
-                                     "recording", "map_at_ms"])
+                                     "recording", "map_at_ms", "distributed"])
         self.assertEqual((doc["schema"], doc["pid"], doc["interval_ms"], doc["stopped"]),
                          ("gpumon.probe/1", pid, 100, None))
         self.assertEqual(doc["python"], "%d.%d.%d" % sys.version_info[:3])
         self.assertLessEqual(doc["start_time"], doc["at_ms"] // 1000)
         self.assertGreater(doc["start_time"], doc["at_ms"] // 1000 - 60)
         self.assertEqual(doc["frameworks"], [])
-        self.assertEqual((doc["answer"], doc["recording"], doc["map_at_ms"]), (None, None, None))
+        self.assertEqual((doc["answer"], doc["recording"], doc["map_at_ms"], doc["distributed"]),
+                         (None, None, None, None))
 
     def test_an_existing_directory_keeps_its_mode(self):
         os.makedirs(self.probe_dir, 0o755)

@@ -29,6 +29,7 @@ pub const HOOK_FILES: &[(&str, &str)] = &[
     part!("__init__.py"),
     part!("channel.py"),
     part!("common.py"),
+    part!("distributed.py"),
     part!("driver.py"),
     part!("files.py"),
     part!("lifecycle.py"),

@@ -4,10 +4,10 @@ beside this directory) under this one private name, and only when the probe is t
 Started, it runs one daemon thread, "gpumon-probe", which every GPUMON_PROBE_INTERVAL_MS
 (default 1000, clamped to 100..60000) writes ``<GPUMON_PROBE_DIR>/<pid>.json`` in the format
 ``gpumon.probe/1`` (docs/probe-format.md): the memory-pool figures of the GPU frameworks this
-process has loaded and initialised. Each tick it also looks for a request from gpumon
-(``<pid>.request``; docs/memory-map-format.md) and answers in the next file: ``map`` writes
-``<pid>.map.json``, ``record-on``/``record-off`` start and stop PyTorch's allocation history,
-``export`` writes the pool in the framework's own format.
+process has loaded and initialised, and its rank when it has joined a distributed job. Each tick
+it also looks for a request from gpumon (``<pid>.request``; docs/memory-map-format.md) and
+answers in the next file: ``map`` writes ``<pid>.map.json``, ``record-on``/``record-off`` start
+and stop PyTorch's allocation history, ``export`` writes the pool in the framework's own format.
 
 The parts, each imported at its first use (only ``lifecycle``, ``probe``, ``files`` and
 ``common`` at start-up):
@@ -21,6 +21,7 @@ The parts, each imported at its first use (only ``lifecycle``, ``probe``, ``file
   (and, but PyTorch's, its part of a map);
 - ``torch_history``: PyTorch's allocation history, OOM observer, and the snapshots the job's
   main thread takes while history is recorded;
+- ``distributed``: which rank of which job, from torch.distributed or JAX's distributed state;
 - ``maps``: taking and bounding a map (``gpumon.map/1``); ``torch_map``: PyTorch's pool summarised
   block by block; ``sites``: allocations by the line of the job's code that made them;
   ``pprof``: the protobuf reader for JAX's device memory profile;

@@ -14,6 +14,7 @@ from .common import NAME
 from .probe import Probe
 
 _fork_cuda = False  # whether the process forking had initialised CUDA
+_fork_group = None  # the distributed group of the process forking (not its child's)
 _pending = None  # the ctypes callback of _restart_later, kept alive
 _pending_left = 0
 _fork_site = None  # (frame, f_lasti) of the os.fork() call under way, on Python 3.13+
@@ -27,14 +28,14 @@ def _interval_ms():
     return min(max(ms, 100), 60000)
 
 
-def _start(forked_cuda):
+def _start(forked_cuda, inherited_group=None):
     """Starts the probe thread unless disabled or already running; True when started."""
     directory = os.environ.get("GPUMON_PROBE_DIR", "")
     if not directory or os.environ.get("GPUMON_PROBE_DISABLE") == "1":
         return False
     if any(t.name == NAME and t.is_alive() for t in threading.enumerate()):
         return False  # another copy of the hook started it already
-    probe = Probe(directory, _interval_ms(), forked_cuda)
+    probe = Probe(directory, _interval_ms(), forked_cuda, inherited_group)
     probe.thread.start()
     common.current = probe
     return True
@@ -54,12 +55,16 @@ def _halt(until_gone=False):
 
 
 def _before_fork():
-    global _fork_cuda, _fork_site
+    global _fork_cuda, _fork_group, _fork_site
     try:
         probe = common.current
         if probe is not None:
             _fork_cuda = probe.forked_cuda or (
                 "ctypes" in sys.modules and common.part("driver").cuda_initialised(probe))
+            _fork_group = None
+            if "torch.distributed" in sys.modules or "jax._src.distributed" in sys.modules:
+                found = common.part("distributed").group()
+                _fork_group = found[1] if found is not None else None
             if sys.version_info >= (3, 13):
                 caller = sys._getframe(1)
                 _fork_site = (caller, caller.f_lasti)
@@ -69,7 +74,9 @@ def _before_fork():
 
 
 def _after_fork_in_parent():
+    global _fork_group
     try:
+        _fork_group = None
         probe = common.current
         if probe is None or probe.stopped is not None:
             return  # none, or it gave up
@@ -78,7 +85,7 @@ def _after_fork_in_parent():
         elif sys.version_info >= (3, 13):
             _restart_later()
         else:
-            _start(probe.forked_cuda)
+            _start(probe.forked_cuda, probe.inherited_group)
     except BaseException:
         pass
 
@@ -118,17 +125,19 @@ def _restart_pending(_arg):
         _fork_site = None
         probe = common.current
         if probe is not None and probe.stopped is None and not probe.thread.is_alive():
-            _start(probe.forked_cuda)
+            _start(probe.forked_cuda, probe.inherited_group)
     except BaseException:
         pass
     return 0
 
 
 def _after_fork_in_child():
+    global _fork_group
     try:
         parent, common.current = common.current, None
+        inherited, _fork_group = _fork_group, None
         if parent is not None and parent.stopped is None:
-            _start(_fork_cuda)
+            _start(_fork_cuda, inherited)
     except BaseException:
         pass
 

@@ -1,8 +1,8 @@
 """The probe's thread, "gpumon-probe": its state, its loop, and one tick, which reads the figures
 of every framework the process has loaded (each framework's part imported only once that
-framework is in ``sys.modules``), looks for a request from gpumon (one failed ``openat`` when there
-is none), and writes ``<pid>.json`` (``gpumon.probe/1``). After 5 failed ticks in a row it stops,
-writing the reason into ``stopped`` when it still can."""
+framework is in ``sys.modules``), its rank in a distributed job, looks for a request from gpumon
+(one failed ``openat`` when there is none), and writes ``<pid>.json`` (``gpumon.probe/1``). After
+5 failed ticks in a row it stops, writing the reason into ``stopped`` when it still can."""
 
 import os
 import sys
@@ -52,7 +52,7 @@ def start_time():
 
 
 class Probe:
-    def __init__(self, directory, interval_ms, forked_cuda):
+    def __init__(self, directory, interval_ms, forked_cuda, inherited_group=None):
         self.dir, self.interval_ms, self.forked_cuda = directory, interval_ms, forked_cuda
         self.pid, self.start_time, self.stopped, self.failures = os.getpid(), None, None, 0
         self.driver, self.uuids, self.snap = None, {}, {}
@@ -61,6 +61,9 @@ class Probe:
         self.oom_next, self.armed = 0.0, False
         self.record_wanted = os.environ.get("GPUMON_PROBE_RECORD") == "1"
         self.record_entries, self.record_since, self.record_reason = _record_entries(), None, None
+        # the distributed group last read (its key object and what was read of it), and the
+        # parent's group in a fork child (not this process's: never reported)
+        self.group, self.group_doc, self.inherited_group = None, None, inherited_group
         self.map_lock, self.queue_lock = threading.Lock(), threading.Lock()
         # a request waiting for the job's main thread: (verb, id, since); then what it took:
         # (verb, id, at_ms, seconds, snapshot); and whether a pending call is queued
@@ -132,7 +135,8 @@ class Probe:
                 "at_ms": at_ms, "interval_ms": self.interval_ms,
                 "python": sys.version.split()[0], "stopped": self.stopped,
                 "frameworks": frameworks, "answer": self.answer,
-                "recording": self.recording(), "map_at_ms": self.map_at_ms}
+                "recording": self.recording(), "map_at_ms": self.map_at_ms,
+                "distributed": self.distributed() if with_frameworks else None}
 
     def frameworks(self, readers, *args):
         """One entry per framework of ``readers`` the process has loaded: (name, module, function
@@ -151,6 +155,15 @@ class Probe:
                 entry["error"] = reason(exc)
             frameworks.append(entry)
         return frameworks
+
+    def distributed(self):
+        """The process's place in a distributed job, once it has joined one; else None."""
+        if "torch.distributed" not in sys.modules and "jax._src.distributed" not in sys.modules:
+            return None
+        try:
+            return part("distributed").read(self)
+        except BaseException:
+            return None
 
     # -- allocation history (PyTorch; torch_history does the work) --
 
