@@ -5,8 +5,9 @@
 //! directory named by their hash, `.gpumon_probe-<hash>/` (0700, files 0600), made whole under a
 //! temporary name and renamed into place, and kept as they are when it already holds them;
 //! `_gpumon_probe` is a relative link to it, switched atomically; then `sitecustomize.py` (0600,
-//! temporary file and rename). A job that is running keeps loading its own parts (the loader
-//! resolves the link once, at start), so another gpumon's different parts never mix with its.
+//! temporary file and rename). What already is as this gpumon writes it is left alone (so
+//! Python's bytecode cache of it stays valid). A job that is running keeps loading its own parts
+//! (the loader resolves the link once, at start), so another gpumon's parts never mix with its.
 //! For `gpumon probe hook DIR` (a directory to bake into an image, read by other users): plain
 //! files, `sitecustomize.py` and `_gpumon_probe/`, readable by everyone (0755 and 0644).
 
@@ -54,25 +55,35 @@ pub fn write_private(dir: &Path) -> io::Result<PathBuf> {
         made?;
     }
     let link = dir.join(PACKAGE);
+    if fs::read_link(&link).ok() != Some(PathBuf::from(&name)) {
+        switch_link(dir, &name, &link)?;
+    }
+    // kept as it is when it holds this text (Python's bytecode cache of it stays valid)
+    let loader = dir.join(LOADER);
+    if !holds(&loader, loader_text(), 0o600) {
+        write_file(&loader, loader_text(), 0o600)?;
+    }
+    Ok(loader)
+}
+
+/// Points `link` at `name` atomically: a new link renamed over it.
+fn switch_link(dir: &Path, name: &str, link: &Path) -> io::Result<()> {
     let tmp_link = dir.join(format!(".{PACKAGE}.{}.tmp", std::process::id()));
     let _ = fs::remove_file(&tmp_link);
-    std::os::unix::fs::symlink(&name, &tmp_link)?;
-    let switched = match fs::symlink_metadata(&link) {
+    std::os::unix::fs::symlink(name, &tmp_link)?;
+    let switched = match fs::symlink_metadata(link) {
         // a real directory where the link goes (put there by hand): swapped, then removed (where
         // the file system cannot swap, as NFS, removed first)
-        Ok(meta) if meta.is_dir() => match exchange(&tmp_link, &link) {
+        Ok(meta) if meta.is_dir() => match exchange(&tmp_link, link) {
             Ok(()) => fs::remove_dir_all(&tmp_link),
-            Err(_) => fs::remove_dir_all(&link).and_then(|()| fs::rename(&tmp_link, &link)),
+            Err(_) => fs::remove_dir_all(link).and_then(|()| fs::rename(&tmp_link, link)),
         },
-        _ => fs::rename(&tmp_link, &link),
+        _ => fs::rename(&tmp_link, link),
     };
     if switched.is_err() {
         let _ = fs::remove_file(&tmp_link);
     }
-    switched?;
-    let loader = dir.join(LOADER);
-    write_file(&loader, loader_text(), 0o600)?;
-    Ok(loader)
+    switched
 }
 
 /// Writes the hook into `dir` as plain files anyone may read, for an image: `dir` and
@@ -104,11 +115,13 @@ pub fn write_plain(dir: &Path) -> io::Result<PathBuf> {
 /// Whether `dir` is a directory (not a link) holding every part with this gpumon's text.
 fn holds_parts(dir: &Path) -> bool {
     fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
-        && parts().all(|(name, text)| {
-            let path = dir.join(name);
-            fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
-                && fs::read(&path).is_ok_and(|bytes| bytes == text.as_bytes())
-        })
+        && parts().all(|(name, text)| holds(&dir.join(name), text, 0o600))
+}
+
+/// Whether `path` is a regular file (not a link) of `mode` holding `text`.
+fn holds(path: &Path, text: &str, mode: u32) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o777 == mode)
+        && fs::read(path).is_ok_and(|bytes| bytes == text.as_bytes())
 }
 
 fn make_parts(dir: &Path) -> io::Result<()> {

@@ -2,7 +2,7 @@
 //! switched without disturbing a job that runs another version's parts.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use super::*;
 
@@ -52,13 +52,22 @@ fn written_again_the_parts_stay_with_their_bytecode_and_a_damaged_set_is_made_wh
     write_private(dir.path()).unwrap();
     let parts = dir.path().join(parts_dir_name());
     fs::create_dir(parts.join("__pycache__")).unwrap();
-    let inode = fs::metadata(&parts).unwrap().ino();
+    let inodes = || {
+        [parts_dir_name().as_str(), PACKAGE, LOADER]
+            .map(|name| fs::symlink_metadata(dir.path().join(name)).unwrap().ino())
+    };
+    let before = inodes();
     write_private(dir.path()).unwrap();
-    assert_eq!(fs::metadata(&parts).unwrap().ino(), inode, "kept as it was");
+    assert_eq!(
+        inodes(),
+        before,
+        "the parts, the link and the loader kept as they were"
+    );
     assert!(parts.join("__pycache__").is_dir());
 
     fs::write(parts.join("probe.py"), "broken").unwrap();
     fs::remove_file(parts.join("maps.py")).unwrap();
+    fs::set_permissions(dir.path().join(LOADER), fs::Permissions::from_mode(0o644)).unwrap();
     write_private(dir.path()).unwrap();
     assert!(!parts.join("__pycache__").exists(), "replaced whole");
     assert_private_hook(dir.path());
