@@ -25,8 +25,8 @@ def group():
     """(framework, the identity of the group now, where its figures are read) of the group this
     process is in, or None: torch's default process group (``GroupMember.WORLD``; the module
     itself where that is not there) and ``torch.distributed``, or JAX's distributed client and
-    its ``global_state``. Identities only: no reference is kept to the job's objects (a group
-    the job destroys is never freed in the probe's thread)."""
+    its ``global_state``. Identities only: no reference to the job's objects is kept past the
+    read (a group the job destroys is freed in the job's thread, as without the probe)."""
     dist = loaded("torch.distributed")
     initialized = attr(dist, "is_initialized") if dist is not None else None
     if initialized is not None and initialized() is True:

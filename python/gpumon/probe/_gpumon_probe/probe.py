@@ -1,7 +1,7 @@
 """The probe's thread, "gpumon-probe": its state, its loop, and one tick, which reads the figures
 of every framework the process has loaded (each framework's part imported only once that
-framework is in ``sys.modules``), its rank in a distributed job, looks for a request from gpumon
-(one failed ``openat`` when there is none), and writes ``<pid>.json`` (``gpumon.probe/1``). After
+framework is in ``sys.modules``) and its rank in a distributed job, looks for a request from
+gpumon (one failed ``openat`` when there is none), and writes ``<pid>.json`` (``gpumon.probe/1``). After
 5 failed ticks in a row it stops, writing the reason into ``stopped`` when it still can."""
 
 import os
@@ -61,8 +61,8 @@ class Probe:
         self.oom_next, self.armed = 0.0, False
         self.record_wanted = os.environ.get("GPUMON_PROBE_RECORD") == "1"
         self.record_entries, self.record_since, self.record_reason = _record_entries(), None, None
-        # the distributed group last read (its key object and what was read of it), and the
-        # parent's group in a fork child (not this process's: never reported)
+        # the distributed group last read (its identity and what was read of it), and the
+        # identity of the parent's group in a fork child (not this process's: never reported)
         self.group, self.group_doc, self.inherited_group = None, None, inherited_group
         self.map_lock, self.queue_lock = threading.Lock(), threading.Lock()
         # a request waiting for the job's main thread: (verb, id, since); then what it took:
@@ -139,8 +139,8 @@ class Probe:
                 "distributed": self.distributed() if with_frameworks else None}
 
     def frameworks(self, readers, *args):
-        """One entry per framework of ``readers`` the process has loaded: (name, module, function
-        of the probe, the module and ``args`` that gives its devices)."""
+        """One entry per framework of ``readers`` the process has loaded; ``readers``: (name,
+        module name, function of (probe, module, *args) that gives its devices)."""
         frameworks = []
         for name, module_name, reader in readers:
             module = loaded(module_name)
