@@ -229,10 +229,23 @@ class Processes(ProbeTest):
                 time.sleep(0.2)
                 print(os.getpid(), *pids)
         """)
+        # The fork and forkserver children leave through os._exit, which no exit handler sees:
+        # one that left in the middle of a write would leave its temp file (docs/probe-format.md;
+        # gpumon removes it). So each leaves just after a write, 100 ms before the next.
         self.job("""
             import os, time
             def child(q):
-                time.sleep(0.4)
+                path = os.path.join(os.environ["GPUMON_PROBE_DIR"], "%d.json" % os.getpid())
+                def written():
+                    try:
+                        st = os.stat(path)
+                        return st.st_ino, st.st_mtime_ns  # each write is a new file renamed
+                    except OSError:
+                        return None
+                time.sleep(0.25)
+                first, deadline = written(), time.monotonic() + 5
+                while written() == first and time.monotonic() < deadline:
+                    time.sleep(0.002)
                 q.put(os.getpid())
         """, "mpchild.py")
         pids = [int(p) for p in self.run_ok(script).stdout.split()]
