@@ -4,13 +4,15 @@ like the one scripts/gpu/memory_map_check.py's cost_map job leaves on an H100: 5
 4-7 KiB in 2 MiB small-pool segments, every third freed (tests/python/synthetic_pool.py).
 
 Usage: python3 scripts/bench_map_summary.py [--probe PATH] [--heap N]
-  --probe  another copy of sitecustomize.py to time (e.g. an older one, from `git show`)
+  --probe  another hook to time: a hook directory (sitecustomize.py and its _gpumon_probe/), or an
+           older single-file sitecustomize.py (e.g. from `git show`)
   --heap   keep N small objects alive first, as a job's heap (the garbage collector's full
            passes grow with it: the summary should not set them off)
 Standard library only, no GPU. Reports the thread's CPU time (what the summary costs the job's
 thread: median and max of 7), the wall time (median), and the garbage collector's passes the
 summary set off (a full pass, over the whole heap, lands in the max)."""
 import gc
+import importlib
 import importlib.util
 import os
 import sys
@@ -26,11 +28,30 @@ CASES = (("no frames (recording off)", None, False),
          ("frames: model stacks, every frame a copy (worst case)", "deep", True))
 
 
-def load(path):
-    spec = importlib.util.spec_from_file_location("gpumon_probe", path)
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
-    return probe
+class Summary:
+    """The summary, its encoder and its run budget, of a hook directory or an older single file."""
+
+    def __init__(self, path):
+        sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+        if os.path.isdir(path):
+            where = os.path.join(path, "_gpumon_probe")
+            spec = importlib.util.spec_from_file_location(
+                "_gpumon_probe", os.path.join(where, "__init__.py"),
+                submodule_search_locations=[where])
+            package = importlib.util.module_from_spec(spec)
+            sys.modules["_gpumon_probe"] = package
+            spec.loader.exec_module(package)
+            parts = [importlib.import_module("_gpumon_probe." + n)
+                     for n in ("torch_map", "files", "maps")]
+            self.summarise, self.encode, self.max_runs = (
+                parts[0].summarise, parts[1].encode, parts[2].MAX_RUNS)
+        else:
+            spec = importlib.util.spec_from_file_location("gpumon_probe", path)
+            probe = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(probe)
+            # older probes encode with _json only
+            self.summarise, self.encode, self.max_runs = (
+                probe._summarise_torch, getattr(probe, "_encode", probe._json), probe._MAX_RUNS)
 
 
 def unshared(segments):
@@ -41,7 +62,6 @@ def unshared(segments):
 
 
 def measure(probe, segments, recording):
-    encode = getattr(probe, "_encode", probe._json)  # older probes encode with _json only
     collections = []
     gc.callbacks.append(lambda phase, info: collections.append(info["generation"])
                         if phase == "start" else None)
@@ -49,9 +69,9 @@ def measure(probe, segments, recording):
     try:
         for _ in range(7):
             c0, t0 = time.thread_time(), time.perf_counter()
-            dev = probe._summarise_torch(segments, probe._MAX_RUNS, [synthetic_pool.TORCH_DIR],
-                                         recording)
-            data = encode(dev).encode()
+            dev = probe.summarise(segments, probe.max_runs, [synthetic_pool.TORCH_DIR],
+                                  recording)
+            data = probe.encode(dev).encode()
             wall.append((time.perf_counter() - t0) * 1000)
             cpu.append((time.thread_time() - c0) * 1000)
     finally:
@@ -61,7 +81,7 @@ def measure(probe, segments, recording):
 
 def main():
     args = sys.argv[1:]
-    path = os.path.join(HERE, "..", "python", "gpumon", "probe", "sitecustomize.py")
+    path = os.path.join(HERE, "..", "python", "gpumon", "probe")
     heap = []
     while args:
         flag = args.pop(0)
@@ -71,7 +91,7 @@ def main():
             heap = [[i] for i in range(int(args.pop(0)))]
         else:
             sys.exit(__doc__)
-    probe = load(path)
+    probe = Summary(path)
     gc.collect()
     print("probe %s, Python %s, %d objects kept alive"
           % (os.path.relpath(path), sys.version.split()[0], len(heap)))

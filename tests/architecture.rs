@@ -95,47 +95,121 @@ fn code(file: &Path) -> String {
     }
 }
 
-/// Which modules each module uses (`crate::a::b`, `crate::a::{b, c}`, `super::x`).
-fn edges(mods: &BTreeMap<String, PathBuf>) -> BTreeMap<String, BTreeSet<String>> {
-    let path = Regex::new(r"\b(crate|super)::((?:\w+::)*\w+)(?:::\{([^}]*)\})?").unwrap();
+/// The paths a module's code names, each from the crate's root: every `crate::`, `super::`
+/// (`super::super::`) and `self::` path, use trees expanded at any depth (`super::{a, b::{c,
+/// d}}` names `super::a`, `super::b::c` and `super::b::d`). `module` is the one whose code it is.
+fn named_paths(code: &str, module: &str) -> Vec<String> {
+    let start = Regex::new(r"\b(?:crate|super|self)::").unwrap();
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    for m in start.find_iter(code) {
+        if code[..m.start()].ends_with("::") {
+            continue; // the second `super` of `super::super::`, read with the first
+        }
+        let mut base: Vec<&str> = module.split("::").filter(|s| !s.is_empty()).collect();
+        let mut i = m.start();
+        loop {
+            let rest = &code[i..];
+            if let Some(r) = rest.strip_prefix("crate::") {
+                base.clear();
+                i = code.len() - r.len();
+            } else if let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                i = code.len() - r.len();
+            } else if let Some(r) = rest.strip_prefix("self::") {
+                i = code.len() - r.len();
+            } else {
+                break;
+            }
+        }
+        use_tree(bytes, &mut i, base.join("::"), &mut out);
+    }
+    out
+}
+
+/// Reads one use tree at `bytes[*i..]` under `prefix`, pushing every path it names.
+fn use_tree(bytes: &[u8], i: &mut usize, prefix: String, out: &mut Vec<String>) {
+    let skip_space = |i: &mut usize| {
+        while *i < bytes.len() && bytes[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    let mut path = prefix;
+    loop {
+        skip_space(i);
+        if bytes.get(*i) == Some(&b'{') {
+            *i += 1;
+            loop {
+                skip_space(i);
+                match bytes.get(*i) {
+                    None => return,
+                    Some(b'}') => {
+                        *i += 1;
+                        return;
+                    }
+                    _ => use_tree(bytes, i, path.clone(), out),
+                }
+                // past a rename (`a as b`) to the next item or the end of the group
+                while *i < bytes.len() && !matches!(bytes[*i], b',' | b'}') {
+                    *i += 1;
+                }
+                if bytes.get(*i) == Some(&b',') {
+                    *i += 1;
+                }
+            }
+        }
+        let from = *i;
+        while *i < bytes.len() && (bytes[*i].is_ascii_alphanumeric() || bytes[*i] == b'_') {
+            *i += 1;
+        }
+        let ident = std::str::from_utf8(&bytes[from..*i]).unwrap_or_default();
+        if ident.is_empty() || ident == "self" {
+            out.push(path);
+            return;
+        }
+        path = if path.is_empty() {
+            ident.to_string()
+        } else {
+            format!("{path}::{ident}")
+        };
+        if bytes[*i..].starts_with(b"::") {
+            *i += 2;
+        } else {
+            out.push(path);
+            return;
+        }
+    }
+}
+
+/// Each module's code (its test part and test modules left out: tests may reach anywhere).
+fn codes(mods: &BTreeMap<String, PathBuf>) -> BTreeMap<String, String> {
+    mods.iter()
+        .filter(|(m, file)| {
+            !(file.file_name().is_some_and(|n| n == "tests.rs") || m.ends_with("::tests"))
+        })
+        .map(|(m, file)| (m.clone(), code(file)))
+        .collect()
+}
+
+/// Which modules each module uses (`crate::a::b`, `super::{b, c::{d}}`, `self::x`), from each
+/// module's code.
+fn edges(codes: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
     let resolve = |p: &str| -> Option<String> {
         let segs: Vec<&str> = p.split("::").collect();
         (1..=segs.len())
             .rev()
             .map(|i| segs[..i].join("::"))
-            .find(|m| mods.contains_key(m))
+            .find(|m| codes.contains_key(m))
     };
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (m, file) in mods {
-        if file.file_name().is_some_and(|n| n == "tests.rs") || m.ends_with("::tests") {
-            continue;
-        }
-        let parent = m.rsplit_once("::").map_or("", |(p, _)| p);
-        for c in path.captures_iter(&code(file)) {
-            let base = if &c[1] == "crate" || parent.is_empty() {
-                c[2].to_string()
-            } else {
-                format!("{parent}::{}", &c[2])
-            };
-            let mut targets = vec![base.clone()];
-            if let Some(items) = c.get(3) {
-                targets.extend(
-                    items
-                        .as_str()
-                        .split(',')
-                        .map(|i| i.split_whitespace().next().unwrap_or("").to_string())
-                        .filter(|i| !i.is_empty() && i != "self")
-                        .map(|i| format!("{base}::{i}")),
-                );
-            }
-            for t in targets {
-                if let Some(r) = resolve(&t)
-                    && r != *m
-                    && !m.starts_with(&format!("{r}::"))
-                    && !r.is_empty()
-                {
-                    out.entry(m.clone()).or_default().insert(r);
-                }
+    for (m, code) in codes {
+        for t in named_paths(code, m) {
+            if let Some(r) = resolve(&t)
+                && r != *m
+                && !m.starts_with(&format!("{r}::"))
+                && !r.is_empty()
+            {
+                out.entry(m.clone()).or_default().insert(r);
             }
         }
     }
@@ -147,10 +221,50 @@ fn room(m: &str) -> &str {
 }
 
 #[test]
-fn the_module_graph_has_no_cycle() {
-    let mods = modules();
-    let edges = edges(&mods);
-    // Depth-first search with colours; a grey node met again closes a cycle.
+fn the_paths_a_module_names_are_read_whole() {
+    let code = "use super::{PoolReader, file::{self, MAX_BYTES}, map_file as m};\n\
+                use super::super::sizes::Size;\nuse crate::{a::b, c};\nuse self::x::Y;\n\
+                let v = crate::d::e(super::f::g);";
+    assert_eq!(
+        named_paths(code, "source::probe::dir"),
+        [
+            "source::probe::PoolReader",
+            "source::probe::file",
+            "source::probe::file::MAX_BYTES",
+            "source::probe::map_file",
+            "source::sizes::Size",
+            "a::b",
+            "c",
+            "source::probe::dir::x::Y",
+            "d::e",
+            "source::probe::f::g",
+        ]
+    );
+}
+
+/// The import cycle the probe's reader once had (`dir` -> `map_file` -> `request` -> `dir`,
+/// through `super::{…}` imports), as a test of the test.
+#[test]
+fn a_cycle_through_grouped_imports_is_found() {
+    let codes: BTreeMap<String, String> = [
+        ("p", "pub mod dir; pub mod map_file; pub mod request;"),
+        ("p::dir", "use super::{PoolReader, map_file};"),
+        ("p::map_file", "let x = super::request::purpose_of(id);"),
+        ("p::request", "use super::dir::ProbeDirs;"),
+    ]
+    .into_iter()
+    .map(|(m, c)| (m.to_string(), c.to_string()))
+    .collect();
+    let found = cycle(&edges(&codes)).map(|c| c.join(" -> "));
+    assert_eq!(
+        found.as_deref(),
+        Some("p::dir -> p::map_file -> p::request -> p::dir")
+    );
+}
+
+/// The first import cycle of the graph (depth-first, with colours: a grey node met again
+/// closes a cycle), as the modules on it, its first repeated at its end.
+fn cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     fn visit<'a>(
         n: &'a str,
         edges: &'a BTreeMap<String, BTreeSet<String>>,
@@ -181,12 +295,21 @@ fn the_module_graph_has_no_cycle() {
         None
     }
     let mut colour = BTreeMap::new();
-    for m in mods.keys() {
+    for m in edges.keys() {
         if !colour.contains_key(m.as_str())
-            && let Some(cycle) = visit(m, &edges, &mut colour, &mut Vec::new())
+            && let Some(cycle) = visit(m, edges, &mut colour, &mut Vec::new())
         {
-            panic!("import cycle: {}", cycle.join(" -> "));
+            return Some(cycle);
         }
+    }
+    None
+}
+
+#[test]
+fn the_module_graph_has_no_cycle() {
+    let edges = edges(&codes(&modules()));
+    if let Some(cycle) = cycle(&edges) {
+        panic!("import cycle: {}", cycle.join(" -> "));
     }
     // Rooms (top-level modules) too: an arrow between two rooms points one way only.
     let mut rooms: BTreeSet<(String, String)> = BTreeSet::new();
@@ -207,8 +330,7 @@ fn the_module_graph_has_no_cycle() {
 
 #[test]
 fn arrows_point_one_way() {
-    let mods = modules();
-    let edges = edges(&mods);
+    let edges = edges(&codes(&modules()));
     for (from, targets) in &edges {
         let Some((_, banned)) = FORBIDDEN.iter().find(|(r, _)| *r == room(from)) else {
             continue;

@@ -2,7 +2,8 @@
 
 The work is done by the `gpumon` binary that the wheel installs next to the environment's Python
 scripts. This package finds that binary (`python -m gpumon ...` runs it) and carries the allocator
-probe's start-up hook, `gpumon/probe/sitecustomize.py`, the same file the binary embeds.
+probe's start-up hook, `gpumon/probe/sitecustomize.py` and its package
+`gpumon/probe/_gpumon_probe/`, the same files the binary embeds.
 """
 
 from __future__ import annotations

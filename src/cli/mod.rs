@@ -287,8 +287,12 @@ pub enum ProbeCommand {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1000..=1_000_000))]
         record_entries: Option<u64>,
     },
-    /// Print the hook itself (`sitecustomize.py`), to bake into an image
-    Hook,
+    /// Write the hook (`sitecustomize.py` and its package `_gpumon_probe/`) into DIR, readable
+    /// by every user, to bake into an image; prints the hook's path
+    Hook {
+        /// The directory to write into (made when missing); put it on the job's `PYTHONPATH`
+        dir: PathBuf,
+    },
 }
 
 /// Whether a job records its allocation history: the flags, else the default.

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use super::{Fail, print_out, sources};
 use crate::cli::ProbeCommand;
-use crate::run::probe::{ProbeEnv, private_dir, write_hook};
-use crate::source::probe::HOOK_SOURCE;
+use crate::run::hook_dir;
+use crate::run::probe::{ProbeEnv, private_dir};
 
 pub(super) fn probe(what: ProbeCommand) -> Result<ExitCode, Fail> {
     match what {
@@ -30,7 +30,11 @@ pub(super) fn probe(what: ProbeCommand) -> Result<ExitCode, Fail> {
                 .recording(record);
             print_out(&env.exports())
         }
-        ProbeCommand::Hook => print_out(HOOK_SOURCE),
+        ProbeCommand::Hook { dir } => {
+            let loader = hook_dir::write_plain(&dir)
+                .map_err(|e| Fail::runtime(format!("{}: {e}", dir.display())))?;
+            print_out(&format!("{}\n", loader.display()))
+        }
     }
 }
 
@@ -51,7 +55,7 @@ pub(super) fn prepare(
     for dir in [&probe_dir, &hook_dir] {
         private_dir(dir, uid).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    write_hook(&hook_dir).map_err(|e| format!("{}: {e}", hook_dir.display()))?;
+    hook_dir::write_private(&hook_dir).map_err(|e| format!("{}: {e}", hook_dir.display()))?;
     let old = std::env::var_os("PYTHONPATH");
     Ok(ProbeEnv::new(
         probe_dir,

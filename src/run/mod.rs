@@ -11,6 +11,7 @@
 //! readings ([`no_gpu::NoGpu`]).
 
 pub mod child;
+pub mod hook_dir;
 pub mod log_file;
 pub mod no_gpu;
 pub mod probe;

@@ -1,16 +1,15 @@
-//! Getting the allocator probe into a job: the embedded hook written into a private directory,
-//! and the environment that puts it first on `PYTHONPATH` and tells it where to write.
+//! Getting the allocator probe into a job: the private directories the hook and the probes'
+//! files go to, and the environment that puts the hook first on `PYTHONPATH` and tells it where
+//! to write (the hook's files are written by `hook_dir`).
 //!
-//! Used by `gpumon run` (a throw-away hook directory, removed when gpumon exits) and by
-//! `gpumon probe env` (a lasting one, for launchers gpumon does not start).
+//! Used by `gpumon run` and by `gpumon probe env` (for launchers gpumon does not start): both
+//! write the hook into the same lasting directory by default, next to the probe directory.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, DirBuilder};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-
-use crate::source::probe::{HOOK_FILE, HOOK_SOURCE};
 
 /// Whether `gpumon run` and `gpumon probe env` start jobs recording their allocation history
 /// without `--record-allocations`: off. On an H100 recording cost a GPT-2 small training step no
@@ -134,29 +133,10 @@ pub fn private_dir(dir: &Path, uid: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// Writes the embedded hook as `dir/sitecustomize.py` (temp file + rename, mode 0600).
-pub fn write_hook(dir: &Path) -> io::Result<PathBuf> {
-    let path = dir.join(HOOK_FILE);
-    let tmp = dir.join(format!(".{HOOK_FILE}.{}.tmp", std::process::id()));
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&tmp)?;
-    file.set_permissions(fs::Permissions::from_mode(0o600))?;
-    file.write_all(HOOK_SOURCE.as_bytes())?;
-    file.sync_all()?;
-    fs::rename(&tmp, &path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })?;
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_hook_goes_first_on_the_python_path_and_the_exports_quote_paths() {
@@ -208,19 +188,6 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("writable by others")
-        );
-    }
-
-    #[test]
-    fn the_hook_is_written_whole_and_owner_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = write_hook(dir.path()).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), HOOK_SOURCE);
-        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        assert_eq!(
-            fs::read_dir(dir.path()).unwrap().count(),
-            1,
-            "no temp file left"
         );
     }
 }

@@ -86,14 +86,27 @@ class ProbeTest(unittest.TestCase):
         return self.probe_files()
 
 
-def load_hook():
-    """The hook's source as a module that does not run (its functions, for unit tests)."""
+def load_probe():
+    """The probe's package (``_gpumon_probe`` beside the hook), loaded as the hook loads it and
+    never started, with its parts imported: for unit tests of its functions."""
+    import importlib
     import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "gpumon_probe_hook", os.path.join(HOOK_DIR, "sitecustomize.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    sys.dont_write_bytecode = True  # no __pycache__ in the repository
+    if "_gpumon_probe" not in sys.modules:
+        where = os.path.join(HOOK_DIR, "_gpumon_probe")
+        spec = importlib.util.spec_from_file_location(
+            "_gpumon_probe", os.path.join(where, "__init__.py"), submodule_search_locations=[where])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules["_gpumon_probe"] = package
+        spec.loader.exec_module(package)
+    for name in PARTS:
+        importlib.import_module("_gpumon_probe." + name)
+    return sys.modules["_gpumon_probe"]
+
+
+# Every part of the probe's package, by file name.
+PARTS = sorted(n[:-3] for n in os.listdir(os.path.join(HOOK_DIR, "_gpumon_probe"))
+               if n.endswith(".py") and n != "__init__.py")
 
 
 def frameworks(doc):

@@ -1,5 +1,6 @@
 """The probe hook from the job's side: chaining, silence, exit status, files, fork and failures."""
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -60,12 +61,19 @@ class Chaining(ProbeTest):
         self.assert_same_as_without(script)
 
     def test_a_second_copy_of_the_hook_starts_no_second_thread(self):
-        # gpumon run inside gpumon run: an older copy of the hook later on PYTHONPATH.
-        with open(os.path.join(HOOK_DIR, "sitecustomize.py")) as f:
-            other = self.shadowed(f.read())
-        script = self.job("import threading\nprint([t.name for t in threading.enumerate()])\n")
+        # gpumon run inside gpumon run: another copy of the hook later on PYTHONPATH, which runs
+        # first (chained to) and loads its own package; the first copy finds it loaded.
+        other = os.path.join(self.tmp, "other-hook")
+        shutil.copytree(HOOK_DIR, other, ignore=shutil.ignore_patterns("__pycache__"))
+        script = self.job("""
+            import sys, threading
+            print([t.name for t in threading.enumerate()])
+            print(sys.modules['_gpumon_probe'].__file__)
+        """)
         done = self.run_ok(script, extra_path=[HOOK_DIR, other], GPUMON_PROBE_HOOK_DIR=HOOK_DIR)
-        self.assertEqual(done.stdout.count(b"gpumon-probe"), 1)
+        threads, package = done.stdout.decode().splitlines()
+        self.assertEqual(threads.count("gpumon-probe"), 1)
+        self.assertTrue(package.startswith(os.path.realpath(other)), package)
 
 
 class Silence(ProbeTest):
@@ -105,8 +113,45 @@ class Silence(ProbeTest):
         """)
         plain = set(eval(self.run_ok(script, hook=False).stdout))
         hooked = set(eval(self.run_ok(script).stdout))
-        self.assertLessEqual(hooked - plain, allowed | {"threading", "atexit", "time"})
+        probe = {m for m in hooked if m.split(".")[0] == "_gpumon_probe"}
+        self.assertLessEqual(hooked - plain - probe, allowed | {"threading", "atexit", "time"})
         self.assertFalse({"torch", "jax", "cupy", "tensorflow", "ctypes", "json"} & hooked)
+        # at start-up only the parts that run a tick with no framework loaded
+        self.assertEqual(probe, {"_gpumon_probe", "_gpumon_probe.lifecycle", "_gpumon_probe.probe",
+                                 "_gpumon_probe.files", "_gpumon_probe.common"})
+
+    def test_the_probe_is_seen_only_under_its_private_name_and_only_when_it_runs(self):
+        script = self.job("""
+            import os, sys, time
+            time.sleep(0.3)
+            hook = os.path.realpath(sys.argv[1]) + os.sep
+            print(sorted(name for name, m in list(sys.modules.items())
+                         if os.path.realpath(getattr(m, "__file__", None) or "/").startswith(hook)))
+        """)
+        started = ("['_gpumon_probe', '_gpumon_probe.common', '_gpumon_probe.files', "
+                   "'_gpumon_probe.lifecycle', '_gpumon_probe.probe']")
+        for probe_dir, expected in ((None, started), ("", "[]")):
+            done = subprocess.run([sys.executable, script, HOOK_DIR], capture_output=True,
+                                  env=self.env(probe_dir=probe_dir), timeout=60)
+            self.assertEqual((done.returncode, done.stderr), (0, b""), probe_dir)
+            self.assertEqual(done.stdout.decode().strip(), expected, probe_dir)
+
+    def test_a_package_of_the_same_name_on_the_path_is_not_taken_for_the_probe(self):
+        # a job's own _gpumon_probe, even one before the hook on sys.path, is never loaded by it
+        other = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(os.path.join(other, "_gpumon_probe"))
+        with open(os.path.join(other, "_gpumon_probe", "__init__.py"), "w") as f:
+            f.write("import sys\nprint('the wrong package', file=sys.stderr)\n")
+        script = self.job("""
+            import sys, time
+            time.sleep(0.3)
+            print(sys.modules['_gpumon_probe'].__file__.endswith('probe/_gpumon_probe/__init__.py'))
+        """)
+        env = self.env()
+        env["PYTHONPATH"] = os.pathsep.join([other, HOOK_DIR])
+        done = subprocess.run([sys.executable, script], env=env, capture_output=True, timeout=60)
+        self.assertEqual((done.stdout, done.stderr, done.returncode), (b"True\n", b"", 0))
+        self.assertEqual(len(self.wait_for_files(1)), 1)
 
 
 class Files(ProbeTest):
@@ -121,14 +166,15 @@ class Files(ProbeTest):
         doc = self.read_probe(pid)
         self.assertEqual(list(doc), ["schema", "pid", "start_time", "at_ms", "interval_ms",
                                      "python", "stopped", "frameworks", "answer",
-                                     "recording", "map_at_ms"])
+                                     "recording", "map_at_ms", "distributed"])
         self.assertEqual((doc["schema"], doc["pid"], doc["interval_ms"], doc["stopped"]),
                          ("gpumon.probe/1", pid, 100, None))
         self.assertEqual(doc["python"], "%d.%d.%d" % sys.version_info[:3])
         self.assertLessEqual(doc["start_time"], doc["at_ms"] // 1000)
         self.assertGreater(doc["start_time"], doc["at_ms"] // 1000 - 60)
         self.assertEqual(doc["frameworks"], [])
-        self.assertEqual((doc["answer"], doc["recording"], doc["map_at_ms"]), (None, None, None))
+        self.assertEqual((doc["answer"], doc["recording"], doc["map_at_ms"], doc["distributed"]),
+                         (None, None, None, None))
 
     def test_an_existing_directory_keeps_its_mode(self):
         os.makedirs(self.probe_dir, 0o755)
@@ -183,10 +229,23 @@ class Processes(ProbeTest):
                 time.sleep(0.2)
                 print(os.getpid(), *pids)
         """)
+        # The fork and forkserver children leave through os._exit, which no exit handler sees:
+        # one that left in the middle of a write would leave its temp file (docs/probe-format.md;
+        # gpumon removes it). So each leaves just after a write, 100 ms before the next.
         self.job("""
             import os, time
             def child(q):
-                time.sleep(0.4)
+                path = os.path.join(os.environ["GPUMON_PROBE_DIR"], "%d.json" % os.getpid())
+                def written():
+                    try:
+                        st = os.stat(path)
+                        return st.st_ino, st.st_mtime_ns  # each write is a new file renamed
+                    except OSError:
+                        return None
+                time.sleep(0.25)
+                first, deadline = written(), time.monotonic() + 5
+                while written() == first and time.monotonic() < deadline:
+                    time.sleep(0.002)
                 q.put(os.getpid())
         """, "mpchild.py")
         pids = [int(p) for p in self.run_ok(script).stdout.split()]

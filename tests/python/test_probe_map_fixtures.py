@@ -8,9 +8,9 @@ import json
 import os
 import unittest
 
-from probe_harness import REPO, ProbeTest, frameworks, load_hook
+from probe_harness import REPO, ProbeTest, frameworks, load_probe
 
-hook = load_hook()
+probe = load_probe()
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "probe-maps")
 TORCH = "/opt/torch/.venv/lib/python3.12/site-packages/torch"
 CAPTURE = "/work/main/scripts/gpu/capture_pool_maps.py"  # where the capture ran
@@ -30,7 +30,7 @@ class RealPyTorchPools(unittest.TestCase):
     def test_the_fragmented_pool_matches_memory_stats_of_the_same_moment(self):
         frag = fixture("torch-frag.json.gz")
         segments, stats = frag["snapshot"]["segments"], frag["stats"]
-        dev = hook._summarise_torch(segments, 2048, [TORCH], False)
+        dev = probe.torch_map.summarise(segments, 2048, [TORCH], False)
         self.assertEqual(dev["allocated"], stats["allocated_bytes.all.current"])
         self.assertEqual(dev["reserved"], stats["reserved_bytes.all.current"])
         self.assertEqual(dev["free"], stats["reserved_bytes.all.current"]
@@ -48,7 +48,7 @@ class RealPyTorchPools(unittest.TestCase):
 
     def test_the_history_names_the_lines_that_hold_the_memory(self):
         segments = fixture("torch-history.json.gz")["snapshot"]["segments"]
-        dev = hook._summarise_torch(segments, 2048, [TORCH], True)
+        dev = probe.torch_map.summarise(segments, 2048, [TORCH], True)
         sites = {(s["file"], s["line"]): s for s in dev["sites"]}
         # capture_pool_maps.py: 69 model.cuda(), 76 opt.step() (AdamW's state), 78 the leak
         self.assertEqual(dev["sites"][0]["line"], 76)
@@ -97,8 +97,8 @@ class RealJaxProfile(unittest.TestCase):
             profile = f.read()
         with open(os.path.join(FIXTURES, "jax-live.json")) as f:
             live = json.load(f)
-        by_index = {0: hook._map_device(0, None)}
-        hook._profile_sites(profile, by_index, ["/opt/torch/.venv/lib/python3.12/site-packages"])
+        by_index = {0: probe.common.map_device(0, None)}
+        probe.read_jax.profile_sites(profile, by_index, ["/opt/torch/.venv/lib/python3.12/site-packages"])
         dev = by_index[0]
         self.assertEqual(dev["sites"], [
             {"file": CAPTURE, "line": 106, "function": "make_cache", "blocks": 200,
@@ -107,7 +107,7 @@ class RealJaxProfile(unittest.TestCase):
              "bytes": 8 * 512 * 768 * 2}])
         self.assertEqual(sum(s["bytes"] for s in dev["sites"]), live["stats"]["bytes_in_use"])
         self.assertIsNone(dev["unattributed"])
-        labels = {s[0] for s in hook._pprof_samples(profile)}
+        labels = {s[0] for s in probe.pprof.samples(profile)}
         self.assertEqual(labels, {"cuda:0", None})  # compiled executables carry no device
 
 

@@ -6,9 +6,9 @@ import sys
 import unittest
 
 import synthetic_pool
-from probe_harness import load_hook
+from probe_harness import load_probe
 
-hook = load_hook()
+probe = load_probe()
 MiB = 1 << 20
 BIG = 64 * MiB
 UPPERS = (MiB, 8 * MiB, 64 * MiB, 512 * MiB, None)
@@ -137,11 +137,11 @@ def unshared(segments):
 class FiftyThousandBlocks(unittest.TestCase):
     def check(self, segments, budget=2048, recording=False):
         blocks = sum(len(s["blocks"]) for s in segments)
-        dev = hook._summarise_torch(segments, budget, DIRS, recording)
+        dev = probe.torch_map.summarise(segments, budget, DIRS, recording)
         expected = reference(segments, budget, recording)
         self.assertEqual(dev, expected)
         self.assertEqual(list(dev), list(expected))  # key order, as the file has it
-        self.assertEqual(hook._encode(dev), plain_json(expected))
+        self.assertEqual(probe.files.encode(dev), plain_json(expected))
         return blocks, dev
 
     def test_small_tensors_every_third_freed_without_frames(self):
@@ -206,8 +206,8 @@ class Encoding(unittest.TestCase):
                 else:
                     sys.modules["json"] = json_module
                 for doc in (self.DOC, {"plain": ["é", 1]}, []):
-                    self.assertEqual(hook._encode(doc), plain_json(doc))
-                    self.assertEqual(hook._json(doc), plain_json(doc))
+                    self.assertEqual(probe.files.encode(doc), plain_json(doc))
+                    self.assertEqual(probe.files.to_json(doc), plain_json(doc))
         finally:
             sys.modules["json"] = saved
 

@@ -6,9 +6,9 @@ import os
 import unittest
 
 import pprof_encode
-from probe_harness import load_hook
+from probe_harness import load_probe
 
-hook = load_hook()
+probe = load_probe()
 MiB = 1 << 20
 TORCH = "/venv/lib/python3.12/site-packages/torch"
 STDLIB = os.path.dirname(os.__file__)
@@ -28,7 +28,7 @@ def segment(address, blocks, **extra):
 
 
 def summarise(segments, budget=2048, recording=True):
-    return hook._summarise_torch(segments, budget, [TORCH], recording)
+    return probe.torch_map.summarise(segments, budget, [TORCH], recording)
 
 
 A, F, P = "active_allocated", "inactive", "active_pending_free"
@@ -113,7 +113,7 @@ class Summary(unittest.TestCase):
         segs = [segment(n * 64 * MiB, [block(A if k % 2 == 0 else F, 2 * MiB + k, frames)
                                        for k in range(25)]) for n in range(2000)]
         dev = summarise(segs)
-        data = hook._json(dev).encode()
+        data = probe.files.to_json(dev).encode()
         self.assertLess(len(data), 256 * 1024)
         self.assertLessEqual(sum(len(s["runs"]) for s in dev["segments"]), 2048)
         self.assertEqual(json.loads(data)["allocated"], dev["allocated"])
@@ -159,7 +159,7 @@ class Sites(unittest.TestCase):
     def test_names_from_the_jobs_stack_are_written_as_data(self):
         evil = ("/home/u/\x1b[2J\x07\"x\\.py", 1, "f\nforged\u2028")
         dev = summarise([segment(0, [block(A, MiB, [evil])])])
-        text = hook._json(dev["sites"])
+        text = probe.files.to_json(dev["sites"])
         self.assertNotIn("\x1b", text)
         self.assertNotIn("\n", text)
         self.assertIn("\\u001b[2J\\u0007", text)
@@ -181,7 +181,7 @@ class Pprof(unittest.TestCase):
 
     def test_samples_with_their_devices_values_and_stacks(self):
         for packed in (True, False):
-            samples = hook._pprof_samples(pprof_encode.encode(self.BUFFERS, packed=packed))
+            samples = probe.pprof.samples(pprof_encode.encode(self.BUFFERS, packed=packed))
             self.assertEqual(samples[0], ("cuda:0", 3, 3 * MiB, [
                 {"filename": "/site-packages/jax/_src/array.py", "line": 10, "name": "device_put"},
                 {"filename": "/home/u/jaxjob.py", "line": 7, "name": "make_cache"}]))
@@ -190,15 +190,15 @@ class Pprof(unittest.TestCase):
 
     def test_not_gzipped_and_broken_profiles(self):
         raw = gzip.decompress(pprof_encode.encode(self.BUFFERS))
-        self.assertEqual(len(hook._pprof_samples(raw)), 3)
+        self.assertEqual(len(probe.pprof.samples(raw)), 3)
         for broken in (raw[:-3], b"\x0a\xff\xff\xff\xff\x0f", b"\x07"):
             with self.assertRaises((ValueError, IndexError)):
-                hook._pprof_samples(broken)
+                probe.pprof.samples(broken)
 
     def test_device_labels(self):
         for label, index in (("cuda:0", 0), ("CudaDevice(id=12)", 12), ("gpu", None),
                              (None, None)):
-            self.assertEqual(hook._label_index(label), index, label)
+            self.assertEqual(probe.pprof.label_index(label), index, label)
 
 
 class Requests(unittest.TestCase):
@@ -219,7 +219,7 @@ class Requests(unittest.TestCase):
             b"": ("?", None, "not a gpumon.request/1 line"),
         }
         for data, expected in cases.items():
-            self.assertEqual(hook._parse_request(data), expected, data)
+            self.assertEqual(probe.channel.parse_request(data), expected, data)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 
 use crate::sample::PoolMap;
 use crate::sample::pool_map::MapReason;
+use crate::sample::request::{Purpose, purpose_of};
 
 /// The version of the format this gpumon reads.
 pub const SCHEMA: &str = "gpumon.map/1";
@@ -27,11 +28,11 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<PoolMap, String> {
             map.pid
         ));
     }
-    // The probe cannot tell why gpumon asked: the request's id says it (request.rs).
+    // The probe cannot tell why gpumon asked: the request's id says it (sample::request).
     if map.reason == MapReason::Request
         && map
             .request_id
-            .is_some_and(|id| super::request::purpose_of(id) == super::request::Purpose::Alert)
+            .is_some_and(|id| purpose_of(id) == Purpose::Alert)
     {
         map.reason = MapReason::Alert;
     }

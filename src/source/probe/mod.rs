@@ -8,6 +8,7 @@
 
 pub mod dir;
 pub mod file;
+pub mod hook;
 pub mod map_file;
 mod maps;
 pub mod request;
@@ -21,10 +22,6 @@ use crate::sample::{Pool, ProbeNews, ProcessSample, Reading};
 
 /// The reason a process has no pool figures when nothing probed it.
 pub const NOT_PROBED: &str = "not probed (start it under `gpumon run` or `gpumon probe env`)";
-/// The hook's file name inside the hook directory.
-pub const HOOK_FILE: &str = "sitecustomize.py";
-/// The hook itself: one source, embedded here and shipped in the wheel.
-pub const HOOK_SOURCE: &str = include_str!("../../../python/gpumon/probe/sitecustomize.py");
 
 /// One framework's pool on one device, as a probe file reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
