@@ -59,7 +59,7 @@ fn one(s: &Snapshot, f: &AlertDoc, on_a: bool) -> Difference {
             None if p.is_some() => format!("; pid {pid} still runs"),
             None => String::new(),
         };
-        (p.map(super::processes::label), fate)
+        (p.map(super::label), fate)
     });
     let (label, fate) = process.unwrap_or_default();
     let subject = match (label, f.pid) {

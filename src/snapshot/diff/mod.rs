@@ -11,8 +11,8 @@ mod settings;
 use serde::Serialize;
 
 use super::lines::size;
-use super::{Gpu, Snapshot};
-use processes::label;
+use super::{Gpu, Process, Snapshot};
+use crate::sample::Framework;
 pub use render::{render_json, render_text};
 
 /// The differences between snapshot A and snapshot B.
@@ -249,4 +249,13 @@ fn notes(a: &Snapshot, b: &Snapshot) -> Vec<String> {
         );
     }
     notes
+}
+
+/// A process as the diff names it: framework and command line.
+pub(super) fn label(p: &Process) -> String {
+    let fw = p.framework.map_or("n/a", Framework::label);
+    match &p.command {
+        Some(c) => format!("{fw} `{c}`"),
+        None => format!("{fw} pid {} (command n/a)", p.pid),
+    }
 }

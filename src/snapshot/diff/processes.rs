@@ -3,19 +3,9 @@
 //! process without a partner is: one more of the same command on one side, one that exited there
 //! (after an OOM, if one was raised), or one the other side never ran.
 
-use super::{Difference, Topic, explain, failures};
-use crate::sample::Framework;
+use super::{Difference, Topic, explain, failures, label};
 use crate::snapshot::lines::size;
 use crate::snapshot::{Process, Snapshot};
-
-/// A process as the diff names it: framework and command line.
-pub(super) fn label(p: &Process) -> String {
-    let fw = p.framework.map_or("n/a", Framework::label);
-    match &p.command {
-        Some(c) => format!("{fw} `{c}`"),
-        None => format!("{fw} pid {} (command n/a)", p.pid),
-    }
-}
 
 /// Where a process ran: "pid 4312 on GPU 0".
 fn place(s: &Snapshot, p: &Process) -> String {
