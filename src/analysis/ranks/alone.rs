@@ -11,19 +11,23 @@
 mod words;
 
 use super::{IsNew, own_track};
+use crate::analysis::growth::floor::GROUP_MS;
 use crate::analysis::growth::{self, Climb, Limit, LimitKind};
 use crate::model::{Alert, GpuTrack, Job, Machine, ProcessTrack, RankRow};
 use crate::sample::Pool;
 use words::Grown;
 
 pub const GROWS_ALONE: &str = "rank-grows-alone";
+/// The shortest window the other ranks are compared over.
+const COMPARE_MS: u64 = 30_000;
 /// The longest window the growth rule looks back over.
 const LOOKBACK_MS: u64 = 60_000;
 /// Every other rank rose by at most this share of the growing rank's rise (one part in …): see
 /// `Moved::flat_beside`.
 const FLAT_SHARE: u64 = 4;
-/// The fewest readings a rank needs in the window to be compared.
-const MIN_READINGS: usize = 6;
+/// The fewest readings (a probed rank's: floors of `GROUP_MS`) a rank needs in the window to be
+/// compared.
+const MIN_READINGS: usize = 4;
 /// Without the probe, a climb smaller than this (or than `MIN_RISE_PERMILLE` of what the process
 /// may reach) is noise: the leak rule's figures.
 const MIN_RISE: u64 = 256 << 20;
@@ -34,9 +38,10 @@ fn probed(t: &ProcessTrack) -> bool {
     t.pool_history.is_some() && t.sample.pool.value().is_some()
 }
 
-/// What a rank's growth is measured on, from `from_ms` on: with the probe, its allocated plus
-/// stranded memory (what it cannot release: the leak rule's figure); without, its device memory.
-fn series(t: &ProcessTrack, from_ms: u64) -> Vec<(u64, u64)> {
+/// What a rank's growth is measured on, from `from_ms` on, reading by reading: with the probe,
+/// its allocated plus stranded memory (what it cannot release: the leak rule's figure); without,
+/// its device memory.
+fn readings(t: &ProcessTrack, from_ms: u64) -> Vec<(u64, u64)> {
     match t.pool_history.as_ref().filter(|_| probed(t)) {
         Some(h) => h
             .allocated
@@ -51,6 +56,63 @@ fn series(t: &ProcessTrack, from_ms: u64) -> Vec<(u64, u64)> {
             .filter(|p| p.at_ms >= from_ms)
             .filter_map(|p| Some((p.at_ms, p.value?)))
             .collect(),
+    }
+}
+
+/// A rank's readings as they are compared: a probed rank's, the lowest of each
+/// `floor::GROUP_MS` (a reading lands anywhere in a step, a transformer's temporaries gigabytes
+/// above what it keeps: on 2 H200s a flat rank 1's readings spread 5 GiB while its floor stood
+/// still); an unprobed rank's device memory as read (the pool's reserve does not move within a
+/// step).
+fn series(t: &ProcessTrack, from_ms: u64) -> Vec<(u64, u64)> {
+    let raw = readings(t, from_ms);
+    if probed(t) {
+        floors(raw.into_iter())
+    } else {
+        raw
+    }
+}
+
+/// The lowest reading of each `floor::GROUP_MS` of `points` (in time order), at its group's
+/// first reading's time.
+fn floors(points: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    let mut group = None;
+    for (at, bytes) in points {
+        let g = at / GROUP_MS;
+        match out.last_mut() {
+            Some(last) if group == Some(g) => last.1 = last.1.min(bytes),
+            _ => {
+                out.push((at, bytes));
+                group = Some(g);
+            }
+        }
+    }
+    out
+}
+
+/// The rate a rank keeps memory at since its climb began: a probed rank's allocated memory alone
+/// (what it keeps; the holes its kept blocks leave grow the pool faster), else its device
+/// memory's.
+fn kept_rate(t: &ProcessTrack, from_ms: u64, window: &Climb) -> f64 {
+    match t.pool_history.as_ref().filter(|_| probed(t)) {
+        Some(h) => {
+            let allocated: Vec<(u64, u64)> = h
+                .allocated
+                .iter()
+                .filter(|p| p.at_ms >= from_ms)
+                .filter_map(|p| Some((p.at_ms, p.value?)))
+                .collect();
+            since_onset(
+                &allocated,
+                &Climb {
+                    rate: 0.0,
+                    ..*window
+                },
+            )
+            .rate
+        }
+        None => since_onset(&readings(t, from_ms), window).rate,
     }
 }
 
@@ -114,10 +176,21 @@ fn climbing<'a>(
     t: &'a ProcessTrack,
     g: &GpuTrack,
     at_ms: u64,
-) -> Option<(Climb, Limit, Option<&'a Pool>)> {
+) -> Option<(Climb, Limit, Option<&'a Pool>, Option<u64>)> {
     if let (Some(pool), Some(h)) = (t.sample.pool.value(), t.pool_history.as_ref()) {
         let risk = growth::risk(t, pool, g, at_ms)?;
-        let c = growth::climb(h, at_ms)?;
+        let limit = growth::binding(pool, g)?;
+        // The climb the leak rule saw: its floor's through a busy loop's noise (which the
+        // readings one by one do not show for a while), else the readings' own.
+        let floor = growth::floor::leak(h, pool, &limit, at_ms);
+        let c = floor
+            .map(|f| Climb {
+                span_ms: f.climb.span_ms,
+                from: f.climb.from,
+                to: f.climb.to,
+                rate: f.climb.rate,
+            })
+            .or_else(|| growth::climb(h, at_ms))?;
         let kept = || {
             let from = at_ms.saturating_sub(c.span_ms);
             let allocated: Vec<(u64, u64)> = h
@@ -132,7 +205,7 @@ fn climbing<'a>(
         if risk.class != "leak" && !(risk.class == "fragmentation-risk" && kept()) {
             return None;
         }
-        return Some((c, growth::binding(pool, g)?, Some(pool)));
+        return Some((c, limit, Some(pool), floor.map(|f| f.eta_ms)));
     }
     let points = series(t, at_ms.saturating_sub(LOOKBACK_MS));
     let c = growth::climb_in(&points, at_ms)?;
@@ -146,7 +219,7 @@ fn climbing<'a>(
     let rise = c.to.saturating_sub(c.from);
     let fast = eta_ms(&c, &limit) < growth::HORIZON_MS;
     (rise >= MIN_RISE.max(limit.total / 1000 * MIN_RISE_PERMILLE) && fast)
-        .then_some((c, limit, None))
+        .then_some((c, limit, None, None))
 }
 
 #[allow(
@@ -161,12 +234,15 @@ fn eta_ms(c: &Climb, limit: &Limit) -> u64 {
     (limit.headroom as f64 / c.rate * 1000.0) as u64
 }
 
-/// The climb as it stands now: since it last stood in the band it began in (its last reading no
-/// higher than the highest of the window's first third), rising to the median of the last third.
-/// The window's average rate counts the flat time before a growth that began inside it: it would
-/// say a rank that grows 130 MiB/s grows a third of that and reaches its cap three times later.
-/// Never below that average.
-fn since_onset(points: &[(u64, u64)], c: &Climb) -> Climb {
+/// The climb as it stands now, from `raw` readings (in time order): since the last reading at
+/// the level it began at (the highest floor of the window's first third: a reading that low is
+/// before the climb, temporaries only add) to where its floors stand now (the median of their
+/// last third). The window's average rate counts the flat time before a growth that began inside
+/// it: it would say a rank that grows 130 MiB/s grows a third of that and reaches its cap three
+/// times later; and a floor's time is its group's, seconds from when the climb began in it. Never
+/// below the window's average.
+fn since_onset(raw: &[(u64, u64)], c: &Climb) -> Climb {
+    let points = floors(raw.iter().copied());
     let n = points.len();
     let k = n / 3;
     if k == 0 {
@@ -174,8 +250,8 @@ fn since_onset(points: &[(u64, u64)], c: &Climb) -> Climb {
     }
     let band = points[..k].iter().map(|p| p.1).max().unwrap_or(c.from);
     let last = &points[n - k..];
-    let now_ms = last[last.len() / 2].0;
-    let (onset_ms, onset_bytes) = points
+    let (now_ms, to) = last[last.len() / 2];
+    let (onset_ms, onset_bytes) = raw
         .iter()
         .take_while(|p| p.0 < now_ms)
         .filter(|p| p.1 <= band)
@@ -183,15 +259,39 @@ fn since_onset(points: &[(u64, u64)], c: &Climb) -> Climb {
         .copied()
         .unwrap_or(points[0]);
     let dt = now_ms.saturating_sub(onset_ms);
-    // From the onset's own reading: the window's first reading lies before the onset, and its
-    // climb to the onset is not in `dt`.
     #[allow(clippy::cast_precision_loss)]
-    let rate = c.to.saturating_sub(onset_bytes) as f64 * 1000.0 / dt.max(1000) as f64;
+    let two_point = to.saturating_sub(onset_bytes) as f64 * 1000.0 / dt.max(1000) as f64;
+    // The slope through the onset and every floor since: steadier than two points where the
+    // floors themselves are noisy.
+    let since: Vec<(u64, u64)> = std::iter::once((onset_ms, onset_bytes))
+        .chain(points.iter().copied().filter(|p| p.0 > onset_ms))
+        .collect();
+    let rate = slope(&since).unwrap_or(two_point);
     Climb {
         span_ms: points[n - 1].0.saturating_sub(onset_ms),
         rate: rate.max(c.rate),
         ..*c
     }
+}
+
+/// The least-squares slope of `points` (time in ms, bytes), bytes a second; `None` with fewer
+/// than three points or no spread in time.
+#[allow(clippy::cast_precision_loss)]
+fn slope(points: &[(u64, u64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let t0 = points[0].0;
+    let xs: Vec<f64> = points.iter().map(|p| (p.0 - t0) as f64 / 1000.0).collect();
+    let ys: Vec<f64> = points.iter().map(|p| p.1 as f64).collect();
+    let (mx, my) = (xs.iter().sum::<f64>() / n, ys.iter().sum::<f64>() / n);
+    let var: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    if var <= 0.0 {
+        return None;
+    }
+    let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    Some(cov / var)
 }
 
 /// The job's running rank that grows while every other running rank stays flat beside it.
@@ -207,9 +307,15 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<
     }
     running.iter().find_map(|(r, t)| {
         let g = machine.gpu(&r.gpu)?;
-        let (window, limit, pool) = climbing(t, g, at_ms)?;
+        let (window, limit, pool, floor_eta) = climbing(t, g, at_ms)?;
         let grew = window.to.saturating_sub(window.from);
-        let from = t.history.last()?.at_ms.saturating_sub(window.span_ms);
+        // The others are compared over the climb, and at least the last `COMPARE_MS`: a young
+        // climb's few floors would let a flat rank's chance dips read as a rise.
+        let last = t.history.last()?.at_ms;
+        let (climbed, from) = (
+            last.saturating_sub(window.span_ms),
+            last.saturating_sub(window.span_ms.max(COMPARE_MS)),
+        );
         let own = moved(&series(t, from))?;
         let mut beside = Vec::new();
         for (o, ot) in running.iter().filter(|(o, _)| o.pid != r.pid) {
@@ -236,8 +342,10 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<
             row: r,
             track: t,
             gpu: g,
-            climb: since_onset(&series(t, from), &window),
-            window,
+            climb: since_onset(&readings(t, climbed), &window),
+            kept: kept_rate(t, climbed, &window),
+            compared_ms: last.saturating_sub(from),
+            floor_eta,
             own,
             limit,
             pool,

@@ -24,11 +24,16 @@ pub struct Grown<'a> {
     pub gpu: &'a GpuTrack,
     /// Since it began to climb (`since_onset`).
     pub climb: Climb,
-    /// The climb over the window the others were compared over, and how it moved over it.
-    pub window: Climb,
+    /// The rate it keeps memory at (`kept_rate`: a probed rank's allocated memory alone).
+    pub kept: f64,
+    /// How the rank moved over the window the others were compared over (`compared_ms` long).
+    pub compared_ms: u64,
     pub own: Moved,
     pub limit: Limit,
     pub pool: Option<&'a Pool>,
+    /// When the leak rule says its allocated floor reaches the limit (probed): the time said is
+    /// the sooner of that and its own climb's (each estimates seconds into a climb).
+    pub floor_eta: Option<u64>,
 }
 
 impl Grown<'_> {
@@ -39,28 +44,30 @@ impl Grown<'_> {
             Some(p) => growth::limit_name(&self.limit, p.framework, g),
             None => format!("GPU{}'s free memory", g.sample.index),
         };
-        let eta = eta_ms(c, &self.limit);
+        let eta = eta_ms(c, &self.limit).min(self.floor_eta.unwrap_or(u64::MAX));
         let reach = match self.limit.kind {
             LimitKind::Own => format!("reaches {name} in about {}", duration_ms(eta)),
             LimitKind::Gpu => format!("GPU{} full in about {}", g.sample.index, duration_ms(eta)),
         };
-        let still = beside
-            .iter()
-            .all(|b| b.moved.flat_beside(&self.own, STILL_SHARE));
+        // Flat in words: its floor and its median rose by a tenth as much at most (its ceiling is
+        // the noisiest of the three: a group of readings that all fell inside steps).
+        let still = beside.iter().all(|b| {
+            (0..2).all(|i| b.moved.rises[i].saturating_mul(STILL_SHARE) <= self.own.rises[i])
+        });
         let others = match (beside, still) {
             ([b], true) => format!("{} is flat", rank_word(b.row)),
             ([b], false) => format!(
                 "{} rose only {} in the last {}",
                 rank_word(b.row),
                 human(b.moved.rises[1]),
-                duration_ms(self.window.span_ms)
+                duration_ms(self.compared_ms)
             ),
             (_, true) => format!("the other {} ranks are flat", beside.len()),
             (_, false) => format!(
                 "the other {} ranks rose {} at most in the last {}",
                 beside.len(),
                 human(beside.iter().map(|b| b.moved.rises[1]).max().unwrap_or(0)),
-                duration_ms(self.window.span_ms)
+                duration_ms(self.compared_ms)
             ),
         };
         let why = match r.rank {
@@ -83,10 +90,16 @@ impl Grown<'_> {
             duration_ms(c.span_ms),
             rate(c.rate)
         )];
+        if self.pool.is_some() {
+            evidence.push(format!(
+                "what it keeps, its allocated memory alone, grows {}",
+                rate(self.kept)
+            ));
+        }
         for b in beside.iter().take(NAMED) {
             evidence.push(format!(
                 "beside it over the last {}: {} on {}, its {} rose by {} (now {})",
-                duration_ms(self.window.span_ms),
+                duration_ms(self.compared_ms),
                 who(b.row),
                 gpu_name(machine, &b.row.gpu),
                 what(b.probed),
@@ -117,7 +130,7 @@ impl Grown<'_> {
                     clippy::cast_possible_truncation,
                     clippy::cast_sign_loss
                 )]
-                let buys = (stranded as f64 / c.rate * 1000.0) as u64;
+                let buys = (stranded as f64 / self.kept * 1000.0) as u64;
                 evidence.push(format!(
                     "its pool also strands {} between the blocks it keeps: expandable segments would buy about {} at this rate; what it keeps is the cause",
                     human(stranded),
@@ -139,7 +152,7 @@ impl Grown<'_> {
             title: format!(
                 "{} grows {} while {others}: {why}; {reach}",
                 who(r),
-                rate(c.rate)
+                rate(self.kept)
             ),
             evidence,
             remedy: Some(remedy(r, fw)),
