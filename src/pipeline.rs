@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::analysis;
-use crate::model::{Event, Machine};
+use crate::model::{Alert, Event, Level, Machine};
 use crate::oom::failure::Failure;
 use crate::sampler::{self, Factory};
 
@@ -35,7 +35,7 @@ pub fn apply(machine: &mut Machine, event: Event) {
                 machine.record_job_failure(record);
             }
             let alerts = analysis::findings(machine, &judged.rest, &events, &notices, at_ms);
-            machine.add_alerts(alerts);
+            add(machine, alerts);
         }
         Event::SourceEnded => {
             let waited = std::mem::take(&mut machine.waiting_faults);
@@ -49,6 +49,39 @@ pub fn apply(machine: &mut Machine, event: Event) {
         }
         _ => {}
     }
+}
+
+/// Adds `alerts` to the machine; a rank's growth said for its job takes the place of the `leak`
+/// warning its own rule raised for the same rank before (the job's comparison needs a few more
+/// readings than the leak rule): one climb stays one alert, dated when it was first warned.
+fn add(machine: &mut Machine, alerts: Vec<Alert>) {
+    let mut rest = Vec::with_capacity(alerts.len());
+    for mut a in alerts {
+        let earlier = (a.class == analysis::ranks::GROWS_ALONE)
+            .then(|| {
+                machine.alerts.iter().find(|e| {
+                    e.class == "leak"
+                        && e.level == Level::Suspected
+                        && e.pid == a.pid
+                        && e.gpu_uuid == a.gpu_uuid
+                })
+            })
+            .flatten()
+            .cloned();
+        match earlier {
+            Some(old) => {
+                a.evidence.push(format!(
+                    "first warned as this rank's leak at {}; its job's other ranks were seen flat \
+                     beside it since",
+                    crate::model::units::clock(old.at_ms)
+                ));
+                a.at_ms = old.at_ms;
+                machine.amend_alert(&old, a);
+            }
+            None => rest.push(a),
+        }
+    }
+    machine.add_alerts(rest);
 }
 
 /// The failures to judge now: the sample's, and the memory faults that waited for their Xid and

@@ -10,6 +10,11 @@ use crate::oom::sizes::human;
 use super::growth::unreleasable;
 use super::risk::{Finding, IsNew};
 
+/// A process's first seconds on a GPU (its context, its model loaded, its first steps' working
+/// set) are its start, not growth: the GPU's series counts from this long after the youngest
+/// running process on it was first seen (on 2 H100s a healthy FSDP job's start read as "full in
+/// about 9m").
+const STARTUP_MS: u64 = 20_000;
 /// Warn when the GPU would be full sooner than this.
 const FULL_WITHIN_MS: u64 = 10 * 60_000;
 /// Growth must have lasted this long to count as sustained.
@@ -98,7 +103,13 @@ fn rate_over(series: &[(u64, u64)], window_ms: u64) -> Option<f64> {
 pub fn time_to_full(machine: &Machine, g: &GpuTrack, is_new: IsNew) -> Option<Finding> {
     let free = g.sample.memory.value()?.free;
     let last = g.used.last()?.at_ms;
-    let series = committed(machine, g, last);
+    let started = processes_on(&machine.processes, &g.sample.uuid)
+        .filter(|t| t.exited_ms.is_none())
+        .map(|t| t.first_seen_ms.saturating_add(STARTUP_MS))
+        .max()
+        .unwrap_or(0);
+    let mut series = committed(machine, g, last);
+    series.retain(|p| p.0 >= started);
     let oldest = series.first()?.0;
     if last.saturating_sub(oldest) < SUSTAINED_MS {
         return None;

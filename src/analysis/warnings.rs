@@ -79,8 +79,14 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
         |pid: u32| alerts_of(Some(pid)).any(|a| a.level == Level::Failure) || job_failed(pid, 0);
     // The jobs first: a rank growing alone is raised before its own leak rules see the climb, and
     // stands for them; a leak raised before it stays the one alert.
+    // A leak the rank's own rule raised before (in an earlier sample: the job's comparison needs
+    // a few more readings) is taken over by the job's alert (`pipeline`); one raised in this
+    // sample stays the one alert.
     let grows_new = |pid: u32, gpu: &str| {
-        !raised(&out, ranks::GROWS_ALONE, Some(pid), gpu) && !raised(&out, "leak", Some(pid), gpu)
+        !raised(&out, ranks::GROWS_ALONE, Some(pid), gpu)
+            && !out
+                .iter()
+                .any(|a| a.class == "leak" && a.pid == Some(pid) && a.gpu_uuid.as_deref() == Some(gpu))
     };
     let jobs = ranks::alerts(machine, at_ms, &grows_new);
     out.extend(jobs);

@@ -157,6 +157,19 @@ fn replay(input: Input) -> Result<Replayed, String> {
                 ));
             }
         }
+        // A warning taken over in place (a rank's `leak` by its job's `rank-grows-alone`,
+        // `pipeline::add`: same time, process and GPU) is reported as it stands.
+        for a in alerts.iter_mut().filter(|a| a.level == Level::Suspected) {
+            if let Some(now) = machine.alerts.iter().find(|m| {
+                m.at_ms == a.at_ms
+                    && m.pid == a.pid
+                    && m.gpu_uuid == a.gpu_uuid
+                    && m.level == a.level
+                    && m.class != a.class
+            }) {
+                *a = raised(now, machine);
+            }
+        }
         // Newest first in the machine: reversed, they are in the order raised.
         for a in new.iter().rev().filter(|a| a.level != Level::Notice) {
             alerts.push(raised(a, machine));

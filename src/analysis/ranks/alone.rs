@@ -103,17 +103,43 @@ fn kept_rate(t: &ProcessTrack, from_ms: u64, window: &Climb) -> f64 {
                 .filter(|p| p.at_ms >= from_ms)
                 .filter_map(|p| Some((p.at_ms, p.value?)))
                 .collect();
-            since_onset(
-                &allocated,
-                &Climb {
-                    rate: 0.0,
-                    ..*window
-                },
-            )
-            .rate
+            kept_since_onset(&allocated).unwrap_or_else(|| {
+                since_onset(
+                    &allocated,
+                    &Climb {
+                        rate: 0.0,
+                        ..*window
+                    },
+                )
+                .rate
+            })
         }
         None => since_onset(&readings(t, from_ms), window).rate,
     }
+}
+
+/// The rate of `raw` (allocated readings, in time order) since its climb began, as the median of
+/// its floors' rates one to the next (`step_rates`): blind to one jump (a model loaded as the
+/// climb began, in a job that leaks from its first step) where a slope through them is not.
+fn kept_since_onset(raw: &[(u64, u64)]) -> Option<f64> {
+    let points = floors(raw.iter().copied());
+    let (n, k) = (points.len(), points.len() / 3);
+    if k == 0 {
+        return None;
+    }
+    let band = points[..k].iter().map(|p| p.1).max()?;
+    let now_ms = points[n - 1].0;
+    let onset = raw
+        .iter()
+        .take_while(|p| p.0 < now_ms)
+        .filter(|p| p.1 <= band)
+        .last()
+        .copied()
+        .unwrap_or(points[0]);
+    let since: Vec<(u64, u64)> = std::iter::once(onset)
+        .chain(points.iter().copied().filter(|p| p.0 > onset.0))
+        .collect();
+    step_rates(&since)
 }
 
 /// How a rank's readings moved over a window.
@@ -262,7 +288,7 @@ fn since_onset(raw: &[(u64, u64)], c: &Climb) -> Climb {
     #[allow(clippy::cast_precision_loss)]
     let two_point = to.saturating_sub(onset_bytes) as f64 * 1000.0 / dt.max(1000) as f64;
     // The slope through the onset and every floor since: steadier than two points where the
-    // floors themselves are noisy.
+    // floors are noisy (the time it gives is the one said).
     let since: Vec<(u64, u64)> = std::iter::once((onset_ms, onset_bytes))
         .chain(points.iter().copied().filter(|p| p.0 > onset_ms))
         .collect();
@@ -292,6 +318,28 @@ fn slope(points: &[(u64, u64)]) -> Option<f64> {
     }
     let cov: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
     Some(cov / var)
+}
+
+/// The median of the rates from each point of `points` (time in ms, bytes) to the next, bytes a
+/// second; `None` with fewer than three points.
+#[allow(clippy::cast_precision_loss)]
+fn step_rates(points: &[(u64, u64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let mut rates: Vec<f64> = points
+        .windows(2)
+        .map(|w| {
+            (w[1].1 as f64 - w[0].1 as f64) * 1000.0 / w[1].0.saturating_sub(w[0].0).max(1) as f64
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let n = rates.len();
+    Some(if n % 2 == 1 {
+        rates[n / 2]
+    } else {
+        (rates[n / 2 - 1] + rates[n / 2]) / 2.0
+    })
 }
 
 /// The job's running rank that grows while every other running rank stays flat beside it.

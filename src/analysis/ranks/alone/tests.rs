@@ -249,8 +249,9 @@ fn ranks_that_all_leak_are_each_a_leak_not_one_growing_alone() {
 }
 
 #[test]
-fn a_leak_raised_before_the_others_came_stays_the_one_alert() {
-    // Rank 1 joins 30 s after rank 0 began to leak: rank 0's leak was already raised alone.
+fn a_leak_raised_before_the_others_came_is_taken_over_by_the_job_alert() {
+    // Rank 1 joins 30 s after rank 0 began to leak: rank 0's leak was already raised alone; once
+    // the job can compare its ranks, its alert takes the leak's place (and time), one alert still.
     let mut late = Spec::new(1447, 1, |_| 7 * GIB);
     late.until = u64::MAX;
     let specs = [Spec::new(1446, 0, leaking(3 * GIB, 5, 130 * MIB)), late];
@@ -273,8 +274,15 @@ fn a_leak_raised_before_the_others_came_stays_the_one_alert() {
         pipeline::apply(&mut m, Event::Sample(s));
     }
     let classes: Vec<&str> = m.alerts.iter().map(|a| a.class.as_str()).collect();
-    assert!(classes.contains(&"leak"), "{classes:?}");
-    assert!(!classes.contains(&super::GROWS_ALONE), "{classes:?}");
+    assert_eq!(classes, [super::GROWS_ALONE], "{classes:?}");
+    let a = &m.alerts[0];
+    assert!(a.at_ms < T0 + 30_000, "dated when the leak was first warned: {a:#?}");
+    assert!(
+        a.evidence
+            .iter()
+            .any(|e| e.starts_with("first warned as this rank's leak at ")),
+        "{a:#?}"
+    );
 }
 
 #[test]

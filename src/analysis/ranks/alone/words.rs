@@ -52,7 +52,8 @@ impl Grown<'_> {
         // Flat in words: its floor and its median rose by a tenth as much at most (its ceiling is
         // the noisiest of the three: a group of readings that all fell inside steps).
         let still = beside.iter().all(|b| {
-            (0..2).all(|i| b.moved.rises[i].saturating_mul(STILL_SHARE) <= self.own.rises[i])
+            b.moved.rises[1] == 0
+                || (0..2).all(|i| b.moved.rises[i].saturating_mul(STILL_SHARE) <= self.own.rises[i])
         });
         let others = match (beside, still) {
             ([b], true) => format!("{} is flat", rank_word(b.row)),
