@@ -42,6 +42,39 @@ const EIGHT: &[&str] = &[
 ];
 
 const CASES: &[Case] = &[
+    // Real runs on 2 H100s (README.md): from the logs alone an OOM is judged by its message
+    // (fragmentation); replayed from the recording, with the probe's figures, it is a leak.
+    Case {
+        files: &["h100-torchrun-leak/torchrun.log"],
+        finding: "root-cause",
+        root: Some((Some(0), Some("fragmentation"))),
+        consequences: 1,
+        says: &[
+            "rank 0 failed first: PyTorch fragmentation (certain); 1 rank followed",
+            "rank 0 is torchrun's root cause (first observed failure) at 09:35:39",
+            "rank 1 stopped by torchrun with SIGTERM at 09:35:40",
+        ],
+    },
+    Case {
+        files: &["h100-rank-by-rank/rank0.log", "h100-rank-by-rank/rank1.log"],
+        finding: "root-cause",
+        root: Some((Some(0), Some("fragmentation"))),
+        consequences: 1,
+        says: &[
+            "rank 1 aborted by NCCL's watchdog at 09:36:55",
+            "waiting on ALLREDUCE #3655 (timeout 20s): a consequence of rank 0's OOM",
+        ],
+    },
+    Case {
+        files: &["h100-jax/process0.log", "h100-jax/process1.log"],
+        finding: "root-cause",
+        root: Some((None, Some("pool-limit"))),
+        consequences: 1,
+        says: &[
+            "rank 1 stopped sending heartbeats",
+            "JAX's coordination service",
+        ],
+    },
     Case {
         files: &["two-ranks/rank0.log", "two-ranks/rank1.log"],
         finding: "root-cause",

@@ -43,6 +43,8 @@ CAUSES = {
     "pool-near-limit": {"pool-limit"},
     "exit-at-limit": {"pool-limit"},
     "leak": {"pool-limit", "device-full", "leak"},
+    # The line of code a leak's block maps show climbing: the leak itself, at its site.
+    "leak-site": {"pool-limit", "device-full", "leak"},
     # A rank growing away from its job's other ranks: that rank's leak, named for the job.
     "rank-grows-alone": {"pool-limit", "device-full", "leak"},
     # Ranks holding a second context on another rank's GPU (no pid: the job's, on that GPU).

@@ -84,9 +84,9 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     // sample stays the one alert.
     let grows_new = |pid: u32, gpu: &str| {
         !raised(&out, ranks::GROWS_ALONE, Some(pid), gpu)
-            && !out
-                .iter()
-                .any(|a| a.class == "leak" && a.pid == Some(pid) && a.gpu_uuid.as_deref() == Some(gpu))
+            && !out.iter().any(|a| {
+                a.class == "leak" && a.pid == Some(pid) && a.gpu_uuid.as_deref() == Some(gpu)
+            })
     };
     let jobs = ranks::alerts(machine, at_ms, &grows_new);
     out.extend(jobs);

@@ -276,7 +276,10 @@ fn a_leak_raised_before_the_others_came_is_taken_over_by_the_job_alert() {
     let classes: Vec<&str> = m.alerts.iter().map(|a| a.class.as_str()).collect();
     assert_eq!(classes, [super::GROWS_ALONE], "{classes:?}");
     let a = &m.alerts[0];
-    assert!(a.at_ms < T0 + 30_000, "dated when the leak was first warned: {a:#?}");
+    assert!(
+        a.at_ms < T0 + 30_000,
+        "dated when the leak was first warned: {a:#?}"
+    );
     assert!(
         a.evidence
             .iter()
