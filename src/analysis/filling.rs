@@ -14,7 +14,7 @@ use super::risk::{Finding, IsNew};
 /// set) are its start, not growth: the GPU's series counts from this long after the youngest
 /// running process on it was first seen (on 2 H100s a healthy FSDP job's start read as "full in
 /// about 9m").
-const STARTUP_MS: u64 = 20_000;
+const STARTUP_MS: u64 = 10_000;
 /// Warn when the GPU would be full sooner than this.
 const FULL_WITHIN_MS: u64 = 10 * 60_000;
 /// Growth must have lasted this long to count as sustained.
