@@ -1,5 +1,5 @@
 //! `gpumon record` asks probes for maps under the same rules as the screen and `serve`
-//! (`pipeline::alert_maps`): while a leak alert holds, a map at most every 30 s, through the
+//! (`pipeline::alert_maps`): while a leak alert holds, a map at most every 30 s (the second 10 s after the first), through the
 //! `Requests` it was given. A fake probe answers each request with a map in a later sample, so the
 //! recording holds the leak's site, and the map the probe wrote at the OOM; replayed by `gpumon
 //! explain`, it names the line that climbs and shows the map at the failure.
@@ -188,8 +188,14 @@ async fn record_asks_a_leaking_jobs_probe_for_maps_and_keeps_them_in_the_recordi
             (PID, Some(start_time()), Verb::Map, Purpose::Alert)
         );
     }
+    // The second map 10 s after the first (the climbing line is named from two), then every 30 s.
     let times: Vec<u64> = asked.iter().map(|a| a.id / 10).collect();
-    assert!(times.windows(2).all(|w| w[1] - w[0] >= 30_000), "{times:?}");
+    assert!(times.len() >= 2, "{times:?}");
+    assert_eq!(times[1] - times[0], 10_000, "{times:?}");
+    assert!(
+        times[1..].windows(2).all(|w| w[1] - w[0] >= 30_000),
+        "{times:?}"
+    );
 
     // The recording holds the maps it asked for and the map at the OOM.
     let mut replay =
