@@ -183,13 +183,21 @@ pub fn leak_first(t: &ProcessTrack, at_ms: u64, stranded: u64) -> Option<Leak> {
         .filter(|l| l.climb.to.saturating_sub(l.climb.from) >= stranded)
 }
 
-/// Allocated's floor climbing into `at_ms` (the readings of the minute before it).
+/// Allocated's floor climbing into `at_ms` (the readings of the minute before it, up to the
+/// sample whose figures already count the OOM: the failure unwinding frees its step's
+/// temporaries, and on an H100 the probe read GPT-2 keeping logits slices at 5 GiB there after
+/// 11.7 GiB, a release the leak never made).
 fn floor_leak(t: &ProcessTrack, at_ms: u64) -> Option<Leak> {
     let h = t.pool_history.as_ref()?;
+    let counted = t
+        .probe_oom
+        .map(|o| o.rose_ms)
+        .filter(|r| *r <= at_ms.saturating_add(RECENT_MS))
+        .unwrap_or(u64::MAX);
     let series: Vec<(u64, u64)> = h
         .allocated
         .iter()
-        .filter(|p| p.at_ms <= at_ms && p.at_ms + 60_000 > at_ms)
+        .filter(|p| p.at_ms <= at_ms && p.at_ms + 60_000 > at_ms && p.at_ms < counted)
         .filter_map(|p| Some((p.at_ms, p.value?)))
         .collect();
     let last = series.last()?.0;

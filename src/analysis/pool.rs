@@ -49,14 +49,24 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                 continue;
             };
             if t.exited_ms.is_none() {
-                let growing = super::growth::risk(t, pool, g, at_ms);
-                if growing.is_none() && !super::growth::floor_climbs(t, pool, g, at_ms) {
-                    out.extend(fragmenting(t, pool, g, at_ms));
-                    out.extend(super::peaks::risk(t, pool, g, at_ms));
+                // A process that has just failed (its probe counted the OOM, or its log said it)
+                // is warned of nothing more: its figures there are the failure unwinding (on an
+                // H100 GPT-2 keeping logits slices read 5 GiB after 11.7 GiB, and a growing peak
+                // was raised beside its OOM).
+                let failing = t
+                    .probe_oom
+                    .is_some_and(|o| at_ms.saturating_sub(o.rose_ms) <= SAME_FAILURE_MS)
+                    || failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS));
+                if !failing {
+                    let growing = super::growth::risk(t, pool, g, at_ms);
+                    if growing.is_none() && !super::growth::floor_climbs(t, pool, g, at_ms) {
+                        out.extend(fragmenting(t, pool, g, at_ms));
+                        out.extend(super::peaks::risk(t, pool, g, at_ms));
+                    }
+                    out.extend(growing);
+                    out.extend(near_limit(t, pool));
+                    out.extend(releasable(t, pool, g, &on_gpu));
                 }
-                out.extend(growing);
-                out.extend(near_limit(t, pool));
-                out.extend(releasable(t, pool, g, &on_gpu));
                 out.extend(probe_oom(t, pool, g, at_ms, failed));
             } else if t.exited_ms == Some(at_ms)
                 && !failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS))
