@@ -19,7 +19,7 @@ const MIN_FREE_PERMILLE: u64 = 100;
 const RETRY_WINDOW_MS: u64 = 60_000;
 const RETRIES_REPEAT: usize = 2;
 /// A failed pool whose allocations reached this share of its limit (per mille) was at it.
-const AT_LIMIT_PERMILLE: u64 = 900;
+pub(super) const AT_LIMIT_PERMILLE: u64 = 900;
 /// A live pool whose allocations reach this share of its limit (per mille) is warned: a job tuned
 /// to 90-95 % of its cap runs there for hours.
 const NEAR_LIMIT_PERMILLE: u64 = 950;
@@ -35,7 +35,7 @@ const GIVEN_BACK: u64 = 64 << 20;
 /// Said of a pool judged under expandable segments.
 const EXPANDABLE: &str = "under expandable_segments:True PyTorch counts no inactive split bytes: the pool's whole free part (reserved − allocated) is judged";
 /// A failure alert this close to a probe's OOM is the same failure, read from the log.
-const SAME_FAILURE_MS: u64 = 10_000;
+pub(super) const SAME_FAILURE_MS: u64 = 10_000;
 
 /// The risks of every probed process on the machine at `at_ms` (raised or not: the caller
 /// keeps each (class, pid, GPU) to once). `failed(pid, since_ms)` says whether a log already
@@ -49,10 +49,8 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                 continue;
             };
             if t.exited_ms.is_none() {
-                // A process that has just failed (its probe counted the OOM, or its log said it)
-                // is warned of nothing more: its figures there are the failure unwinding (on an
-                // H100 GPT-2 keeping logits slices read 5 GiB after 11.7 GiB, and a growing peak
-                // was raised beside its OOM).
+                // Nothing more of a process that has just failed: its figures are its failure
+                // unwinding (on an H100 a growing peak was raised beside a leak's OOM).
                 let failing = t
                     .probe_oom
                     .is_some_and(|o| at_ms.saturating_sub(o.rose_ms) <= SAME_FAILURE_MS)
@@ -67,11 +65,11 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                     out.extend(near_limit(t, pool));
                     out.extend(releasable(t, pool, g, &on_gpu));
                 }
-                out.extend(probe_oom(t, pool, g, at_ms, failed));
+                out.extend(failed::probe_oom(t, pool, g, at_ms, failed));
             } else if t.exited_ms == Some(at_ms)
                 && !failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS))
             {
-                out.extend(died_at_limit(t, pool));
+                out.extend(failed::died_at_limit(t, pool));
             }
         }
     }
@@ -86,7 +84,12 @@ fn label(pool: &Pool) -> &'static str {
 /// (`room`: what it may still grow by, `None` when unknown), and the free part only in pieces
 /// smaller than what the job allocates, or the allocator flushing its cache to retry again and
 /// again (`retries` in the last minute): one flush that succeeded is normal, not a sign.
-fn fragmented(pool: &Pool, free: Option<u64>, room: Option<u64>, retries: usize) -> Option<String> {
+pub(super) fn fragmented(
+    pool: &Pool,
+    free: Option<u64>,
+    room: Option<u64>,
+    retries: usize,
+) -> Option<String> {
     let reserved = pool.reserved.filter(|r| *r >= MIN_POOL)?;
     let free = free?;
     let much = free >= MIN_FREE.max(reserved / 1000 * MIN_FREE_PERMILLE);
@@ -147,7 +150,7 @@ fn room(pool: &Pool, g: &GpuTrack) -> Option<u64> {
 /// The free part of the pool that its requests cannot use: stranded in split blocks where the
 /// framework reports them, else all of its cached free bytes. Under PyTorch's expandable segments
 /// nothing is counted as split (`inactive_split_bytes` stays 0), so the whole free part is judged.
-fn unusable(pool: &Pool, expandable: bool) -> Option<u64> {
+pub(super) fn unusable(pool: &Pool, expandable: bool) -> Option<u64> {
     if expandable {
         pool.cached_free
     } else {
@@ -221,7 +224,7 @@ pub fn still_at_risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) ->
 }
 
 /// Allocated and the limit, when allocated reaches `permille` of it.
-fn at_limit(pool: &Pool, permille: u64) -> Option<(u64, u64)> {
+pub(super) fn at_limit(pool: &Pool, permille: u64) -> Option<(u64, u64)> {
     let (used, limit) = (pool.allocated?, pool.limit.filter(|l| *l > 0)?);
     (used.saturating_mul(1000) >= limit.saturating_mul(permille)).then_some((used, limit))
 }
@@ -247,7 +250,7 @@ fn near_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
     })
 }
 
-fn short(g: &GpuTrack) -> Option<u64> {
+pub(super) fn short(g: &GpuTrack) -> Option<u64> {
     let m = g.sample.memory.value()?;
     (m.free < SHORT_FREE.max(m.total / 50)).then_some(m.free)
 }
@@ -296,128 +299,7 @@ fn releasable(
     })
 }
 
-/// What a pool's last figures say about why it failed.
-fn verdict(pool: &Pool, g: Option<&GpuTrack>, expandable: bool) -> (&'static str, String) {
-    // At a failure the pool could not grow: its room was nil.
-    if let Some(why) = fragmented(pool, unusable(pool, expandable), Some(0), 0) {
-        ("fragmentation", why)
-    } else if let Some((used, limit)) = at_limit(pool, AT_LIMIT_PERMILLE) {
-        (
-            "pool-limit",
-            format!("{} of its {} limit in use", human(used), human(limit)),
-        )
-    } else if let Some(free) = g.and_then(short) {
-        ("device-full", format!("the GPU had {} free", human(free)))
-    } else {
-        ("unknown", "the pool's figures do not show why".into())
-    }
-}
-
-fn failure_risk(
-    t: &ProcessTrack,
-    pool: &Pool,
-    g: Option<&GpuTrack>,
-    what: &str,
-    at_ms: u64,
-) -> Risk {
-    let ctx = context(t);
-    let expandable = expandable(&ctx);
-    let (mut class, mut why) = verdict(pool, g, expandable);
-    let pid = t.sample.pid;
-    let dialect = dialect_of(pool.framework);
-    let mut remedy = match class {
-        "fragmentation" => defragment(dialect, &ctx),
-        "pool-limit" => raise_limit(None, dialect, &ctx),
-        _ => "Lower the peak (smaller batch) or free the GPU of other work; keep the job's output in a log gpumon can follow (`gpumon run`) for the exact request.".into(),
-    };
-    let mut evidence = figures(pool);
-    // A leak first: allocated's floor climbed into the failure by more than what is stranded.
-    let free = unusable(pool, expandable).unwrap_or(0);
-    if class == "fragmentation"
-        && let Some(l) = super::causes::leak_first(t, at_ms, free)
-    {
-        class = "leak";
-        let second = super::growth::second::words(free, expandable, l.climb.rate);
-        why = format!(
-            "{} kept from step to step, then fragmentation: {why}",
-            l.rate_words()
-        );
-        remedy = l.remedy(pid, None);
-        if let Some(s) = second {
-            evidence.insert(0, s.evidence);
-            remedy = format!("{remedy} {}", s.remedy);
-        }
-        evidence.insert(0, l.evidence());
-    }
-    evidence.insert(0, why.clone());
-    Risk {
-        class,
-        pid: Some(pid),
-        gpu: t.sample.gpu_uuid.clone(),
-        level: Level::Failure,
-        confidence: Some("likely"),
-        title: format!(
-            "pid {pid} {} OOM {what}: {class} (likely), {why}",
-            pool.framework.label()
-        ),
-        evidence,
-        remedy,
-    }
-}
-
-/// PyTorch counts its OOMs: a count that rose is a failure, even when no log said so. It is
-/// judged in the sample in which it became ready (at once, or once the map of the failure came
-/// while the job records allocation history: `model::ProbeOom`), unless a log reported the failure
-/// since just before the count rose: one OOM, one alert.
-fn probe_oom(
-    t: &ProcessTrack,
-    pool: &Pool,
-    g: &GpuTrack,
-    at_ms: u64,
-    failed: &dyn Fn(u32, u64) -> bool,
-) -> Option<Risk> {
-    let oom = t.probe_oom.filter(|o| o.ready_ms == Some(at_ms))?;
-    if failed(t.sample.pid, oom.rose_ms.saturating_sub(SAME_FAILURE_MS)) {
-        return None;
-    }
-    Some(failure_risk(
-        t,
-        pool,
-        Some(g),
-        "seen by its probe (no log)",
-        at_ms,
-    ))
-}
-
-/// A probed process that ended with its pool at its limit or fragmented, no log seen: whether it
-/// died of an OOM is not known, so this is suspected, with what the last figures would explain.
-fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
-    let (class, why) = verdict(pool, None, expandable(&context(t)));
-    if !matches!(class, "fragmentation" | "pool-limit") {
-        return None;
-    }
-    let pid = t.sample.pid;
-    let mut risk = failure_risk(t, pool, None, "", t.last_seen_ms);
-    // A leak first where its floor climbed to the end (failure_risk said so).
-    let named = if risk.class == "leak" { "leak" } else { class };
-    risk.level = Level::Suspected;
-    risk.class = "exit-at-limit";
-    risk.title = format!(
-        "pid {pid} exited with its {} pool {}: if it died of an OOM, {named} (likely; no log seen)",
-        pool.framework.label(),
-        if class == "pool-limit" {
-            "at its limit"
-        } else {
-            "fragmented"
-        },
-    );
-    if named == class
-        && let Some(first) = risk.evidence.first_mut()
-    {
-        *first = format!("its last probe figures: {why}");
-    }
-    Some(risk)
-}
+mod failed;
 
 #[cfg(test)]
 mod tests;
