@@ -121,7 +121,8 @@ fn an_alert_reads_whole_at_every_size() {
             "the OOMs",
         );
         s.keys(&["p", "a", "Enter"]);
-        let mut screen = s.wait_for(|t| t.contains("evidence (certain)"), "the open alert");
+        s.wait_for(|t| t.contains("evidence (certain)"), "the open alert");
+        let mut screen = s.settled();
         assert!(screen.contains("Esc close"), "{w}x{h}:\n{screen}");
         // Page down to the end, putting the text together from the rows passed.
         let mut seen: Vec<String> = Vec::new();
@@ -136,7 +137,8 @@ fn an_alert_reads_whole_at_every_size() {
             }
             s.keys(&["PageDown"]);
             let was = screen.clone();
-            screen = s.wait_for(|t| *t != was, "the next page");
+            s.wait_for(|t| *t != was, "the next page");
+            screen = s.settled();
         }
         let text = words(&seen.join(" "));
         assert!(

@@ -163,6 +163,26 @@ impl Session {
         }
     }
 
+    /// The screen once it stopped changing: two captures 150 ms apart alike (a capture taken
+    /// while gpumon writes a frame can hold half of each).
+    #[track_caller]
+    pub fn settled(&self) -> String {
+        let start = Instant::now();
+        let mut last = self.screen();
+        loop {
+            sleep(Duration::from_millis(150));
+            let now = self.screen();
+            if now == last {
+                return now;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "the screen never settled; screen:\n{now}"
+            );
+            last = now;
+        }
+    }
+
     #[track_caller]
     pub fn wait_file(&self, file: &str) -> String {
         let start = Instant::now();
