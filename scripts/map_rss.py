@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """gpumon's memory while it shows the largest block map (issue 26: at most 8 MB more).
 
-Replays the demo recording twice on the screen, in tmux, with pid 1377 selected and its block
-map open (`m`): once as it is, once with the largest map a probe writes (2048 runs over 1024
-segments, 20 sites with 256-character file names, sent anew every 5 samples so the model keeps
-replacing it), and reports each run's peak RSS (VmHWM) and their difference as JSON.
+Replays the demo recording twice on the screen, in tmux, with its fragmenting PyTorch job (the
+process of its `torch_frag.py fill` command) selected and its block map open (`m`): once without
+any map (the maps the demo holds taken out), once with the largest map a probe writes (2048 runs
+over 1024 segments, 20 sites with 256-character file names, sent anew every 5 samples so the
+model keeps replacing it), and reports each run's peak RSS (VmHWM) and their difference as JSON.
 
     scripts/map_rss.py [GPUMON] [OUT_DIR]      (default: target/debug/gpumon, no file)
 
@@ -19,9 +20,21 @@ import sys
 import tempfile
 import time
 
-PID = 1377
-GPU = "GPU-9601073a-4930-3745-eb95-7957db7c2774"
 MIB = 1 << 20
+DEMO = "assets/demo.ndjson"
+
+
+def demo_job():
+    """The fragmenting job's pid, its GPU's UUID and the demo's sample count."""
+    lines = open(DEMO).read().splitlines()
+    for line in lines[1:]:
+        for p in json.loads(line)["processes"]:
+            if "torch_frag.py fill" in (p.get("command") or ""):
+                return p["pid"], p["gpu_uuid"], len(lines) - 1
+    sys.exit("map_rss.py: no torch_frag.py fill process in " + DEMO)
+
+
+PID, GPU, SAMPLES = demo_job()
 
 
 def largest_map(start, at_ms, k):
@@ -49,10 +62,11 @@ def largest_map(start, at_ms, k):
 
 
 def recording(path, with_maps):
-    lines = open("assets/demo.ndjson").read().splitlines()
+    lines = open(DEMO).read().splitlines()
     out = [lines[0]]
     for i, line in enumerate(lines[1:]):
         sample = json.loads(line)
+        sample.pop("probes", None)  # the demo's own maps: neither run keeps them
         mine = [p for p in sample["processes"] if p["pid"] == PID]
         if with_maps and mine and i % 5 == 0:
             start = mine[0]["start_time"]
@@ -71,7 +85,7 @@ def peak_rss_kib(gpumon, path, session):
         subprocess.run(["tmux", "send-keys", "-t", session, "m"], check=True)
         pane_pid = subprocess.run(["tmux", "list-panes", "-t", session, "-F", "#{pane_pid}"],
                                   capture_output=True, text=True, check=True).stdout.split()[0]
-        deadline = time.time() + 14  # the 110 samples at 10x, and a little
+        deadline = time.time() + SAMPLES / 10 + 3  # the samples at 10x, and a little
         peak = 0
         screen = ""
         while time.time() < deadline:
@@ -108,7 +122,7 @@ def main():
         "growth_kib": with_map - base,
         "bound_kib": 8 * 1024,
         "within_bound": with_map - base <= 8 * 1024,
-        "map_shown": "block map: pid 1377" in screen,
+        "map_shown": "block map: pid %d" % PID in screen,
     }
     text = json.dumps(result, indent=2)
     print(text)

@@ -1,8 +1,8 @@
-//! The screens in the README and docs/guide/screen.md are the binary's: each fenced block that
-//! follows a `<!-- capture: NAME -->` line is compared with what the screen draws of the demo
-//! recording built into gpumon (`gpumon --demo --speed 10` at 120x40), replayed through the same
-//! update to 15 s after its last OOM and paused, rendered into a TestBackend. A change that alters these screens fails here until the docs
-//! show it.
+//! The screens in the README, docs/guide/screen.md and docs/guide/memory-map.md are the binary's:
+//! each fenced block that follows a `<!-- capture: NAME -->` line is compared with what the
+//! screen draws of the demo recording built into gpumon (`gpumon --demo --speed 10` at 120x40),
+//! replayed through the same update to 15 s after its last OOM and paused, rendered into a
+//! TestBackend. A change that alters these screens fails here until the docs show it.
 //!
 //! To regenerate them (a new demo recording, a changed screen), one command:
 //!
@@ -10,7 +10,7 @@
 //! UPDATE_DOCS=1 cargo test --test doc_captures
 //! ```
 //!
-//! writes README.md and docs/guide/screen.md with every capture replaced under
+//! writes README.md and the guide's pages with every capture replaced under
 //! `target/tmp/doc-captures/` (tests never write into the checkout); copy them over with
 //! `cp -r target/tmp/doc-captures/. .` and read the diff.
 
@@ -26,7 +26,11 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 /// The pages that hold captures, from the repository's root.
-const PAGES: [&str; 2] = ["README.md", "docs/guide/screen.md"];
+const PAGES: [&str; 3] = [
+    "README.md",
+    "docs/guide/screen.md",
+    "docs/guide/memory-map.md",
+];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +40,8 @@ fn root() -> &'static Path {
 const AFTER_LAST_OOM_MS: u64 = 15_000;
 
 /// The demo as `gpumon --demo --speed 10` plays it (the embedded recording, its interval, the
-/// history `--demo` gives it: its span in whole minutes), up to the sample `AFTER_LAST_OOM_MS`
+/// history `--demo` gives it: its span in whole minutes; no signals or requests to its
+/// processes), up to the sample `AFTER_LAST_OOM_MS`
 /// after its first loop's last OOM.
 fn demo_after_its_last_oom() -> State {
     let play = |until: Option<u64>| {
@@ -46,6 +51,10 @@ fn demo_after_its_last_oom() -> State {
             ..Config::new(source.header().interval_ms, 120_000)
         };
         let mut state = State::new(config);
+        // As `gpumon --demo` sets it up: no signals to, and no requests to the probes of, a
+        // recording's processes.
+        state.screen.signals_off = Some("the demo replays a recording".into());
+        state.screen.requests_off = Some("the demo replays a recording".into());
         state.update(Msg::from(Event::Started(source.machine().unwrap())));
         loop {
             match source.sample() {
@@ -94,24 +103,37 @@ fn draw(state: &State) -> String {
 fn captures() -> Vec<(&'static str, String)> {
     let mut paused = demo_after_its_last_oom();
     act(&mut paused, &[Action::TogglePause]);
-    // The fragmenting PyTorch job filtered (`/PID` Enter, 1377 in this recording) with the
-    // alerts list selected (`a`).
-    let mut frag = demo_after_its_last_oom();
-    let pid = frag
+    // The fragmenting PyTorch job filtered (`/PID` Enter, 5230 in this recording) with the
+    // alerts list selected (`a`), and with its block map open (`m`) instead.
+    let frag = || {
+        let mut s = demo_after_its_last_oom();
+        let pid = fragmenting_pid(&s);
+        act(&mut s, &[Action::TogglePause, Action::FilterPrompt]);
+        let digits: Vec<Action> = pid.to_string().chars().map(Action::PromptChar).collect();
+        act(&mut s, &digits);
+        act(&mut s, &[Action::PromptApply]);
+        s
+    };
+    let mut alerts = frag();
+    act(&mut alerts, &[Action::TogglePane]);
+    let mut map = frag();
+    act(&mut map, &[Action::MapPane]);
+    vec![
+        ("demo-paused", draw(&paused)),
+        ("demo-frag-alerts", draw(&alerts)),
+        ("demo-frag-map", draw(&map)),
+    ]
+}
+
+/// The process the demo's fragmentation OOM names.
+fn fragmenting_pid(state: &State) -> u32 {
+    state
         .machine()
         .alerts
         .iter()
         .find(|a| a.class == "fragmentation")
         .and_then(|a| a.pid)
-        .expect("the demo's fragmentation OOM");
-    act(&mut frag, &[Action::TogglePause, Action::FilterPrompt]);
-    let digits: Vec<Action> = pid.to_string().chars().map(Action::PromptChar).collect();
-    act(&mut frag, &digits);
-    act(&mut frag, &[Action::PromptApply, Action::TogglePane]);
-    vec![
-        ("demo-paused", draw(&paused)),
-        ("demo-frag-alerts", draw(&frag)),
-    ]
+        .expect("the demo's fragmentation OOM")
 }
 
 /// `text` with the fenced block after each `<!-- capture: NAME -->` line given by `blocks`
@@ -200,5 +222,20 @@ fn the_capture_is_the_demo_paused_after_its_ooms() {
     assert!(paused.contains("replay x10 ─ PAUSED"), "{paused}");
     for class in ["fragmentation", "device-full"] {
         assert!(paused.contains(&format!("OOM: {class}]")), "{paused}");
+    }
+}
+
+#[test]
+fn the_map_capture_is_the_fragmenting_job_s_map_at_its_oom() {
+    let captures = captures();
+    let (name, map) = &captures[2];
+    assert_eq!(*name, "demo-frag-map");
+    for says in [
+        "torch at the OOM",
+        "a 512.00 MiB request does not fit",
+        "917 holes",
+        "gpu/torch_frag.py:48 <module>",
+    ] {
+        assert!(map.contains(says), "{says}:\n{map}");
     }
 }

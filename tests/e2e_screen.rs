@@ -7,7 +7,28 @@
 #[path = "common/tmux.rs"]
 mod tmux;
 
+use gpumon::model::{Config, Event, Machine};
+use gpumon::pipeline;
+use gpumon::source::replay::ReplaySource;
 use tmux::Session;
+
+/// The demo's fragmenting PyTorch job: the process its fragmentation OOM names.
+fn fragmenting_pid() -> u32 {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
+    let file = std::io::BufReader::new(std::fs::File::open(demo).unwrap());
+    let mut source = ReplaySource::read(demo, file).unwrap();
+    let mut machine = Machine::new(Config::new(1000, 600_000));
+    pipeline::apply(
+        &mut machine,
+        Event::Started(source.header().machine.clone()),
+    );
+    for s in source.samples() {
+        pipeline::apply(&mut machine, Event::Sample(s.unwrap()));
+    }
+    let oom = machine.alerts.iter().find(|a| a.class == "fragmentation");
+    oom.and_then(|a| a.pid)
+        .expect("the demo's fragmentation OOM")
+}
 
 /// The demo's processes are in the table (they start a few seconds into the recording).
 fn table_rows(screen: &str) -> Vec<(usize, u32)> {
@@ -84,11 +105,15 @@ fn the_chart_fills_a_large_screen_and_the_bar_half_a_small_one() {
 
 #[test]
 fn the_probed_pytorch_job_shows_its_pool_over_time() {
+    let pid = fragmenting_pid();
     let s = Session::start("pool", "--demo --speed 10", (120, 40));
-    s.wait_for(|t| t.contains(" 1377 "), "the fragmenting PyTorch job");
-    s.keys(&["/", "1", "3", "7", "7", "Enter"]);
+    s.wait_for(
+        |t| t.contains(&format!(" {pid} ")),
+        "the fragmenting PyTorch job",
+    );
+    s.keys(&["/", &pid.to_string(), "Enter"]);
     let screen = s.wait_for(
-        |t| t.contains("pid 1377 pool on GPU0") && t.contains("allocated"),
+        |t| t.contains(&format!("pid {pid} pool on GPU0")) && t.contains("allocated"),
         "its pool chart",
     );
     for legend in ["device", "pool ", "allocated"] {

@@ -222,15 +222,19 @@ fn no_gpu_exits_2_and_restores_the_terminal() {
     assert!(err.contains("gpumon --demo"), "{err}");
 }
 
-/// The PIDs in the process table of a captured screen (rows start with the GPU index, then the PID).
+/// The PIDs in the process table of a captured screen (rows start with the GPU index, then the
+/// PID), each once in table order: a process on two GPUs has a row on each.
 fn table_pids(screen: &str) -> Vec<u32> {
-    screen
-        .lines()
-        .filter_map(|l| {
-            let row = l.trim_start_matches(['│', '|', ' ', '>']);
-            let mut cols = row.split_whitespace();
-            cols.next()?.parse::<u32>().ok()?;
-            cols.next()?.parse::<u32>().ok()
-        })
-        .collect()
+    let mut pids = Vec::new();
+    for pid in screen.lines().filter_map(|l| {
+        let row = l.trim_start_matches(['│', '|', ' ', '>']);
+        let mut cols = row.split_whitespace();
+        cols.next()?.parse::<u32>().ok()?;
+        cols.next()?.parse::<u32>().ok()
+    }) {
+        if !pids.contains(&pid) {
+            pids.push(pid);
+        }
+    }
+    pids
 }

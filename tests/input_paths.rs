@@ -164,14 +164,15 @@ fn gzip_and_zstd_logs_are_read_whatever_their_names() {
     assert_eq!(code, 0);
     assert!(out.ends_with("1 allocation failure(s)\n"), "{out}");
     // A compressed recording, whatever its name.
-    let rec = write(
-        dir.path(),
-        "demo.ndjson.gz",
-        &gzip(&std::fs::read(DEMO).unwrap()),
-    );
+    let demo = std::fs::read(DEMO).unwrap();
+    let samples = demo.iter().filter(|b| **b == b'\n').count() - 1;
+    let rec = write(dir.path(), "demo.ndjson.gz", &gzip(&demo));
     let (code, out, err) = run(&["explain", &rec]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("gpumon recording, 110 sample(s)"), "{out}");
+    assert!(
+        out.contains(&format!("gpumon recording, {samples} sample(s)")),
+        "{out}"
+    );
 }
 
 #[test]

@@ -1,14 +1,11 @@
-//! Maps in recordings: the real demo recording (made before maps, so old recordings still
-//! replay) with its failing process's OOM map added to the sample of the failure, as a probe
-//! would have written it: `explain` shows the map at the failure, and `snapshot --replay` carries
-//! the map in JSON (valid against the schema's `maps`) and text.
+//! Maps in recordings: the real demo recording holds the block maps its jobs' probes took on the
+//! H100 (the fragmenting PyTorch job's at its OOM, with the line of its code that holds the
+//! blocks): `explain` shows the map at the failure, and `snapshot --replay` carries the maps in
+//! JSON (valid against the schema's `maps`) and text.
 
 use assert_cmd::Command;
-use gpumon::sample::pool_map::{MapOom, MapReason};
-use gpumon::source::scripted::maps::fragmented;
 
-const PID: u32 = 1377;
-const GPU: &str = "GPU-9601073a-4930-3745-eb95-7957db7c2774";
+const DEMO: &str = "assets/demo.ndjson";
 
 fn gpumon() -> Command {
     let mut c = Command::cargo_bin("gpumon").unwrap();
@@ -16,54 +13,23 @@ fn gpumon() -> Command {
     c
 }
 
-/// The demo with an OOM map in the sample whose log shows pid 1377's failure.
-fn recording(dir: &std::path::Path) -> std::path::PathBuf {
-    let text = std::fs::read_to_string("assets/demo.ndjson").unwrap();
-    let mut out = String::new();
-    let mut added = false;
-    for (i, line) in text.lines().enumerate() {
-        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
-        let failing = i > 0
-            && v["failures"]
-                .as_array()
-                .is_some_and(|f| f.iter().any(|f| f["pid"] == PID));
-        if failing && !added {
-            let start = v["processes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|p| p["pid"] == PID)
-                .unwrap()["start_time"]
-                .as_u64()
-                .unwrap();
-            let at = v["at_ms"].as_u64().unwrap();
-            let mut map = fragmented(PID, GPU, at - 200, 312);
-            map.start_time = start;
-            map.reason = MapReason::Oom;
-            map.oom = Some(MapOom {
-                device: 0,
-                request: 512 << 20,
-                device_allocated: None,
-                device_free: None,
-            });
-            v["probes"] = serde_json::json!([{ "pid": PID, "start_time": start, "map": map }]);
-            added = true;
-        }
-        out.push_str(&v.to_string());
-        out.push('\n');
-    }
-    assert!(added);
-    let path = dir.join("demo-with-map.ndjson");
-    std::fs::write(&path, out).unwrap();
-    path
+/// The fragmenting job: the process the demo's fragmentation OOM names.
+fn fragmenting_pid() -> u64 {
+    let out = gpumon()
+        .args(["explain", DEMO, "--format", "json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alerts = doc["recordings"][0]["alerts"].as_array().unwrap().clone();
+    let oom = alerts.iter().find(|a| a["class"] == "fragmentation");
+    oom.and_then(|a| a["pid"].as_u64())
+        .expect("the demo's fragmentation OOM")
 }
 
 #[test]
 fn explain_and_snapshots_show_the_map_at_the_failure() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = recording(dir.path());
-    let path = path.to_str().unwrap();
-    let out = gpumon().args(["explain", path]).output().unwrap();
+    let pid = fragmenting_pid();
+    let out = gpumon().args(["explain", DEMO]).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -74,12 +40,15 @@ fn explain_and_snapshots_show_the_map_at_the_failure() {
         .collect::<Vec<_>>()
         .join(" ");
     assert!(
-        text.contains("at the failure: 624.00 MiB free in 312 holes, largest 2.00 MiB; held by proj/train.py:87 collate"),
+        text.contains(
+            "at the failure: 4.93 GiB free in 917 holes, largest 14.00 MiB; held by \
+             gpu/torch_frag.py:48 <module> (4.03 GiB, 688 blocks)"
+        ),
         "{text}"
     );
 
     let out = gpumon()
-        .args(["snapshot", "--replay", path])
+        .args(["snapshot", "--replay", DEMO])
         .output()
         .unwrap();
     assert!(
@@ -89,14 +58,30 @@ fn explain_and_snapshots_show_the_map_at_the_failure() {
     );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let maps = doc["maps"].as_array().expect("maps in the snapshot");
-    assert_eq!(maps[0]["pid"], PID);
-    assert_eq!(maps[0]["map"]["reason"], "oom");
+    let map = maps
+        .iter()
+        .find(|m| m["pid"] == pid)
+        .unwrap_or_else(|| panic!("pid {pid}'s map: {maps:?}"));
+    assert_eq!(map["map"]["reason"], "oom");
     assert!(
-        maps[0]["fits"][0]["fit"]
+        map["fits"][0]["fit"]
             .as_str()
             .unwrap()
-            .starts_with("a 512.00 MiB request does not fit")
+            .starts_with("a 512.00 MiB request does not fit: 4.93 GiB is free in 917 holes"),
+        "{map}"
     );
+    let sites = &map["map"]["frameworks"][0]["devices"][0]["sites"];
+    assert_eq!(sites[0]["line"], 48, "{sites}");
+    assert!(
+        sites[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("gpu/torch_frag.py"),
+        "{sites}"
+    );
+    // The other jobs' maps too: the growing PyTorch job's, JAX's and CuPy's, each a process of
+    // the demo.
+    assert!(maps.len() >= 4, "{maps:?}");
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string("assets/snapshot.schema.json").unwrap())
             .unwrap();
@@ -106,7 +91,7 @@ fn explain_and_snapshots_show_the_map_at_the_failure() {
     assert!(errors.is_empty(), "{errors}");
 
     let out = gpumon()
-        .args(["snapshot", "--replay", path, "--format", "text"])
+        .args(["snapshot", "--replay", DEMO, "--format", "text"])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -114,7 +99,13 @@ fn explain_and_snapshots_show_the_map_at_the_failure() {
         text.contains("Block maps (from the allocator probes):"),
         "{text}"
     );
-    assert!(text.contains("proj/train.py:87 collate"), "{text}");
+    for site in [
+        "gpu/torch_frag.py:48 <module>: 4.03 GiB in 688 blocks",
+        "gpu/torch_frag.py:76 <module>",
+        "gpu/jax_oom.py:28 <module>",
+    ] {
+        assert!(text.contains(site), "{site}: {text}");
+    }
     for line in text.lines() {
         assert!(line.chars().count() <= 80, "{line:?}");
     }

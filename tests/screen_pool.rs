@@ -1,5 +1,5 @@
-//! The pool's story on the chart: the demo's probed PyTorch process (pid 1377, whose cache
-//! fragments until its OOM) and three scripted probe sequences (fragmentation building, a leak
+//! The pool's story on the chart: the demo's probed PyTorch process whose cache fragments until
+//! its OOM (found by that OOM) and three scripted probe sequences (fragmentation building, a leak
 //! to a cap, cache growth over a flat allocated line), at 80x24, 120x40 and 200x50, in Unicode
 //! and ASCII; and the scale key (`g`) between a fitted axis and the whole GPU.
 
@@ -53,15 +53,25 @@ fn demo(ascii: bool) -> State {
     state
 }
 
+/// The process the demo's first alert of `class` names.
+fn pid_of(state: &State, class: &str) -> u32 {
+    let alerts = &state.machine().alerts;
+    let alert = alerts.iter().find(|a| a.class == class);
+    alert
+        .and_then(|a| a.pid)
+        .unwrap_or_else(|| panic!("the demo's {class} alert"))
+}
+
 #[test]
 fn the_demo_tells_the_pool_story_of_its_fragmenting_job() {
     for ascii in [false, true] {
         let mut s = demo(ascii);
-        select(&mut s, 1377);
+        let pid = pid_of(&s, "fragmentation");
+        select(&mut s, pid);
         let pool = s.screen.chart.as_ref().and_then(|c| c.pool.as_ref());
         let pool = pool.expect("the probed process gets the pool's chart");
         assert_eq!(pool.ooms.len(), 1, "its OOM is marked: {pool:?}");
-        assert!(!pool.alerts.is_empty(), "and the risk before it");
+        assert!(!pool.stranded_top.is_empty(), "and its stranded band");
         let name = if ascii {
             "demo_pool_ascii"
         } else {
@@ -75,16 +85,19 @@ fn the_demo_tells_the_pool_story_of_its_fragmenting_job() {
     }
 }
 
+/// The demo's growing PyTorch job (its leak alert names it) read 0 VMS and RSS from /proc as it
+/// exited at the recording's end: no reading, so its row keeps the last figures read.
 #[test]
 fn the_exited_row_keeps_its_last_host_figures() {
     let mut s = demo(false);
-    select(&mut s, 1409);
+    let pid = pid_of(&s, "leak");
+    select(&mut s, pid);
     let t = s.selected_process().unwrap();
     assert!(t.exited_ms.is_some());
-    assert_eq!(t.vms(), Some((22_689_554_432, true)));
+    assert_eq!(t.vms(), Some((29_751_255_040, true)));
     let screen = draw(&s, (120, 40));
     assert!(!screen.contains("VMS 0B"), "{screen}");
-    assert!(screen.contains("~21.1G"), "the table's last VMS:\n{screen}");
+    assert!(screen.contains("~27.7G"), "the table's last VMS:\n{screen}");
     assert!(
         screen.contains("MiB, last read)"),
         "the detail pane:\n{screen}"

@@ -2,7 +2,7 @@
 //! its replay goes on; each loop says which it is and starts clean (no exited rows or alerts of
 //! the last, every count agreeing with the panel's); a replay that fails or ends is told in
 //! its own time, never the wall clock's; a control character in the filter is drawn escaped;
-//! the block map says what a replay can do.
+//! the block map says what a replay can do, and shows the maps the demo holds.
 
 use gpumon::input::Action;
 use gpumon::model::{Config, Event};
@@ -99,7 +99,7 @@ fn each_loop_of_the_demo_says_so_and_starts_clean_with_counts_that_agree() {
 #[test]
 fn a_second_loops_process_charts_only_what_its_detail_says() {
     let mut demo = Demo::new();
-    // The fragmenting job (pid 1377 in this recording), known by its OOM in loop 1.
+    // The fragmenting job, known by its OOM in loop 1.
     let mut pid = None;
     while demo.tick() != Some(2) {
         let alerts = &demo.state.machine().alerts;
@@ -195,12 +195,24 @@ fn a_control_character_in_the_filter_is_drawn_escaped() {
     }
 }
 
+/// The demo's first process once its probe reports its pool, before any map of it was taken:
+/// `m` says plainly what a replay can do.
 #[test]
 fn the_map_says_plainly_what_a_replay_can_do() {
     let mut demo = Demo::new();
-    for _ in 0..30 {
+    let probed = |d: &Demo| {
+        let t = d.state.selected_process();
+        t.is_some_and(|t| t.sample.pool.value().is_some())
+    };
+    while !probed(&demo) {
         demo.tick();
     }
+    let t = demo.state.selected_process().unwrap();
+    let (pid, start) = (t.key.pid, t.key.start_time);
+    assert!(
+        demo.state.machine().map_of(pid, start).is_none(),
+        "no map yet"
+    );
     // As `gpumon --demo` sets it up: no requests to a recording's probes.
     demo.state.screen.requests_off = Some("the demo replays a recording".into());
     demo.state.update(Msg::Action(Action::MapPane));
@@ -215,5 +227,61 @@ fn the_map_says_plainly_what_a_replay_can_do() {
     assert!(
         screen.contains("requests to probes are off: the demo replays a recording"),
         "{screen}"
+    );
+}
+
+/// The demo holds the block maps its probes took on the H100: `m` on the fragmenting PyTorch
+/// job's row, after its OOM, shows the map at the failure: the request that did not fit, the
+/// holes it fell between and the line of the job's code that holds the blocks.
+#[test]
+fn the_demo_s_fragmenting_job_shows_its_map_at_the_oom_with_its_sites() {
+    let mut demo = Demo::new();
+    let oom = loop {
+        assert_eq!(
+            demo.tick(),
+            None,
+            "the fragmentation OOM comes in the first loop"
+        );
+        let alerts = &demo.state.machine().alerts;
+        if let Some(a) = alerts.iter().find(|a| a.class == "fragmentation") {
+            break a.clone();
+        }
+    };
+    let pid = oom.pid.expect("the OOM names its process");
+    demo.state.screen.requests_off = Some("the demo replays a recording".into());
+    let s = &mut demo.state;
+    s.update(Msg::Action(Action::FilterPrompt));
+    for c in pid.to_string().chars() {
+        s.update(Msg::Action(Action::PromptChar(c)));
+    }
+    s.update(Msg::Action(Action::PromptApply));
+    assert_eq!(s.selected_process().map(|t| t.key.pid), Some(pid));
+    s.update(Msg::Action(Action::MapPane));
+    let screen = draw(s);
+    let text = screen
+        .lines()
+        .map(|l| l.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        text.contains(&format!("block map: pid {pid} on GPU0, torch at the OOM")),
+        "{screen}"
+    );
+    assert!(
+        text.contains("a 512.00 MiB request does not fit"),
+        "{screen}"
+    );
+    assert!(
+        text.contains("in 917 holes, the largest 14.00 MiB"),
+        "{screen}"
+    );
+    assert!(text.contains("gpu/torch_frag.py:48 <module>"), "{screen}");
+    assert!(!text.contains("no map"), "{screen}");
+    // The OOM's evidence names the same site.
+    assert!(
+        oom.evidence
+            .iter()
+            .any(|e| e.contains("held by gpu/torch_frag.py:48 <module>")),
+        "{oom:?}"
     );
 }

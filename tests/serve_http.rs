@@ -14,13 +14,24 @@ use std::time::Duration;
 use serve::{IO_TIMEOUT, POLLS, Reply, Server, exchange};
 
 const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-const TOTAL: &str = r#"gpumon_gpu_memory_total_bytes{Hostname="vm",gpu="0",UUID="GPU-9601073a-4930-3745-eb95-7957db7c2774",modelName="NVIDIA H100 80GB HBM3"} 85520809984"#;
+/// GPU 0's total memory in `/metrics` as the demo recorded it (its first sample's UUID, name
+/// and total), on the host the demo names.
+fn total() -> String {
+    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
+    let text = std::fs::read_to_string(demo).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    let gpu = &first["gpus"][0];
+    format!(
+        r#"gpumon_gpu_memory_total_bytes{{Hostname="vm",gpu="0",UUID={},modelName={}}} {}"#,
+        gpu["uuid"], gpu["name"], gpu["memory"]["total"]
+    )
+}
 
 fn scrape_ok(server: &Server) {
     let r = server.get("/metrics", &[("Accept", PROMETHEUS_ACCEPT)]);
     assert_eq!(r.status, 200, "{r:?}");
     assert!(
-        r.body.contains(TOTAL) && r.body.ends_with("# EOF\n"),
+        r.body.contains(&total()) && r.body.ends_with("# EOF\n"),
         "{}",
         r.body
     );
@@ -64,7 +75,7 @@ fn endpoints_answer_with_the_negotiated_formats() {
             Some("text/plain; version=0.0.4; charset=utf-8")
         );
         assert!(
-            r.body.contains(TOTAL) && !r.body.contains("# EOF"),
+            r.body.contains(&total()) && !r.body.contains("# EOF"),
             "{}",
             r.body
         );
@@ -302,8 +313,8 @@ fn hostname_and_node_name_name_the_host_in_metrics_and_snapshot() {
     for (server, name) in [(&flag, "node-7"), (&env, "gke-pool-1-abcd")] {
         server.wait_until("ok");
         let metrics = server.get("/metrics", &[]).body;
-        let total = TOTAL.replace(r#"Hostname="vm""#, &format!(r#"Hostname="{name}""#));
-        assert!(metrics.contains(&total), "{metrics}");
+        let want = total().replace(r#"Hostname="vm""#, &format!(r#"Hostname="{name}""#));
+        assert!(metrics.contains(&want), "{metrics}");
         assert!(!metrics.contains(r#"Hostname="vm""#), "{metrics}");
         let snapshot: serde_json::Value =
             serde_json::from_str(&server.get("/snapshot?history=0", &[]).body).unwrap();

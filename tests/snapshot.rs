@@ -612,30 +612,37 @@ fn pool_history_and_last_host_memory_travel_in_the_snapshot() {
     let doc = serde_json::to_value(&snap).unwrap();
     assert_schema_valid(&doc);
     let process = |pid: u32| snap.processes.iter().find(|p| p.pid == pid).unwrap();
-    let pool = process(1377)
+    // The fragmenting PyTorch job (named by its OOM), probed; the growing one (named by its leak
+    // alert), which read 0 VMS and RSS from /proc as it exited at the recording's end.
+    let pid_of = |class: &str| {
+        let alerts = &state.machine().alerts;
+        alerts.iter().find(|a| a.class == class).and_then(|a| a.pid)
+    };
+    let (probed, exiting) = (pid_of("fragmentation").unwrap(), pid_of("leak").unwrap());
+    let pool = process(probed)
         .pool_history
         .as_ref()
-        .expect("1377 was probed");
+        .expect("the fragmenting job was probed");
     assert!(pool.allocated.iter().any(|p| p.value.is_some()));
-    let gone = process(1409);
+    let gone = process(exiting);
     assert_eq!(
         (gone.vms, gone.rss),
         (None, None),
         "no 0 for an exited process"
     );
     let last = gone.host_memory_last.as_ref().unwrap();
-    assert_eq!(last.vms, 22_689_554_432);
+    assert_eq!(last.vms, 29_751_255_040);
     let machine = snap.to_machine(&Config::new(1000, 600_000));
     let t = machine
         .processes
         .values()
-        .find(|t| t.key.pid == 1377)
+        .find(|t| t.key.pid == probed)
         .unwrap();
     let original = state
         .machine()
         .processes
         .values()
-        .find(|t| t.key.pid == 1377)
+        .find(|t| t.key.pid == probed)
         .unwrap();
     // The four rings travel; when the allocator flushed its cache does not (a restored machine
     // judges retries from the samples it sees next).
@@ -653,9 +660,9 @@ fn pool_history_and_last_host_memory_travel_in_the_snapshot() {
     let t = machine
         .processes
         .values()
-        .find(|t| t.key.pid == 1409)
+        .find(|t| t.key.pid == exiting)
         .unwrap();
-    assert_eq!(t.vms(), Some((22_689_554_432, true)));
+    assert_eq!(t.vms(), Some((29_751_255_040, true)));
     let out = text::render(&snap);
     let selected = snap.processes.iter().find(|p| p.selected).unwrap().pid;
     assert!(out.contains(&format!("  pid {selected} from ")), "{out}");

@@ -2,16 +2,17 @@
 # Records gpumon's demo on a real GPU: JAX with default preallocation, a PyTorch process growing
 # step by step, a CuPy pool, then a PyTorch job that hits a fragmentation OOM and one that hits a
 # device-full OOM, their output going to log files gpumon finds through /proc/PID/fd. Every job
-# runs with the allocator probe (`gpumon probe env`), so the demo shows their pools, and the
-# fragmenting job's cache warns (fragmentation-risk) seconds before its OOM.
+# runs with the allocator probe (`gpumon probe env`), so the demo shows their pools.
 #
 # The recording holds block maps with their sites: the PyTorch jobs record their allocation
 # history from their start (`--record-allocations`), so every map names the lines of code that
-# hold the memory; the probe writes a map at each OOM by itself, and this script asks the
-# growing PyTorch job (twice, so the second map says what climbed), the JAX job and the CuPy job
-# for one while `gpumon record` runs, the way `M` does on the screen: a `gpumon.request/1 map ID`
-# line written atomically, mode 0600, as `<pid>.request` in the probe directory
-# (docs/memory-map-format.md; `gpumon record` itself asks no probe for anything).
+# hold the memory; the probe writes a map at each OOM by itself, `gpumon record` asks for maps
+# during a leak or fragmentation alert, and this script asks the growing PyTorch job (twice, so
+# the second map says what climbed), the JAX job and the CuPy job for one while `gpumon record`
+# runs, the way `M` does on the screen: a `gpumon.request/1 map ID` line written atomically, mode
+# 0600, as `<pid>.request` in the probe directory (docs/memory-map-format.md). While a job records
+# its history the probe does not look for its pool's largest free block between maps, so the
+# fragmenting job gets no fragmentation-risk warning before its OOM (its OOM map has the holes).
 #
 # Usage (repo root, with target/release/gpumon built): bash scripts/gpu/record_demo.sh OUTDIR
 # Then check OUTDIR/maps.txt (the maps and sites `snapshot --replay` finds in the recording) and

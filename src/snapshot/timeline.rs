@@ -5,11 +5,11 @@
 //! text` one for the selected process.
 //!
 //! ```text
-//!   pid 1377 from 06:22:24 to 06:22:38 UTC, 1s a column, bars from 0 to 9.5G
-//!   device      9.5G ▃▆█████████████
-//!   pool        9.0G ▃▆███████████▇▇
-//!   allocated   4.0G ▃▅▄▄▄▄▄▄▄▄▄▄▄▄▄
-//!   alerts           ........!.....X   ! alert  X OOM
+//!   pid 5230 from 09:46:55 to 09:47:09 UTC, 1s a column, bars from 0 to 9.5G
+//!   allocated   4.0G ▃▃▃▃▃▃▃▃▃▃▃▃▃▃
+//!   pool        9.0G ▇▇▇▇▇▇▇▇▇▇▇▇▇▇
+//!   device      9.5G ██████████████
+//!   alerts           ........X.....   ! alert  X OOM
 //! ```
 
 use super::Point;

@@ -161,7 +161,7 @@ pub fn line(row: &HostRow, cursor: bool, c: &Columns, theme: &Theme) -> Line<'st
     Line::from(spans)
 }
 
-/// The worst alert's cell ("⚠ OOM fragmentation pid 1377 +2", or its title where the column is
+/// The worst alert's cell ("⚠ OOM fragmentation pid 5230 +2", or its title where the column is
 /// wide): only what warns wears the sign and the alert colour; information is plain.
 fn alert(row: &HostRow, titled: bool, theme: &Theme) -> (String, Style) {
     let Some(w) = &row.worst else {
