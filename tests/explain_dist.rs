@@ -69,10 +69,16 @@ const CASES: &[Case] = &[
         files: &["h100-jax/process0.log", "h100-jax/process1.log"],
         finding: "root-cause",
         root: Some((None, Some("pool-limit"))),
-        consequences: 1,
+        // JAX's service naming task 1 (the task that died, whose log has no rank), and the
+        // end of the process writing process0.log, whose fatal line quotes that list.
+        consequences: 2,
         says: &[
+            "JAX pool-limit (likely); 1 rank followed",
+            "root cause: the process writing",
             "rank 1 stopped sending heartbeats",
             "JAX's coordination service",
+            "process0.log terminated by JAX's distributed service",
+            "(another task died): a consequence of",
         ],
     },
     Case {

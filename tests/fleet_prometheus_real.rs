@@ -36,7 +36,8 @@ fn one_hostname_two_instances_stay_two_hosts_and_an_opened_one_gets_its_processe
         .build()
         .unwrap();
     // Prometheus has scraped both servers (at most 60 s) before the fleet asks it.
-    let raw = "GET /api/v1/query?query=count(gpumon_gpu_memory_used_bytes) HTTP/1.0\r\n\r\n";
+    // (Instances, not series: the demo's machine has two GPUs.)
+    let raw = "GET /api/v1/query?query=count(count%20by%20(instance)%20(gpumon_gpu_memory_used_bytes)) HTTP/1.0\r\n\r\n";
     let both = (0..600).any(|_| {
         std::thread::sleep(Duration::from_millis(100));
         let answer = exchange(api, raw.as_bytes())

@@ -34,6 +34,9 @@ const HOLES_SPAN_MS: u64 = 6_000;
 const GIVEN_BACK: u64 = 64 << 20;
 /// Said of a pool judged under expandable segments.
 const EXPANDABLE: &str = "under expandable_segments:True PyTorch counts no inactive split bytes: the pool's whole free part (reserved − allocated) is judged";
+/// A process that ended at its limit is suspected only this long after it ended, when its log has
+/// still said no failure (an H100 JAX job's OOM line was read the second after its exit).
+const LOG_GRACE_MS: u64 = 3_000;
 /// A failure alert this close to a probe's OOM is the same failure, read from the log.
 pub(super) const SAME_FAILURE_MS: u64 = 10_000;
 
@@ -66,8 +69,9 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                     out.extend(releasable(t, pool, g, &on_gpu));
                 }
                 out.extend(failed::probe_oom(t, pool, g, at_ms, failed));
-            } else if t.exited_ms == Some(at_ms)
-                && !failed(t.sample.pid, at_ms.saturating_sub(SAME_FAILURE_MS))
+            } else if let Some(exited) = t.exited_ms
+                && at_ms >= exited + LOG_GRACE_MS
+                && !failed(t.sample.pid, exited.saturating_sub(SAME_FAILURE_MS))
             {
                 out.extend(failed::died_at_limit(t, pool));
             }

@@ -158,7 +158,13 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                 .as_ref()
                 .and_then(class_of)
                 .map(|x| x.class.as_str());
-            let words = words::words(e, who[*i], &at(e), class);
+            let mut words = words::words(e, who[*i], &at(e), class);
+            // A line of no known rank is its writer's: the log says which process that is.
+            if let (Who::Unknown, Some(f), Some(rest)) =
+                (who[*i], e.failure.as_ref(), words.strip_prefix("a rank "))
+            {
+                words = format!("the process writing {} {rest}", f.log);
+            }
             let words = words::against_root(words, judge::role(e), root_phrase.as_deref());
             said(*i, words)
         })
@@ -173,7 +179,14 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
             )
         })
         .collect();
-    let n = consequences.len();
+    // Ranks that followed: with the root cause's rank unknown, a line naming a rank as failed
+    // may name the root cause itself (JAX's coordination service naming the task that died).
+    let root_unknown = v.root.is_some_and(|(i, _)| who[i] == Who::Unknown);
+    let n = v
+        .followed
+        .iter()
+        .filter(|i| !(root_unknown && matches!(judge::role(&events[**i]), judge::Role::Named(_))))
+        .count();
     let followed = match n {
         0 => String::new(),
         1 => "; 1 rank followed".into(),
@@ -214,7 +227,10 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                     ),
                 ),
             };
-            let words = words::words(e, who[i], &at(e), x.map(|x| x.class.as_str()));
+            let mut words = words::words(e, who[i], &at(e), x.map(|x| x.class.as_str()));
+            if let (Who::Unknown, Some(rest)) = (who[i], words.strip_prefix("a rank ")) {
+                words = format!("{label} {rest}");
+            }
             let root = Root {
                 said: said(i, words),
                 class: x.map(|x| x.class.clone()),

@@ -7,6 +7,8 @@ use crate::pipeline;
 use crate::sample::{Framework, GpuSample, ProcessSample, Reading, Sample};
 use crate::source::scripted::build::{GIB, gpu, machine, process, ranked};
 
+mod jax;
+
 pub(crate) const T0: u64 = 1_763_812_900_000;
 pub(crate) const LOG: &str = "/srv/log/train.log";
 pub(crate) const OOM: &str = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 64.12 GiB is free. Including non-PyTorch memory, this process has 14.00 GiB memory in use. 14.00 GiB allowed; Of the allocated memory 13.95 GiB is allocated by PyTorch, and 40.00 MiB is reserved by PyTorch but unallocated.";

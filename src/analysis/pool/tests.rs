@@ -275,7 +275,14 @@ fn a_probed_process_that_exits_at_its_limit_is_suspected_not_failed() {
         vec![probed(677, &g, limit, jax(limit - 100 * MIB, limit))],
     );
     let gone = (g.clone(), vec![]);
-    let alerts = run(vec![alive, gone]);
+    let alerts = run(vec![alive, gone.clone(), gone.clone(), gone.clone()]);
+    // Its log may still say why in the seconds after its exit: nothing yet.
+    assert!(!classes(&alerts).contains(&"exit-at-limit"), "{alerts:?}");
+    let alive = (
+        g.clone(),
+        vec![probed(677, &g, limit, jax(limit - 100 * MIB, limit))],
+    );
+    let alerts = run(vec![alive, gone.clone(), gone.clone(), gone.clone(), gone]);
     // Whether it died of an OOM is not known: suspected, never a failure.
     assert!(
         alerts.iter().all(|a| a.level != Level::Failure),
@@ -289,6 +296,35 @@ fn a_probed_process_that_exits_at_its_limit_is_suspected_not_failed() {
     assert_eq!(exit[0].level, Level::Suspected);
     let want = "exited with its jax pool at its limit: if it died of an OOM, pool-limit (likely; no log seen)";
     assert!(exit[0].title.contains(want), "{}", exit[0].title);
+    assert_eq!(exit[0].at_ms, T0 + 4000);
+}
+
+#[test]
+fn a_process_whose_log_says_its_oom_after_its_exit_is_one_failure() {
+    // jax 0.11.2 on an H100: the process was gone a second before its OOM line was read.
+    let g = gpu(0, 80 * GIB, 30 * GIB, 40 * GIB);
+    let limit = 25 * GIB;
+    let alive = || {
+        Second::from((
+            g.clone(),
+            vec![probed(677, &g, limit, jax(limit - 100 * MIB, limit))],
+        ))
+    };
+    let gone = || Second::from((g.clone(), vec![]));
+    let line = "W1126 09:40:04.618513    677 bfc_allocator.cc:598] Allocator (GPU_0_bfc) ran out of memory trying to allocate 256.00MiB (rounded to 268435456) from the lower end requested by op";
+    let mut logged = gone();
+    logged.failures = crate::oom::parse_all(line.as_bytes())
+        .into_iter()
+        .map(|p| p.into_failure(T0 + 2000, "/srv/log/jax.log", Some(677)))
+        .collect();
+    let alerts = run(vec![alive(), gone(), logged, gone(), gone(), gone()]);
+    assert!(!classes(&alerts).contains(&"exit-at-limit"), "{alerts:?}");
+    let failures: Vec<&Alert> = alerts
+        .iter()
+        .filter(|a| a.level == Level::Failure)
+        .collect();
+    assert_eq!(failures.len(), 1, "{alerts:?}");
+    assert_eq!((failures[0].pid, failures[0].at_ms), (Some(677), T0 + 2000));
 }
 
 #[test]

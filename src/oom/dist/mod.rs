@@ -267,6 +267,11 @@ impl DistReader {
             return true;
         }
         if let Some(l) = jax::List::start(line_no, body) {
+            // JAX's fatal line quotes the list it ends the process for: the end is this
+            // process's own event, and the tasks that follow are read (and said once).
+            if body.contains(jax::FATAL) {
+                self.emit(line_no, jax::parse(body).into_iter().collect(), out);
+            }
             self.jax_list = Some(l);
             return true;
         }
@@ -284,11 +289,12 @@ impl DistReader {
 
     /// The log ended or went quiet: a block being read is done as it is.
     pub fn flush(&mut self, out: &mut Vec<Found>) {
-        if let Some(s) = self.summary.take() {
-            out.extend(s.cut());
-        }
-        if let Some(found) = self.jax_list.take().and_then(jax::List::done) {
-            out.push(found);
+        let mut found: Vec<Found> = self.summary.take().map(|s| s.cut()).unwrap_or_default();
+        found.extend(self.jax_list.take().and_then(jax::List::done));
+        for f in found {
+            // Said once, as a block ended by a line is (JAX's fatal line quotes its list again).
+            let line = f.line.unwrap_or(0);
+            self.emit(line, vec![f], out);
         }
     }
 

@@ -85,3 +85,31 @@ fn printed_times() {
     );
     assert_eq!(printed_time("Epoch 1 12:00:00"), None);
 }
+
+#[test]
+fn jax_s_fatal_line_quoting_the_unhealthy_list_is_the_process_s_own_end() {
+    // jax 0.11.2 on 2 H100s (tests/fixtures/dist/h100-jax/process0.log): the service's list,
+    // then this process's fatal line, which quotes the same list.
+    let log = "\
+E1126 09:40:13.812832    1614 coordination_service.cc:1518] [6758338349401335226] Use error polling to propagate the following error to all tasks: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):
+1
+The tasks have crashed. Check the task logs for an earlier error, or scheduler events (e.g. preemption, eviction) to debug further.
+F1126 09:40:13.813672    1637 client.h:86] Terminating process because the JAX distributed service detected fatal errors. This most likely indicates that another task died; see the other task logs for more details. Disable Python buffering, i.e. `python -u`, to be sure to see all the previous output. absl::Status: UNAVAILABLE: The following tasks are unhealthy (stopped sending heartbeats):
+1
+The tasks have crashed.
+";
+    let found = read(log);
+    let dists: Vec<&Dist> = found.iter().map(|f| &f.dist).collect();
+    assert_eq!(
+        dists,
+        [
+            &Dist::JaxTasks {
+                why: JaxWhy::Unhealthy,
+                tasks: vec![1]
+            },
+            &Dist::JaxFatal
+        ],
+        "{found:#?}"
+    );
+    assert!(found[1].message.starts_with("Terminating process"));
+}
