@@ -134,13 +134,25 @@ fn a_jax_process_that_runs_out_names_it_first_and_the_other_as_its_consequence()
     let f = failures[0];
     assert_eq!(
         (f["class"].as_str(), f["pid"].as_u64()),
-        (Some("pool-limit"), Some(1523))
+        (Some("pool-limit"), Some(604))
     );
     assert!(
-        title(f).starts_with("rank 1 failed first, 1 rank followed: pid 1523 JAX OOM: pool-limit"),
+        title(f).starts_with("rank 1 failed first, 1 rank followed: pid 604 JAX OOM: pool-limit"),
         "{f:#?}"
     );
-    assert!(says(f, "rank 0 exited at 09:40:14"), "{f:#?}");
+    // Process 0's own end, read from its log: JAX's service terminated it.
+    assert!(
+        says(
+            f,
+            "rank 0 terminated by JAX's distributed service at 11:03:29 (another task died): a consequence of rank 1's OOM at 11:03:22"
+        ),
+        "{f:#?}"
+    );
+    // Its OOM line was read a second after it exited: no suspicion of an exit at the limit.
+    assert!(
+        alerts.iter().all(|a| a["class"] != "exit-at-limit"),
+        "{alerts:#?}"
+    );
     // Warned first for its job: process 1 alone grows (process 0 only all-gathers 16 bytes).
     let first = of(&alerts, "suspected")[0];
     assert_eq!(first["class"], "rank-grows-alone");
