@@ -26,9 +26,11 @@ pub fn apply(machine: &mut Machine, event: Event) {
             let events = sample.events.clone();
             let at_ms = sample.at_ms;
             machine.ingest(sample);
-            // A rank's line joined to its process before a memory fault waits for its Xid.
+            // A rank's line joined to its process before a memory fault waits for its Xid; a
+            // line that waited is joined once its wait is over.
             let failures = analysis::job_failure::attribute(machine, failures);
             let failures = due(machine, failures, at_ms);
+            let failures = analysis::job_failure::attribute(machine, failures);
             // A rank's failure goes to its job's one alert (new, or amended in place).
             let judged = analysis::job_failure::judge(machine, failures, at_ms);
             for record in judged.records {
@@ -38,7 +40,7 @@ pub fn apply(machine: &mut Machine, event: Event) {
             add(machine, alerts);
         }
         Event::SourceEnded => {
-            let waited = std::mem::take(&mut machine.waiting_faults);
+            let waited = std::mem::take(&mut machine.waiting_failures);
             let at_ms = machine.now_ms;
             let judged = analysis::job_failure::judge(machine, waited, at_ms);
             for record in judged.records {
@@ -84,15 +86,17 @@ fn add(machine: &mut Machine, alerts: Vec<Alert>) {
     machine.add_alerts(rest);
 }
 
-/// The failures to judge now: the sample's, and the memory faults that waited for their Xid and
-/// need wait no longer; the others wait in the machine (`analysis::fault::waits_for_xid`).
+/// The failures to judge now: the sample's, and those that waited and need wait no longer (a
+/// memory fault for its Xid, an OOM line of a shared log for its writer's count); the others wait
+/// in the machine (`analysis::fault::waits_for_xid`, `analysis::job_failure::counted`).
 fn due(machine: &mut Machine, failures: Vec<Failure>, at_ms: u64) -> Vec<Failure> {
-    let waiting = std::mem::take(&mut machine.waiting_faults);
-    let (wait, now): (Vec<Failure>, Vec<Failure>) = waiting
-        .into_iter()
-        .chain(failures)
-        .partition(|f| analysis::fault::waits_for_xid(f, machine, at_ms));
-    machine.waiting_faults = wait;
+    let waiting = std::mem::take(&mut machine.waiting_failures);
+    let (wait, now): (Vec<Failure>, Vec<Failure>) =
+        waiting.into_iter().chain(failures).partition(|f| {
+            analysis::fault::waits_for_xid(f, machine, at_ms)
+                || analysis::job_failure::counted::waits_for_count(f, machine, at_ms)
+        });
+    machine.waiting_failures = wait;
     now
 }
 

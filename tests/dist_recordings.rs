@@ -2,21 +2,22 @@
 //! by the real binary's `gpumon explain --format json`: the rank that grows alone warned for its
 //! job at least 20 s before its OOM, the job's failure one alert naming the root-cause rank with
 //! the other rank's end a consequence, `torch.load` without `map_location` named, and a healthy
-//! FSDP job silent.
+//! FSDP job silent; and a rank's OOM printed without a prefix into torchrun's output (the corpus
+//! run `tests/fixtures/workloads/ddp-rank0-leak`) joined to that rank by its probe.
 
 use assert_cmd::Command;
 use serde_json::Value;
 
 /// The alerts `explain` raised replaying the set's recording, oldest first.
 fn alerts(set: &str) -> Vec<Value> {
+    alerts_of(&format!("tests/fixtures/dist/{set}/recording.ndjson.zst"))
+}
+
+/// The alerts `explain` raised replaying the recording at `path`, oldest first.
+fn alerts_of(path: &str) -> Vec<Value> {
     let out = Command::cargo_bin("gpumon")
         .unwrap()
-        .args([
-            "explain",
-            "--format",
-            "json",
-            &format!("tests/fixtures/dist/{set}/recording.ndjson.zst"),
-        ])
+        .args(["explain", "--format", "json", path])
         .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
         .output()
         .unwrap();
@@ -157,4 +158,27 @@ fn a_jax_process_that_runs_out_names_it_first_and_the_other_as_its_consequence()
     let first = of(&alerts, "suspected")[0];
     assert_eq!(first["class"], "rank-grows-alone");
     assert!(f["at_ms"].as_u64() > first["at_ms"].as_u64());
+}
+
+#[test]
+fn a_ranks_printed_oom_in_torchruns_output_is_that_ranks_by_its_probe() {
+    // The corpus run ddp-rank0-leak (2 H100s): rank 0 printed its OOM with no prefix.
+    let alerts = alerts_of("tests/fixtures/workloads/ddp-rank0-leak/recording.ndjson.zst");
+    let failures = of(&alerts, "failure");
+    assert_eq!(failures.len(), 1, "{alerts:#?}");
+    let f = failures[0];
+    assert_eq!(
+        (f["class"].as_str(), f["pid"].as_u64()),
+        (Some("leak"), Some(640))
+    );
+    assert!(
+        title(f).starts_with("rank 0 failed first, 1 rank followed: pid 640 PyTorch OOM: leak"),
+        "{f:#?}"
+    );
+    assert!(says(f, "rank 1 stopped by torchrun with SIGTERM"), "{f:#?}");
+    assert!(says(f, "rank 0 is torchrun's root cause"), "{f:#?}");
+    let first = of(&alerts, "suspected")[0];
+    assert_eq!(first["class"], "rank-grows-alone");
+    let ahead = f["at_ms"].as_u64().unwrap() - first["at_ms"].as_u64().unwrap();
+    assert!(ahead >= 20_000, "warned {ahead} ms ahead");
 }

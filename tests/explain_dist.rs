@@ -55,6 +55,19 @@ const CASES: &[Case] = &[
             "rank 1 stopped by torchrun with SIGTERM at 09:35:40",
         ],
     },
+    // A rank that caught its OOM and printed it: torchrun's output has it with no prefix. From
+    // the log alone its rank is not known (never guessed); torchrun's summary names rank 0.
+    Case {
+        files: &["h100-ddp-printed-oom/torchrun.log"],
+        finding: "root-cause",
+        root: Some((None, Some("fragmentation"))),
+        consequences: 2,
+        says: &[
+            "failed first: PyTorch fragmentation (certain); 1 rank followed",
+            "rank 1 stopped by torchrun with SIGTERM at 11:08:24",
+            "rank 0 is torchrun's root cause (first observed failure) at 11:08:24",
+        ],
+    },
     Case {
         files: &["h100-rank-by-rank/rank0.log", "h100-rank-by-rank/rank1.log"],
         finding: "root-cause",
@@ -70,11 +83,11 @@ const CASES: &[Case] = &[
         finding: "root-cause",
         root: Some((None, Some("pool-limit"))),
         // JAX's service naming task 1 (the task that died, whose log has no rank), and the
-        // end of the process writing process0.log, whose fatal line quotes that list.
+        // end of a process writing process0.log, whose fatal line quotes that list.
         consequences: 2,
         says: &[
             "JAX pool-limit (likely); 1 rank followed",
-            "root cause: the process writing",
+            "root cause: a process writing",
             "rank 1 stopped sending heartbeats",
             "JAX's coordination service",
             "process0.log terminated by JAX's distributed service",

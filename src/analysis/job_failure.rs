@@ -6,6 +6,7 @@
 //! keeps the record and amends the alert in place); the pipeline calls [`judge`] before the
 //! failures that are no rank's go to `findings`.
 
+pub mod counted;
 pub mod join;
 pub mod judge;
 pub mod render;

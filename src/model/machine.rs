@@ -111,9 +111,10 @@ pub struct Machine {
     pub maps: BTreeMap<(u32, u64), MapTrack>,
     /// What the samples a paused screen did not take in carried besides their readings.
     pub held: Held,
-    /// Memory faults read from logs, waiting for the Xid the driver reports for them
-    /// (`analysis::fault::waits_for_xid`).
-    pub waiting_faults: Vec<crate::oom::failure::Failure>,
+    /// Failures read from logs that wait a few seconds: memory faults for the Xid the driver
+    /// reports for them (`analysis::fault::waits_for_xid`), an OOM line of a shared log for its
+    /// writer's probe to count it (`analysis::job_failure::counted`).
+    pub waiting_failures: Vec<crate::oom::failure::Failure>,
     /// The distributed jobs among the processes (their ranks side by side), by id.
     pub jobs: Vec<Job>,
     /// Which pass over its recording a looping replay is on (1: the first; live sources stay 1).
@@ -137,7 +138,7 @@ impl Machine {
             alerts_dropped: 0,
             maps: BTreeMap::new(),
             held: Held::default(),
-            waiting_faults: Vec::new(),
+            waiting_failures: Vec::new(),
             jobs: Vec::new(),
             lap: 1,
             job_failures: Vec::new(),

@@ -5,7 +5,11 @@ Usage: python3 corpus.py GPUMON OUT [GROUP|RUN ...]   (groups: healthy, failing,
 A group name runs every run of that group; the long runs are chosen by name.
 Each run leaves OUT/RUN/: recording.ndjson (gpumon's), pN.log (each job's own output: one JSON
 line of allocator figures a step, and any OOM's figures and text), meta.json (what ran, pids, exit
-statuses, times). scripts/alert_bench.py scores the recordings against those logs."""
+statuses, times). scripts/alert_bench.py scores the recordings against those logs.
+A distributed run (its job launched by torchrun, "ranks": N) is scored rank by rank: each rank
+writes its figures to OUT/RUN/rankK.jsonl (ranks.py), which become pK.log, and meta.json lists
+the ranks as its jobs (each with the pid its start line gives); torchrun's own output, which
+gpumon follows, is OUT/RUN/torchrun.log."""
 import json
 import os
 import signal
@@ -74,12 +78,38 @@ RUNS = {
                                       XLA_PYTHON_CLIENT_PREALLOCATE="false",
                                       XLA_PYTHON_CLIENT_MEM_FRACTION="0.15",
                                       GPUMON_PROBE_INTERVAL_MS=500)], 300),
+    # Issue 33/34: the same GPT-2 under DDP on 2 GPUs, rank 0 alone keeping logits slices under a
+    # 14 GiB cap while rank 1 stays flat (needs 2 GPUs).
+    "ddp-rank0-leak": ("failing", [dict(job("ranks.py", "ddp-rank0-leak", CAP_GIB=14,
+                                            GPUMON_PROBE_INTERVAL_MS=500), ranks=2)], 300),
 }
 RUN_LIMIT_S = 150
 # Chosen by name only, not by their group: each takes minutes or holds most of the GPU.
 BY_NAME_ONLY = {"slow-leak", "warmup-peaks", "expandable-churn", "unprobed-leak",
                 "jax-prealloc-oom", "healthy-near-cap-torch", "healthy-near-cap-jax",
-                "gpt2-keep-slices", "jax-keep-maps"}
+                "gpt2-keep-slices", "jax-keep-maps", "ddp-rank0-leak"}
+
+
+def torchrun(j, d):
+    """A job of `ranks` processes under torchrun (one a GPU), each writing into d/rankK.jsonl."""
+    argv = [PY, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node", str(j["ranks"])] + j["argv"][1:]
+    return argv, dict(j["env"], RANKS_OUT=d, NCCL_NVLS_ENABLE="0",
+                      TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+
+
+def as_ranks(d, j, status):
+    """A distributed job's ranks as the run's jobs: pK.log from rankK.jsonl, K's pid its own."""
+    jobs = []
+    for k in range(j["ranks"]):
+        lines = open(os.path.join(d, f"rank{k}.jsonl")).read()
+        with open(os.path.join(d, f"p{k}.log"), "w") as f:
+            f.write(lines)
+        start = json.loads(lines.splitlines()[0])
+        jobs.append(dict(j, argv=[os.path.basename(a) for a in j["argv"]], rank=k,
+                         pid=start["pid"], status=status["status"], started=status["started"],
+                         ended=status["ended"]))
+    return jobs
 
 
 def run(gpumon, out, name):
@@ -87,8 +117,9 @@ def run(gpumon, out, name):
     limit_s = RUNS[name][2] if len(RUNS[name]) > 2 else RUN_LIMIT_S
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
-    logs = [os.path.join(d, f"p{i}.log") for i in range(len(jobs))]
-    for p in logs:
+    ranked = len(jobs) == 1 and "ranks" in jobs[0]
+    logs = [os.path.join(d, "torchrun.log" if ranked else f"p{i}.log") for i in range(len(jobs))]
+    for p in logs + [os.path.join(d, f"rank{k}.jsonl") for k in range(jobs[0].get("ranks", 0))]:
         open(p, "w").close()
     rec_cmd = [gpumon, "record", os.path.join(d, "recording.ndjson"), "--interval", "1s"]
     for p in logs:
@@ -101,8 +132,9 @@ def run(gpumon, out, name):
         if j["delay"]:
             time.sleep(j["delay"])
         f = open(log, "w")
-        env = dict(os.environ, PYTHONUNBUFFERED="1", **j["env"])
-        procs.append((subprocess.Popen(j["argv"], stdout=f, stderr=subprocess.STDOUT, env=env),
+        argv, extra = torchrun(j, d) if ranked else (j["argv"], j["env"])
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+        procs.append((subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env),
                       time.time()))
     statuses = []
     for p, started in procs:
@@ -119,10 +151,11 @@ def run(gpumon, out, name):
         rec.wait(timeout=20)
     except subprocess.TimeoutExpired:
         rec.kill()
+    ran = (as_ranks(d, jobs[0], statuses[0]) if ranked else
+           [dict(j, argv=[os.path.basename(a) for a in j["argv"]], **s)
+            for j, s in zip(jobs, statuses)])
     meta = {"name": name, "group": group, "began": began, "ended": time.time(),
-            "jobs": [dict(j, argv=[os.path.basename(a) for a in j["argv"]], **s)
-                     for j, s in zip(jobs, statuses)],
-            "recorder_status": rec.returncode}
+            "jobs": ran, "recorder_status": rec.returncode}
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     print(f"{name:16} {group:8} {time.time() - began:5.1f}s exit {[s['status'] for s in statuses]}",

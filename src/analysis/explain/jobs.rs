@@ -163,7 +163,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
             if let (Who::Unknown, Some(f), Some(rest)) =
                 (who[*i], e.failure.as_ref(), words.strip_prefix("a rank "))
             {
-                words = format!("the process writing {} {rest}", f.log);
+                words = format!("a process writing {} {rest}", f.log);
             }
             let words = words::against_root(words, judge::role(e), root_phrase.as_deref());
             said(*i, words)
@@ -203,7 +203,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
             let f = e.failure.as_ref();
             let x = f.and_then(class_of).filter(|_| known == Known::Own);
             let label = match who[i] {
-                Who::Unknown => format!("the process writing {}", f.map_or("", |f| f.log.as_str())),
+                Who::Unknown => format!("a process writing {}", f.map_or("", |f| f.log.as_str())),
                 w => w.label(),
             };
             let (finding, what, confidence, remedy) = match x {

@@ -4,6 +4,8 @@
 //! count (the machine keeps their tracks a while). A launcher's line that names a pid (torchrun's
 //! summary, its `closing signal` line) is joined by the pid, if that process is a rank of the job.
 //!
+//! A line with no rank at all is joined by its writer's probe (`counted`).
+//!
 //! Never a wrong join: when no process has the rank, two claim it, the writers are ranks of
 //! several jobs or of none, or the line says one rank and its one writer is another, the failure
 //! stays unjoined and the reason is said.
@@ -58,6 +60,8 @@ pub fn attribute(machine: &Machine, mut failures: Vec<Failure>) -> Vec<Failure> 
     for f in &mut failures {
         if f.pid.is_none() && (f.rank.is_some() || f.local_rank.is_some() || f.dist.is_some()) {
             f.pid = place(machine, f).pid;
+        } else if let Some(p) = super::counted::counted_by(machine, f) {
+            f.pid = Some(p);
         }
     }
     failures

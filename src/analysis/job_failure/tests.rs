@@ -7,7 +7,8 @@ use crate::pipeline;
 use crate::sample::{Framework, GpuSample, ProcessSample, Reading, Sample};
 use crate::source::scripted::build::{GIB, gpu, machine, process, ranked};
 
-mod jax;
+mod consequences;
+mod counted;
 
 pub(crate) const T0: u64 = 1_763_812_900_000;
 pub(crate) const LOG: &str = "/srv/log/train.log";
@@ -152,27 +153,6 @@ fn a_ranks_oom_in_a_shared_log_is_one_alert_amended_by_the_watchdog_that_followe
             .all(|x| !matches!(x.class.as_str(), "exit-no-log" | "exit-at-limit")),
         "{:#?}",
         run.m.alerts
-    );
-}
-
-#[test]
-fn a_rank_that_simply_exits_after_the_root_is_a_consequence() {
-    let mut run = Run::new();
-    let job = "torchrun:abc";
-    let p = vec![rank(&run, 1446, 0, job), rank(&run, 1447, 1, job)];
-    run.tick(p, LOG, &[OOM]);
-    let p = vec![rank(&run, 1447, 1, job)];
-    run.tick(p, LOG, &[]);
-    run.tick(Vec::new(), LOG, &[]);
-    let a = run.failures();
-    assert_eq!(a.len(), 1);
-    let ended = crate::model::units::clock(T0 + 2000);
-    assert!(
-        a[0].evidence.iter().any(|e| e.starts_with(&format!(
-            "rank 1 exited at {ended} with no failure line of its own: a consequence of rank 0's OOM"
-        ))),
-        "{:#?}",
-        a[0].evidence
     );
 }
 

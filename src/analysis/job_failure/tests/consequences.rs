@@ -1,8 +1,29 @@
-//! A JAX job's failure live: the process the coordination service ended is a consequence, said
-//! in its own words.
+//! How a rank's end after the root cause is said: one that simply exits, and a JAX process the
+//! coordination service ended, in its own words.
 
-use super::{Run, T0, rank};
+use super::{LOG, OOM, Run, T0, rank};
 use crate::sample::Reading;
+
+#[test]
+fn a_rank_that_simply_exits_after_the_root_is_a_consequence() {
+    let mut run = Run::new();
+    let job = "torchrun:abc";
+    let p = vec![rank(&run, 1446, 0, job), rank(&run, 1447, 1, job)];
+    run.tick(p, LOG, &[OOM]);
+    let p = vec![rank(&run, 1447, 1, job)];
+    run.tick(p, LOG, &[]);
+    run.tick(Vec::new(), LOG, &[]);
+    let a = run.failures();
+    assert_eq!(a.len(), 1);
+    let ended = crate::model::units::clock(T0 + 2000);
+    assert!(
+        a[0].evidence.iter().any(|e| e.starts_with(&format!(
+            "rank 1 exited at {ended} with no failure line of its own: a consequence of rank 0's OOM"
+        ))),
+        "{:#?}",
+        a[0].evidence
+    );
+}
 
 #[test]
 fn a_jax_process_ended_by_the_coordination_service_is_a_consequence_in_its_own_words() {
