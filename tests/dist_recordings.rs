@@ -5,29 +5,15 @@
 //! FSDP job silent; and a rank's OOM printed without a prefix into torchrun's output (the corpus
 //! run `tests/fixtures/workloads/ddp-rank0-leak`) joined to that rank by its probe.
 
-use assert_cmd::Command;
+#[path = "common/replay.rs"]
+mod replay;
+
+use replay::replay_alerts;
 use serde_json::Value;
 
 /// The alerts `explain` raised replaying the set's recording, oldest first.
 fn alerts(set: &str) -> Vec<Value> {
-    alerts_of(&format!("tests/fixtures/dist/{set}/recording.ndjson.zst"))
-}
-
-/// The alerts `explain` raised replaying the recording at `path`, oldest first.
-fn alerts_of(path: &str) -> Vec<Value> {
-    let out = Command::cargo_bin("gpumon")
-        .unwrap()
-        .args(["explain", "--format", "json", path])
-        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["recordings"][0]["alerts"].as_array().unwrap().clone()
+    replay_alerts(format!("tests/fixtures/dist/{set}/recording.ndjson.zst"))
 }
 
 fn of<'a>(alerts: &'a [Value], level: &str) -> Vec<&'a Value> {
@@ -163,7 +149,7 @@ fn a_jax_process_that_runs_out_names_it_first_and_the_other_as_its_consequence()
 #[test]
 fn a_ranks_printed_oom_in_torchruns_output_is_that_ranks_by_its_probe() {
     // The corpus run ddp-rank0-leak (2 H100s): rank 0 printed its OOM with no prefix.
-    let alerts = alerts_of("tests/fixtures/workloads/ddp-rank0-leak/recording.ndjson.zst");
+    let alerts = replay_alerts("tests/fixtures/workloads/ddp-rank0-leak/recording.ndjson.zst");
     let failures = of(&alerts, "failure");
     assert_eq!(failures.len(), 1, "{alerts:#?}");
     let f = failures[0];

@@ -4,7 +4,12 @@
 //! `dmesg -T`, a journal), a log cut mid-line; a real misaligned address with its Xid 13, from
 //! its logs and from a recording of it; text within 80 columns and JSON.
 
+#[path = "common/replay.rs"]
+mod replay;
+
 use std::process::Command;
+
+use replay::replay_alerts;
 
 const DIR: &str = "tests/fixtures/faults";
 
@@ -232,18 +237,7 @@ fn a_recordings_fault_is_joined_with_the_recorded_xid() {
         .unwrap();
     }
     drop(w);
-    let out = Command::new(env!("CARGO_BIN_EXE_gpumon"))
-        .args(["explain", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let alerts = v["recordings"][0]["alerts"].as_array().unwrap();
+    let alerts = replay_alerts(&path);
     let titles: Vec<&str> = alerts
         .iter()
         .map(|a| a["title"].as_str().unwrap())

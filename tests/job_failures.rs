@@ -3,6 +3,9 @@
 //! watchdog abort 100 s later amends that alert. The same samples written as a recording and
 //! replayed by `gpumon explain` carry the job's alert as it ended.
 
+#[path = "common/replay.rs"]
+mod replay;
+
 use assert_cmd::Command;
 use gpumon::model::{Alert, Config, Event, Level, Machine};
 use gpumon::oom::parse_all;
@@ -10,6 +13,7 @@ use gpumon::pipeline;
 use gpumon::recording::{Header, Writer};
 use gpumon::sample::{Framework, ProcessSample, Reading, Sample};
 use gpumon::source::scripted::build::{GIB, gpu, machine, process, ranked};
+use replay::replay_alerts;
 
 const T0: u64 = 1_763_812_900_000;
 const JOB: &str = "torchrun:ddp-gpt2";
@@ -164,20 +168,7 @@ fn explain_of_the_recording_carries_the_job_alert() {
         w.sample(&s).unwrap();
     }
     drop(w);
-    let out = Command::cargo_bin("gpumon")
-        .unwrap()
-        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-        .args(["explain", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let alerts = v["recordings"][0]["alerts"].as_array().unwrap();
+    let alerts = replay_alerts(&path);
     let failures: Vec<&serde_json::Value> =
         alerts.iter().filter(|a| a["level"] == "failure").collect();
     assert_eq!(failures.len(), 1, "{alerts:#?}");

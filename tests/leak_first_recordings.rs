@@ -4,25 +4,11 @@
 //! before the OOM, the OOM a leak with fragmentation second; a JAX job's maps read (their
 //! `segments_total` is null: JAX gives no block map) and its keeping line named.
 
-use assert_cmd::Command;
-use serde_json::Value;
+#[path = "common/replay.rs"]
+mod replay;
 
-/// The alerts `explain` raised replaying `path`, oldest first.
-fn alerts(path: &str) -> Vec<Value> {
-    let out = Command::cargo_bin("gpumon")
-        .unwrap()
-        .args(["explain", "--format", "json", path])
-        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    doc["recordings"][0]["alerts"].as_array().unwrap().clone()
-}
+use replay::replay_alerts;
+use serde_json::Value;
 
 fn class(a: &Value) -> &str {
     a["class"].as_str().unwrap()
@@ -36,7 +22,7 @@ fn at(a: &Value) -> u64 {
 /// `logits[:, -8:, :].clone()` every step) under `corpus.py`, allocation history recorded.
 #[test]
 fn gpt2_keeping_logits_slices_is_a_leak_named_at_its_line_before_its_oom() {
-    let alerts = alerts("tests/fixtures/probe-maps/gpt2-keep-slices-recorded.ndjson.zst");
+    let alerts = replay_alerts("tests/fixtures/probe-maps/gpt2-keep-slices-recorded.ndjson.zst");
     let classes: Vec<&str> = alerts.iter().map(class).collect();
     assert_eq!(classes, ["leak", "leak-site", "leak"], "{alerts:#?}");
     let (warned, site, oom) = (&alerts[0], &alerts[1], &alerts[2]);
@@ -75,7 +61,7 @@ fn gpt2_keeping_logits_slices_is_a_leak_named_at_its_line_before_its_oom() {
 /// in a list) from the alert corpus: the maps the probe wrote were read, not refused.
 #[test]
 fn a_jax_job_keeping_arrays_has_its_maps_read_and_its_line_named() {
-    let alerts = alerts("tests/fixtures/workloads/jax-keep-maps/recording.ndjson.zst");
+    let alerts = replay_alerts("tests/fixtures/workloads/jax-keep-maps/recording.ndjson.zst");
     assert!(
         !alerts.iter().any(|a| class(a) == "notice"),
         "no map file refused: {alerts:#?}"

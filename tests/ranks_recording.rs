@@ -3,10 +3,13 @@
 //! second `leak` for rank 0), and `torch.load` without `map_location` is one `rank-extra-context`
 //! alert naming rank 1 on GPU0.
 
-use assert_cmd::Command;
+#[path = "common/replay.rs"]
+mod replay;
+
 use gpumon::recording::{Header, Writer};
 use gpumon::sample::{Framework, Pool, ProcessSample, Reading, Sample};
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process, ranked};
+use replay::replay_alerts;
 use serde_json::Value;
 
 const T0: u64 = 1_795_835_520_000;
@@ -64,28 +67,7 @@ fn explained(name: &str, secs: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> V
         w.sample(&sample).unwrap();
     }
     drop(w);
-    let text = Command::cargo_bin("gpumon")
-        .unwrap()
-        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-        .args(["explain"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    eprintln!("TEXT\n{}", String::from_utf8_lossy(&text.stdout));
-    let out = Command::cargo_bin("gpumon")
-        .unwrap()
-        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-        .args(["explain", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["recordings"][0]["alerts"].as_array().unwrap().clone()
+    replay_alerts(&path)
 }
 
 fn rank(pid: u32, gpu_index: u32, device: u64, rank: u32) -> ProcessSample {

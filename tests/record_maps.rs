@@ -4,12 +4,14 @@
 //! recording holds the leak's site, and the map the probe wrote at the OOM; replayed by `gpumon
 //! explain`, it names the line that climbs and shows the map at the failure.
 
+#[path = "common/replay.rs"]
+mod replay;
+
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use assert_cmd::Command;
 use gpumon::oom::parse_all;
 use gpumon::record;
 use gpumon::sample::pool_map::{MapOom, MapReason, ProbeAnswer};
@@ -20,6 +22,7 @@ use gpumon::source::replay::ReplaySource;
 use gpumon::source::scripted::build::{GIB, MIB, gpu, machine, process};
 use gpumon::source::scripted::maps::fragmented;
 use gpumon::source::{MachineInfo, Sample, Source, SourceError};
+use replay::replay_alerts;
 
 const PID: u32 = 100;
 const T0: u64 = 1_763_812_900_000;
@@ -213,20 +216,7 @@ async fn record_asks_a_leaking_jobs_probe_for_maps_and_keeps_them_in_the_recordi
     assert_eq!(reasons.last(), Some(&MapReason::Oom));
 
     // Replayed, it names the line that climbs, and the failure shows the map at it.
-    let out = Command::cargo_bin("gpumon")
-        .unwrap()
-        .env("GPUMON_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
-        .args(["explain", "--format", "json"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let alerts = doc["recordings"][0]["alerts"].as_array().unwrap();
+    let alerts = replay_alerts(&path);
     let site = alerts
         .iter()
         .find(|a| a["class"] == "leak-site")

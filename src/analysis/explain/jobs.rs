@@ -68,6 +68,15 @@ fn kind(f: &Failure) -> Option<String> {
     v.get("kind")?.as_str().map(str::to_string)
 }
 
+/// An event of no known rank said of its writer: its log says which process that is, not how
+/// many write it ("a process writing train.log ran out of memory").
+fn by_log(words: String, who: Who, e: &RankEvent) -> String {
+    match (who, e.failure.as_ref(), words.strip_prefix("a rank ")) {
+        (Who::Unknown, Some(f), Some(rest)) => format!("a process writing {} {rest}", f.log),
+        _ => words,
+    }
+}
+
 /// Whether a failure's rank is the rank of the process that wrote its line.
 fn writers_rank(f: &Failure) -> Option<u32> {
     match f.dist {
@@ -158,13 +167,7 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                 .as_ref()
                 .and_then(class_of)
                 .map(|x| x.class.as_str());
-            let mut words = words::words(e, who[*i], &at(e), class);
-            // A line of no known rank is its writer's: the log says which process that is.
-            if let (Who::Unknown, Some(f), Some(rest)) =
-                (who[*i], e.failure.as_ref(), words.strip_prefix("a rank "))
-            {
-                words = format!("a process writing {} {rest}", f.log);
-            }
+            let words = by_log(words::words(e, who[*i], &at(e), class), who[*i], e);
             let words = words::against_root(words, judge::role(e), root_phrase.as_deref());
             said(*i, words)
         })
@@ -227,10 +230,11 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
                     ),
                 ),
             };
-            let mut words = words::words(e, who[i], &at(e), x.map(|x| x.class.as_str()));
-            if let (Who::Unknown, Some(rest)) = (who[i], words.strip_prefix("a rank ")) {
-                words = format!("{label} {rest}");
-            }
+            let words = by_log(
+                words::words(e, who[i], &at(e), x.map(|x| x.class.as_str())),
+                who[i],
+                e,
+            );
             let root = Root {
                 said: said(i, words),
                 class: x.map(|x| x.class.clone()),

@@ -4,7 +4,6 @@
 //! counted one; the line waits a few seconds for the count (the probe writes every second by
 //! default), and is raised as it is when none comes.
 
-use crate::logs::LINGER_MS;
 use crate::model::{Machine, ProcessTrack};
 use crate::oom::failure::Failure;
 
@@ -26,15 +25,11 @@ fn plain_oom(f: &Failure) -> bool {
 /// The processes writing `f`'s log that could have written it, when there are several and every
 /// one is probed.
 fn writers<'a>(machine: &'a Machine, f: &Failure) -> Option<Vec<&'a ProcessTrack>> {
-    let gone = |t: &ProcessTrack| {
-        t.exited_ms
-            .is_some_and(|e| e.saturating_add(LINGER_MS + 2 * machine.config.interval_ms) < f.at_ms)
-    };
     let all: Vec<&ProcessTrack> = machine
         .processes
         .values()
         .filter(|t| t.sample.log.value().is_some_and(|l| l.contains(&f.log)))
-        .filter(|t| !gone(t))
+        .filter(|t| !super::join::gone_before(machine, t, f.at_ms))
         .collect();
     (all.len() >= 2 && all.iter().all(|t| t.sample.pool.value().is_some())).then_some(all)
 }
