@@ -4,6 +4,7 @@
 //! counted one; the line waits a few seconds for the count (the probe writes every second by
 //! default), and is raised as it is when none comes.
 
+use crate::logs::LINGER_MS;
 use crate::model::{Machine, ProcessTrack};
 use crate::oom::failure::Failure;
 
@@ -22,6 +23,13 @@ fn plain_oom(f: &Failure) -> bool {
         && f.fault.is_none()
 }
 
+/// Whether the process of `t` ended too long before `at_ms` to have written a line read then
+/// (its log is read a little after it ends).
+pub(super) fn gone_before(machine: &Machine, t: &ProcessTrack, at_ms: u64) -> bool {
+    t.exited_ms
+        .is_some_and(|e| e.saturating_add(LINGER_MS + 2 * machine.config.interval_ms) < at_ms)
+}
+
 /// The processes writing `f`'s log that could have written it, when there are several and every
 /// one is probed.
 fn writers<'a>(machine: &'a Machine, f: &Failure) -> Option<Vec<&'a ProcessTrack>> {
@@ -29,7 +37,7 @@ fn writers<'a>(machine: &'a Machine, f: &Failure) -> Option<Vec<&'a ProcessTrack
         .processes
         .values()
         .filter(|t| t.sample.log.value().is_some_and(|l| l.contains(&f.log)))
-        .filter(|t| !super::join::gone_before(machine, t, f.at_ms))
+        .filter(|t| !gone_before(machine, t, f.at_ms))
         .collect();
     (all.len() >= 2 && all.iter().all(|t| t.sample.pool.value().is_some())).then_some(all)
 }

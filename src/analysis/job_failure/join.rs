@@ -12,8 +12,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::logs::LINGER_MS;
-use crate::model::{Machine, ProcessTrack};
+use crate::model::Machine;
 use crate::oom::dist::Dist;
 use crate::oom::failure::Failure;
 use crate::oom::prefix::MAX_RANK;
@@ -55,13 +54,6 @@ impl Want {
     }
 }
 
-/// Whether the process of `t` ended too long before `at_ms` to have written a line read then
-/// (its log is read a little after it ends).
-pub(super) fn gone_before(machine: &Machine, t: &ProcessTrack, at_ms: u64) -> bool {
-    t.exited_ms
-        .is_some_and(|e| e.saturating_add(LINGER_MS + 2 * machine.config.interval_ms) < at_ms)
-}
-
 /// The failures with the pid of the rank their line names, where it joins.
 pub fn attribute(machine: &Machine, mut failures: Vec<Failure>) -> Vec<Failure> {
     for f in &mut failures {
@@ -91,7 +83,8 @@ pub fn place(machine: &Machine, f: &Failure) -> Place {
     // Could `pid` have written a line read at `f.at_ms`? Not if it ended long before.
     let long_gone = |pid: u32| {
         let mut tracks = machine.processes.values().filter(|t| t.sample.pid == pid);
-        tracks.clone().next().is_some() && tracks.all(|t| gone_before(machine, t, f.at_ms))
+        tracks.clone().next().is_some()
+            && tracks.all(|t| super::counted::gone_before(machine, t, f.at_ms))
     };
     // The log's one writer printed the line; it is the line's subject unless the line is a
     // launcher's or a peer's word on another rank.
