@@ -26,11 +26,9 @@ pub fn apply(machine: &mut Machine, event: Event) {
             let events = sample.events.clone();
             let at_ms = sample.at_ms;
             machine.ingest(sample);
-            // A rank's line joined to its process before a memory fault waits for its Xid; a
-            // line that waited is joined once its wait is over.
+            // A rank's line joined to its process before a memory fault waits for its Xid.
             let failures = analysis::job_failure::attribute(machine, failures);
             let failures = due(machine, failures, at_ms);
-            let failures = analysis::job_failure::attribute(machine, failures);
             // A rank's failure goes to its job's one alert (new, or amended in place).
             let judged = analysis::job_failure::judge(machine, failures, at_ms);
             for record in judged.records {
@@ -90,7 +88,9 @@ fn add(machine: &mut Machine, alerts: Vec<Alert>) {
 /// memory fault for its Xid, an OOM line of a shared log for its writer's count); the others wait
 /// in the machine (`analysis::fault::waits_for_xid`, `analysis::job_failure::counted`).
 fn due(machine: &mut Machine, failures: Vec<Failure>, at_ms: u64) -> Vec<Failure> {
+    // Those that waited are joined again: the count an OOM line waited for may have come.
     let waiting = std::mem::take(&mut machine.waiting_failures);
+    let waiting = analysis::job_failure::attribute(machine, waiting);
     let (wait, now): (Vec<Failure>, Vec<Failure>) =
         waiting.into_iter().chain(failures).partition(|f| {
             analysis::fault::waits_for_xid(f, machine, at_ms)

@@ -4,30 +4,16 @@
 //! 80x24 and 120x40, scrolled to its end with PgDn, every word of its remedy shown, Esc closing
 //! it; a tab in `--filter` moves no border. Needs tmux (`.ci/run` installs it).
 
+#[path = "common/demo.rs"]
+mod demo;
 #[path = "common/tmux.rs"]
 mod tmux;
 
 use std::thread::sleep;
 use std::time::Duration;
 
-use gpumon::model::{Config, Event, Machine};
-use gpumon::pipeline;
-use gpumon::source::replay::ReplaySource;
+use demo::{DEMO, counts, demo_alert};
 use tmux::Session;
-
-const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
-
-/// The panel's and the GPU line's counts: "alerts (8)" and "⚠ 7 alerts  1 info".
-fn counts(screen: &str) -> (usize, usize) {
-    let number = |pattern: &str| -> usize {
-        regex_lite::Regex::new(pattern)
-            .unwrap()
-            .captures(screen)
-            .map_or(0, |c| c[1].parse().unwrap())
-    };
-    let gpu = number(r"⚠ (\d+) alerts?") + number(r"  (\d+) info");
-    (gpu, number(r"alerts \((\d+)\)"))
-}
 
 #[test]
 fn paused_the_screen_stays_exactly_as_it_was() {
@@ -75,22 +61,6 @@ fn a_replay_says_it_ended_and_the_demo_which_loop_it_is_on() {
     s.assert_restored(0);
 }
 
-/// The demo's device-full OOM as the screen raises it.
-fn device_full() -> gpumon::model::Alert {
-    let file = std::io::BufReader::new(std::fs::File::open(DEMO).unwrap());
-    let mut source = ReplaySource::read(DEMO, file).unwrap();
-    let mut machine = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(
-        &mut machine,
-        Event::Started(source.header().machine.clone()),
-    );
-    for s in source.samples() {
-        pipeline::apply(&mut machine, Event::Sample(s.unwrap()));
-    }
-    let found = machine.alerts.iter().find(|a| a.class == "device-full");
-    found.expect("the demo's device-full OOM").clone()
-}
-
 fn words(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -112,7 +82,7 @@ fn text_rows(screen: &str) -> Vec<String> {
 
 #[test]
 fn an_alert_reads_whole_at_every_size() {
-    let alert = device_full();
+    let alert = demo_alert("device-full");
     let remedy = words(alert.remedy.as_deref().unwrap());
     // Its row in the alerts list, newest first (at 72x20 the table has no room for the exited
     // rows below the two GPUs' blocks).

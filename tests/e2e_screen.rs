@@ -4,30 +4,19 @@
 //! selection works).
 //! Needs tmux (`.ci/run` installs it).
 
+#[path = "common/demo.rs"]
+mod demo;
 #[path = "common/tmux.rs"]
 mod tmux;
 
-use gpumon::model::{Config, Event, Machine};
-use gpumon::pipeline;
-use gpumon::source::replay::ReplaySource;
+use demo::demo_alert;
 use tmux::Session;
 
 /// The demo's fragmenting PyTorch job: the process its fragmentation OOM names.
 fn fragmenting_pid() -> u32 {
-    let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/demo.ndjson");
-    let file = std::io::BufReader::new(std::fs::File::open(demo).unwrap());
-    let mut source = ReplaySource::read(demo, file).unwrap();
-    let mut machine = Machine::new(Config::new(1000, 600_000));
-    pipeline::apply(
-        &mut machine,
-        Event::Started(source.header().machine.clone()),
-    );
-    for s in source.samples() {
-        pipeline::apply(&mut machine, Event::Sample(s.unwrap()));
-    }
-    let oom = machine.alerts.iter().find(|a| a.class == "fragmentation");
-    oom.and_then(|a| a.pid)
-        .expect("the demo's fragmentation OOM")
+    demo_alert("fragmentation")
+        .pid
+        .expect("the demo's fragmentation OOM names its process")
 }
 
 /// The demo's processes are in the table (they start a few seconds into the recording).

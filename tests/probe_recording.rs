@@ -1,21 +1,14 @@
 //! The allocator probe on real data: a recording made on an H100 while PyTorch, JAX and CuPy jobs
 //! ran with the probe (`scripts/gpu/probe_check.sh`), replayed through the pipeline.
 
-use gpumon::model::{Config, Event, Level, Machine};
-use gpumon::pipeline;
+#[path = "common/demo.rs"]
+mod demo;
+
+use gpumon::model::{Level, Machine};
 use gpumon::sample::Framework;
-use gpumon::source::replay::ReplaySource;
 
 fn replayed() -> Machine {
-    let path = "tests/fixtures/recordings/h100-probe-jobs.ndjson";
-    let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
-    let mut source = ReplaySource::read(path, file).unwrap();
-    let mut m = Machine::new(Config::new(500, 600_000));
-    pipeline::apply(&mut m, Event::Started(source.header().machine.clone()));
-    for s in source.samples() {
-        pipeline::apply(&mut m, Event::Sample(s.unwrap()));
-    }
-    m
+    demo::replayed("tests/fixtures/recordings/h100-probe-jobs.ndjson", 500)
 }
 
 #[test]

@@ -4,6 +4,10 @@
 //! its own time, never the wall clock's; a control character in the filter is drawn escaped;
 //! the block map says what a replay can do, and shows the maps the demo holds.
 
+#[path = "common/demo.rs"]
+mod demo;
+
+use demo::counts;
 use gpumon::input::Action;
 use gpumon::model::{Config, Event};
 use gpumon::screen::{Filter, Msg, State};
@@ -58,18 +62,6 @@ impl Demo {
     fn play_until_lap(&mut self, lap: u32) {
         while self.tick() != Some(lap) {}
     }
-}
-
-/// The GPU line's "⚠ 7 alerts  1 info" as a number of alerts and info-level findings, and the panel's count.
-fn counts(screen: &str) -> (usize, usize) {
-    let number = |pattern: &str| -> usize {
-        regex_lite::Regex::new(pattern)
-            .unwrap()
-            .captures(screen)
-            .map_or(0, |c| c[1].parse().unwrap())
-    };
-    let gpu = number(r"⚠ (\d+) alerts?") + number(r"  (\d+) info");
-    (gpu, number(r"alerts \((\d+)\)"))
 }
 
 #[test]
