@@ -61,7 +61,9 @@ const CASES: &[Case] = &[
         files: &["h100-ddp-printed-oom/torchrun.log"],
         finding: "root-cause",
         root: Some((None, Some("fragmentation"))),
-        consequences: 2,
+        // torchrun naming rank 0 may name the rank-less line's writer: it is said beside the
+        // root cause, not counted among the ranks that followed (issue 39: counts agree).
+        consequences: 1,
         says: &[
             "failed first: PyTorch fragmentation (certain); 1 rank followed",
             "rank 1 stopped by torchrun with SIGTERM at 11:08:24",
@@ -82,9 +84,10 @@ const CASES: &[Case] = &[
         files: &["h100-jax/process0.log", "h100-jax/process1.log"],
         finding: "root-cause",
         root: Some((None, Some("pool-limit"))),
-        // JAX's service naming task 1 (the task that died, whose log has no rank), and the
-        // end of a process writing process0.log, whose fatal line quotes that list.
-        consequences: 2,
+        // The end of a process writing process0.log, whose fatal line quotes JAX's list; the
+        // service naming task 1 (the task that died, whose log has no rank) is said beside the
+        // root cause, not counted as a rank that followed (issue 39: counts agree).
+        consequences: 1,
         says: &[
             "JAX pool-limit (likely); 1 rank followed",
             "root cause: a process writing",

@@ -115,7 +115,7 @@ impl Logs {
         // The job's section reads every event, its failures' verdicts beside them.
         let events = failures.clone();
         let failures = explained(failures, &xids);
-        let jobs = jobs::section(&events, &failures).into_iter().collect();
+        let jobs = jobs::sections(&events, &failures);
         Logs {
             failures,
             paths,

@@ -10,6 +10,8 @@ pub mod counted;
 pub mod join;
 pub mod judge;
 pub mod render;
+pub mod story;
+pub mod tell;
 pub mod words;
 
 use crate::model::job_failure::MAX_RANK_EVENTS;
@@ -21,6 +23,8 @@ pub use join::attribute;
 
 /// A job's later failures join its open one within this long of its last event.
 pub const WINDOW_MS: u64 = 15 * 60_000;
+/// A rank's process still running this long after its own allocation failure ran on after it.
+pub const SURVIVE_MS: u64 = 30_000;
 /// A rank's process that ended this long before its job's failure was opened is part of it.
 const ENDED_BEFORE_MS: u64 = 10_000;
 
@@ -61,6 +65,8 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
             at_ms: f.at_ms,
             unjoined: place.unjoined,
             failure: Some(f),
+            ending: None,
+            survived: false,
         };
         let window = window(&event);
         let i = open(machine, &mut changed, &group, event.at_ms, window, at_ms);
@@ -99,7 +105,7 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
         };
         let rec = &mut changed[i];
         let since = opened.saturating_sub(ended_before(rec));
-        let mut added = false;
+        let mut added = ran_on(rec, job, at_ms);
         for row in &job.ranks {
             let Some(ended) = row.exited_ms.filter(|e| *e >= since) else {
                 continue;
@@ -116,6 +122,8 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
                     at_ms: ended,
                     failure: None,
                     unjoined: None,
+                    ending: None,
+                    survived: false,
                 },
             );
             added = true;
@@ -131,6 +139,28 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
         records: changed,
         rest,
     }
+}
+
+/// Marks the rank failures whose process still ran [`SURVIVE_MS`] after them as survived;
+/// whether any was.
+fn ran_on(rec: &mut JobFailure, job: &crate::model::Job, at_ms: u64) -> bool {
+    let mut any = false;
+    for e in &mut rec.events {
+        let own = e.failure.as_ref().is_some_and(|f| f.dist.is_none());
+        if !own || e.survived || at_ms < e.at_ms.saturating_add(SURVIVE_MS) {
+            continue;
+        }
+        let alive = e.pid.is_some_and(|p| {
+            job.ranks
+                .iter()
+                .any(|r| r.pid == p && r.exited_ms.is_none_or(|x| x >= e.at_ms + SURVIVE_MS))
+        });
+        if alive {
+            e.survived = true;
+            any = true;
+        }
+    }
+    any
 }
 
 /// How long after the job's last event an event still belongs to the same failure: a watchdog

@@ -20,6 +20,62 @@ pub enum Group {
     Log(String),
 }
 
+/// How a rank's process ended, by what its allocator probe recorded from inside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// The interpreter exited normally (`code`: its exit status, where the probe could know it).
+    Exit { code: Option<i32> },
+    /// An uncaught exception ended it (`kind`: its module-qualified type).
+    Raised { kind: String, message: String },
+    /// The probe ran but left no end record: killed by a signal, `os._exit`, a crash.
+    Unrecorded,
+}
+
+impl Ending {
+    /// Whether the exception is an out-of-memory error in its framework's own type or words.
+    pub fn raised_oom(&self) -> bool {
+        match self {
+            Ending::Raised { kind, message } => {
+                kind.ends_with("OutOfMemoryError")
+                    || message.contains("RESOURCE_EXHAUSTED")
+                    || message.contains("out of memory")
+                    || message.contains("Out of memory")
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the exception is what a rank raises when its peers or its launcher went away
+    /// (NCCL's and the store's errors, JAX's coordination service, an interrupt): a consequence.
+    pub fn raised_by_peers(&self) -> bool {
+        match self {
+            Ending::Raised { kind, message } => {
+                kind.contains(".Dist")
+                    || kind.starts_with("Dist")
+                    || kind.ends_with("KeyboardInterrupt")
+                    || message.contains("NCCL")
+                    || message.contains("UNAVAILABLE")
+                    || message.contains("DEADLINE_EXCEEDED")
+                    || message.contains("Connection reset")
+                    || message.contains("Broken pipe")
+            }
+            _ => false,
+        }
+    }
+
+    /// In words, after "rank 2 ": "exited normally (status 0)", "raised torch.OutOfMemoryError".
+    pub fn words(&self) -> String {
+        match self {
+            Ending::Exit { code: Some(0) } => "exited normally (status 0)".into(),
+            Ending::Exit { code: Some(c) } => format!("exited with status {c}"),
+            Ending::Exit { code: None } => "exited normally".into(),
+            Ending::Raised { kind, message } if message.is_empty() => format!("raised {kind}"),
+            Ending::Raised { kind, message } => format!("raised {kind}: {message}"),
+            Ending::Unrecorded => "ended with no end record (killed by a signal, os._exit or a crash)".into(),
+        }
+    }
+}
+
 /// One rank's failure, or its process's end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankEvent {
@@ -33,6 +89,11 @@ pub struct RankEvent {
     pub failure: Option<Failure>,
     /// Why its line was not joined to a process, when it was not.
     pub unjoined: Option<String>,
+    /// How its process ended, by its probe's record (`None`: no probe, or not ended yet).
+    pub ending: Option<Ending>,
+    /// The failure's process ran on after it (alive well after, or ended normally): an
+    /// allocation failure it survived.
+    pub survived: bool,
 }
 
 /// One failure of a job: every rank event read for it.

@@ -18,7 +18,7 @@ pub mod units;
 use crate::sample::Reading;
 pub use alert::{Alert, Level};
 pub use history::{Point, Ring};
-pub use job_failure::{Group, JobFailure, RankEvent};
+pub use job_failure::{Ending, Group, JobFailure, RankEvent};
 pub use jobs::{Imbalance, Job, RankRow};
 pub use machine::{Event, GpuTrack, Machine, Segments, SourceState, processes_on};
 pub use maps::MapTrack;

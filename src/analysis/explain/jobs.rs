@@ -11,8 +11,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::Explained;
-use crate::analysis::job_failure::judge::{self, Known, NoRoot, Who};
-use crate::analysis::job_failure::words;
+use crate::analysis::job_failure::judge::{self, Known, NoRoot, Story, Who};
+use crate::analysis::job_failure::tell::{self, Say};
+use crate::analysis::job_failure::{story, words};
+
+mod group;
 use crate::model::RankEvent;
 use crate::oom::dist::Dist;
 use crate::oom::failure::Failure;
@@ -47,7 +50,8 @@ pub struct Root {
 /// One job's failure in the logs given (the JSON shape of `job_failures`).
 #[derive(Debug, Serialize)]
 pub struct JobExplained {
-    /// `root-cause` (a rank's own failure), `rank-failed` (a launcher names it),
+    /// `root-cause` (a rank's own failure), `rank-failed` (a launcher names it), `common-cause`
+    /// (several ranks' own failures alike), `rank-stuck`, `stopped-from-outside`, `survived`,
     /// `collective-timeout`, `peer-lost` or `rank-stopped` (no rank seen failing first).
     pub finding: String,
     pub title: String,
@@ -60,6 +64,10 @@ pub struct JobExplained {
     /// cause, every rank's.
     pub consequences: Vec<Said>,
     pub remedy: String,
+    /// The logs read as this job's.
+    pub logs: Vec<String>,
+    /// Why they were read together (or why alone).
+    pub read_together: String,
 }
 
 fn kind(f: &Failure) -> Option<String> {
@@ -86,9 +94,38 @@ fn writers_rank(f: &Failure) -> Option<u32> {
     }
 }
 
-/// The job section of `failures` (all the logs' failures, in order read), with the
-/// classification of the OOMs and faults among them (`explained`, by log and line).
-pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained> {
+/// The job sections of `failures` (all the logs' failures, in order read), one per job the logs
+/// can be shown to be (`group.rs`), with the classification of the OOMs and faults among them
+/// (`explained`, by log and line).
+pub fn sections(failures: &[Failure], explained: &[Explained]) -> Vec<JobExplained> {
+    let ranked: Vec<&Failure> = failures
+        .iter()
+        .filter(|f| {
+            f.rank.is_some() || f.local_rank.is_some() || f.dist.is_some() || f.prefix.is_some()
+        })
+        .collect();
+    if ranked.is_empty() {
+        return Vec::new();
+    }
+    let groups = group::group(failures);
+    groups
+        .into_iter()
+        .filter_map(|g| {
+            let mine: Vec<Failure> = failures
+                .iter()
+                .filter(|f| g.logs.contains(&f.log))
+                .cloned()
+                .collect();
+            let mut job = section(&mine, explained)?;
+            job.logs = g.logs;
+            job.read_together = g.why;
+            Some(job)
+        })
+        .collect()
+}
+
+/// One job's section.
+fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained> {
     let ranked = failures.iter().any(|f| {
         f.rank.is_some() || f.local_rank.is_some() || f.dist.is_some() || f.prefix.is_some()
     });
@@ -118,9 +155,11 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
             at_ms: 0,
             failure: Some(f.clone()),
             unjoined: None,
+            ending: None,
+            survived: survived(f, failures),
         })
         .collect();
-    let v = judge::judge(&events);
+    let v = story::judge(&events);
     let who = judge::whom(&events);
     let class_of = |f: &Failure| {
         explained
@@ -134,6 +173,13 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
             Some(t) => format!(" at {t} ({place})"),
             None => format!(" ({place})"),
         }
+    };
+    let label = |i: usize| match who[i] {
+        Who::Unknown => format!(
+            "a process writing {}",
+            events[i].failure.as_ref().map_or("", |f| f.log.as_str())
+        ),
+        w => w.label(),
     };
     let said = |i: usize, words: String| {
         let e = &events[i];
@@ -150,152 +196,226 @@ pub fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExpla
             words,
         }
     };
-    let root_phrase = v.root.map(|(i, _)| {
-        format!(
+    let words_of = |i: usize| {
+        let e = &events[i];
+        let class = e
+            .failure
+            .as_ref()
+            .and_then(class_of)
+            .map(|x| x.class.as_str());
+        by_log(words::words(e, who[i], &at(e), class), who[i], e)
+    };
+    let root_phrase = match &v.story {
+        Story::Cascade { root, .. } => Some(format!(
             "{}{}",
-            words::root_phrase(&events[i], who[i]),
-            at(&events[i])
-        )
-    });
+            words::root_phrase(&events[*root], who[*root]),
+            at(&events[*root])
+        )),
+        Story::Common { .. } => Some("the common cause".to_string()),
+        Story::Stuck { behind, .. } => Some(format!(
+            "{} never reaching the collective",
+            who[behind[0]].label()
+        )),
+        Story::Outside { .. } => Some("the stop from outside".to_string()),
+        _ => None,
+    };
     let consequences: Vec<Said> = v
         .followed
         .iter()
         .map(|i| {
-            let e = &events[*i];
-            let class = e
-                .failure
-                .as_ref()
-                .and_then(class_of)
-                .map(|x| x.class.as_str());
-            let words = by_log(words::words(e, who[*i], &at(e), class), who[*i], e);
-            let words = words::against_root(words, judge::role(e), root_phrase.as_deref());
-            said(*i, words)
+            let w = words::against_root(words_of(*i), judge::role(&events[*i]), root_phrase.as_deref());
+            said(*i, w)
         })
+        .chain(v.normal.iter().map(|i| said(*i, format!("{}: not a consequence", words_of(*i)))))
         .collect();
     let named_by: Vec<Said> = v
         .naming
         .iter()
-        .map(|i| {
-            said(
-                *i,
-                words::words(&events[*i], who[*i], &at(&events[*i]), None),
-            )
-        })
+        .map(|i| said(*i, words::words(&events[*i], who[*i], &at(&events[*i]), None)))
         .collect();
-    // Ranks that followed: with the root cause's rank unknown, a line naming a rank as failed
-    // may name the root cause itself (JAX's coordination service naming the task that died).
-    let root_unknown = v.root.is_some_and(|(i, _)| who[i] == Who::Unknown);
-    let n = v
-        .followed
-        .iter()
-        .filter(|i| !(root_unknown && matches!(judge::role(&events[**i]), judge::Role::Named(_))))
-        .count();
+    let n = v.followed_ranks(&events, &who);
     let followed = match n {
         0 => String::new(),
-        1 => "; 1 rank followed".into(),
-        _ => format!("; {n} ranks followed"),
+        n => format!("; {} followed", tell::ranks_count(n)),
     };
-    let after = if n > 0 {
+    let all_followed = v
+        .followed
+        .iter()
+        .all(|i| judge::role(&events[*i]) == judge::Role::Followed);
+    let after = if n > 0 && all_followed {
         " The other ranks failed because it did: they need no fix of their own."
     } else {
         ""
     };
-    let (finding, title, root, remedy) = match v.root {
-        Some((i, known)) => {
-            let e = &events[i];
-            let f = e.failure.as_ref();
-            let x = f.and_then(class_of).filter(|_| known == Known::Own);
-            let label = match who[i] {
-                Who::Unknown => format!("a process writing {}", f.map_or("", |f| f.log.as_str())),
-                w => w.label(),
-            };
-            let (finding, what, confidence, remedy) = match x {
-                Some(x) => (
-                    "root-cause",
-                    format!(
-                        "{} {} ({})",
-                        x.source.map_or("GPU", crate::oom::failure::Dialect::label),
-                        x.class,
-                        x.confidence.as_str()
-                    ),
-                    x.confidence.as_str().to_string(),
-                    x.remedy.clone(),
-                ),
+    let say = Say {
+        events: &events,
+        who: &who,
+        label: &label,
+        at: &at,
+    };
+    let classified = |i: usize| {
+        let x = events[i].failure.as_ref().and_then(class_of)?;
+        Some((
+            format!(
+                "{} {} ({})",
+                x.source.map_or("GPU", crate::oom::failure::Dialect::label),
+                x.class,
+                x.confidence.as_str()
+            ),
+            x.class.clone(),
+            x.confidence.as_str().to_string(),
+            x.remedy.clone(),
+        ))
+    };
+    let (finding, title, root, remedy, also) = match &v.story {
+        Story::Cascade { root: i, known } => {
+            let i = *i;
+            let x = classified(i).filter(|_| *known == Known::Own);
+            let (finding, what, confidence, remedy, class) = match x {
+                Some((what, class, confidence, remedy)) => {
+                    ("root-cause", what, confidence, remedy, Some(class))
+                }
                 None => (
                     "rank-failed",
                     "its launcher names it".to_string(),
                     "certain".to_string(),
                     format!(
-                        "Read {label}'s own output for its error (its traceback, or the kernel log if it was killed: dmesg) and fix that."
+                        "Read {}'s own output for its error (its traceback, or the kernel log if it was killed: dmesg) and fix that.",
+                        label(i)
                     ),
+                    None,
                 ),
             };
-            let words = by_log(
-                words::words(e, who[i], &at(e), x.map(|x| x.class.as_str())),
-                who[i],
-                e,
-            );
             let root = Root {
-                said: said(i, words),
-                class: x.map(|x| x.class.clone()),
+                said: said(i, words_of(i)),
+                class,
                 confidence,
             };
             (
-                finding,
-                format!("{label} failed first: {what}{followed}"),
+                finding.to_string(),
+                format!("{} failed first: {what}{followed}", label(i)),
                 Some(root),
                 format!("{remedy}{after}"),
+                Vec::new(),
             )
         }
-        None => {
-            let (finding, title, remedy) = match v.no_root.unwrap_or(NoRoot::Stopped) {
-                NoRoot::Timeout(i) => (
-                    "collective-timeout",
-                    format!(
-                        "{}, and no rank was seen failing: a rank stuck or slow, not dead",
-                        words::words(&events[i], who[i], "", None)
-                    ),
-                    "Find the rank that never reached that collective: run with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 so each rank dumps its collectives (torchfrtrace names the missing ranks); raise the timeout only for work one rank legitimately does alone (a checkpoint, an evaluation).",
-                ),
-                NoRoot::PeerLost(i) => (
-                    "peer-lost",
-                    format!(
-                        "{}, and no rank was seen failing: the failed rank's output is not among these logs",
-                        words::words(&events[i], who[i], "", None)
-                    ),
-                    "Read the other ranks' output (another node's, perhaps) for the first failure; if none failed, check the network between them (NCCL_DEBUG=INFO).",
-                ),
-                NoRoot::Stopped => (
-                    "rank-stopped",
-                    "ranks ended, and no rank was seen failing first".to_string(),
-                    "Read the ranks' own output and the launcher's for the first failure.",
-                ),
+        Story::Common { own } => {
+            let (head, tail) = tell::common_head(&say, own);
+            let x = classified(own[0]);
+            let root = Root {
+                said: said(own[0], words_of(own[0])),
+                class: x.as_ref().map(|x| x.1.clone()),
+                confidence: x.as_ref().map_or_else(|| "likely".into(), |x| x.2.clone()),
             };
-            (finding, title, None, remedy.to_string())
+            let also: Vec<Said> = own[1..].iter().map(|i| said(*i, words_of(*i))).collect();
+            (
+                "common-cause".to_string(),
+                match &x {
+                    Some(x) => format!("{head}: {}", x.0),
+                    None => head,
+                },
+                Some(root),
+                format!(
+                    "{}{tail}",
+                    x.map_or_else(|| "Read one rank's traceback: the same error ended every one.".into(), |x| x.3)
+                ),
+                also,
+            )
+        }
+        Story::NoRoot(no_root) => {
+            let (finding, title, remedy) = no_root_words(*no_root, &events, &who);
+            (finding.to_string(), title, None, remedy.to_string(), Vec::new())
+        }
+        _ => {
+            let t = tell::told(&say, &v)?;
+            let told: Vec<usize> = match &v.story {
+                Story::Stuck { behind, .. } => behind.clone(),
+                Story::Outside { stop } => vec![*stop],
+                Story::Survived { own } => own.clone(),
+                _ => Vec::new(),
+            };
+            let root = told.first().map(|i| Root {
+                said: said(*i, words_of(*i)),
+                class: None,
+                confidence: t.confidence.to_string(),
+            });
+            let also = told.iter().skip(1).map(|i| said(*i, words_of(*i))).collect();
+            (t.finding.to_string(), t.title, root, t.remedy, also)
         }
     };
+    let mut named_by = named_by;
+    named_by.extend(also);
     Some(JobExplained {
-        finding: finding.into(),
+        finding,
         title,
         root,
         named_by,
         consequences,
         remedy,
+        logs: Vec::new(),
+        read_together: String::new(),
     })
+}
+
+/// With no rank seen failing first: the finding, its title and remedy.
+fn no_root_words(no_root: NoRoot, events: &[RankEvent], who: &[Who]) -> (&'static str, String, &'static str) {
+    match no_root {
+        NoRoot::Timeout(i) => (
+            "collective-timeout",
+            format!(
+                "{}, and no rank was seen failing or behind: a rank stuck or slow, not dead",
+                words::words(&events[i], who[i], "", None)
+            ),
+            "Find the rank that never reached that collective: run with TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 so each rank dumps its collectives and says how far it got (gpumon reads that line and names the rank; torchfrtrace reads the dumps); raise the timeout only for work one rank legitimately does alone (a checkpoint, an evaluation).",
+        ),
+        NoRoot::PeerLost(i) => (
+            "peer-lost",
+            format!(
+                "{}, and no rank was seen failing: the failed rank's output is not among these logs",
+                words::words(&events[i], who[i], "", None)
+            ),
+            "Read the other ranks' output (another node's, perhaps) for the first failure; if none failed, check the network between them (NCCL_DEBUG=INFO).",
+        ),
+        NoRoot::Stopped => (
+            "rank-stopped",
+            "ranks ended, and no rank was seen failing first".to_string(),
+            "Read the ranks' own output and the launcher's for the first failure.",
+        ),
+    }
+}
+
+/// Whether a failure is one its process ran on after, from the log alone: XLA's allocator's
+/// warning (`Allocator (GPU_2_bfc) ran out of memory trying to allocate …`) with no exception
+/// from the same log after it (JAX raises one only when a failed result is read).
+fn survived(f: &Failure, all: &[Failure]) -> bool {
+    let warning = f.dist.is_none()
+        && f.fault.is_none()
+        && f.source == Some(crate::oom::failure::Dialect::Tensorflow)
+        && f.message.contains("ran out of memory trying to allocate");
+    warning
+        && !all.iter().any(|g| {
+            g.log == f.log
+                && g.line > f.line
+                && g.dist.is_none()
+                && (g.source == Some(crate::oom::failure::Dialect::Jax)
+                    || g.message.contains("RESOURCE_EXHAUSTED"))
+        })
 }
 
 /// The section as text, within `explain`'s 80 columns.
 pub fn text(job: &JobExplained, logs: usize, wrap: impl Fn(&str, &str, &str) -> String) -> String {
-    let mut out = wrap(
-        &format!(
-            "job failure ({} log(s) read as one job's): {}",
-            logs, job.title
-        ),
-        "",
-        "  ",
-    );
+    let _ = logs;
+    let mut out = wrap(&format!("job failure: {}", job.title), "", "  ");
+    out.push_str(&wrap(&job.read_together, "  read: ", "    "));
     if let Some(r) = &job.root {
-        out.push_str(&wrap(&r.said.words, "  root cause: ", "    "));
+        let head = match job.finding.as_str() {
+            "root-cause" | "rank-failed" => "  root cause: ",
+            "common-cause" => "  each of its own: ",
+            "rank-stuck" => "  behind: ",
+            "stopped-from-outside" => "  stopped: ",
+            _ => "  seen: ",
+        };
+        out.push_str(&wrap(&r.said.words, head, "    "));
     }
     for s in &job.named_by {
         out.push_str(&wrap(&s.words, "  - ", "    "));

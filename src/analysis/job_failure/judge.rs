@@ -1,17 +1,12 @@
-//! Which rank failed first, and what the others' failures were: each event's role, the root cause
-//! among a job's events, and each event in words. Pure, on `RankEvent`s: the live alert and
-//! `explain` (which builds events from the lines alone) judge alike.
-//!
-//! The root cause is, in order: a rank's own failure (an OOM or a memory fault; then a CUDA error
-//! inside NCCL), the one a launcher names if it names one of them; else the rank a launcher or a
-//! peer names as failed (torchrun's root cause, its agent's first failure, DeepSpeed's, srun's
-//! exit code, JAX's failed tasks), unless that rank's own line is a watchdog timeout (then no rank
-//! failed: every rank waited); else, live, the rank whose process ended first with no line of
-//! its own, before the others' timeouts (likely). Every other rank's event is a consequence.
+//! What each event of a job's end says: whom it is about (`whom`), its role (`role`: the rank's
+//! own failure, a launcher naming a rank, a stop from outside, a failure survived, a normal end,
+//! a consequence), and the story they tell together (`Story`, decided in `story.rs`). Pure, on
+//! `RankEvent`s: the live alert and `explain` (which builds events from the lines alone) judge
+//! alike.
 
 use std::collections::BTreeMap;
 
-use crate::model::RankEvent;
+use crate::model::{Ending, RankEvent};
 use crate::oom::dist::{Dist, NcclCause};
 
 /// Whom an event is about.
@@ -38,20 +33,41 @@ impl Who {
 /// What an event says of its rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// The rank's own failure; the higher, the surer the cause (an OOM or a memory fault 2, a
-    /// CUDA error inside NCCL 1).
+    /// The rank's own failure; the higher, the surer the cause (an OOM or a memory fault, its
+    /// own line or its probe's record of the exception, 2; a CUDA error inside NCCL or another
+    /// uncaught exception 1; a non-zero exit status of its own 0).
     Own(u8),
     /// A launcher or a peer names the rank as failed; the higher, the more authoritative.
     Named(u8),
+    /// The launcher or the scheduler was stopped from outside (a signal, a time limit, a
+    /// cancellation, a preemption).
+    Outside,
+    /// An allocation failure the process ran on after.
+    Survived,
+    /// The process ended normally, by its probe's record.
+    Normal,
     /// The rank waited, lost its peer, was stopped, or ended with no line.
     Followed,
 }
 
+/// Whether Slurm's cancellation came from outside the job (a time limit, a preemption, a node
+/// failure, `scancel`) rather than from one of its tasks failing.
+fn cancelled_from_outside(due: Option<&str>) -> bool {
+    !due.is_some_and(|d| d.contains("TASK FAILURE"))
+}
+
 pub fn role(e: &RankEvent) -> Role {
     let Some(f) = &e.failure else {
-        return Role::Followed;
+        return match &e.ending {
+            Some(Ending::Exit { code: Some(0) | None }) => Role::Normal,
+            Some(Ending::Exit { code: Some(_) }) => Role::Own(0),
+            Some(end) if end.raised_oom() => Role::Own(2),
+            Some(end @ Ending::Raised { .. }) if !end.raised_by_peers() => Role::Own(1),
+            _ => Role::Followed,
+        };
     };
     match &f.dist {
+        None if e.survived => Role::Survived,
         None => Role::Own(2),
         Some(Dist::NcclError {
             cause: NcclCause::Cuda,
@@ -66,6 +82,10 @@ pub fn role(e: &RankEvent) -> Role {
             Role::Named(2)
         }
         Some(Dist::JaxTasks { .. }) => Role::Named(1),
+        Some(Dist::LauncherSignalled { .. }) => Role::Outside,
+        Some(Dist::StepCancelled { due, .. }) if cancelled_from_outside(due.as_deref()) => {
+            Role::Outside
+        }
         Some(_) => Role::Followed,
     }
 }
@@ -92,18 +112,70 @@ pub enum NoRoot {
     Stopped,
 }
 
+/// The story a job's end tells.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Story {
+    /// One rank failed first (`root`, and how it is known); the others followed.
+    Cascade { root: usize, known: Known },
+    /// Several ranks failed of their own, alike and within seconds of each other (each rank's
+    /// own failure, the first first): one cause in code every rank runs.
+    Common { own: Vec<usize> },
+    /// Ranks timed out on a collective (`timeout`: the first such event) that the ranks
+    /// `behind` never reached, by their own count.
+    Stuck { behind: Vec<usize>, timeout: usize },
+    /// The launcher or the scheduler was stopped from outside (`stop`): no rank failed.
+    Outside { stop: usize },
+    /// Allocation failures the processes ran on after (`own`): nothing ended the job.
+    Survived { own: Vec<usize> },
+    /// No rank seen failing first: what the events say instead.
+    NoRoot(NoRoot),
+}
+
 /// A job's events judged.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {
-    /// The root cause's event, and how it is known.
-    pub root: Option<(usize, Known)>,
+    pub story: Story,
     /// Other events that name the root cause's rank (a launcher confirming it).
     pub naming: Vec<usize>,
-    /// One event per other rank (its most telling), then those about no one rank, in the order
-    /// read.
+    /// The consequences: one event per other rank (its most telling), then those about no one
+    /// rank, in the order read.
     pub followed: Vec<usize>,
-    /// Without a root cause, what there is instead.
-    pub no_root: Option<NoRoot>,
+    /// Ranks that ended normally or ran on after a failure: never consequences.
+    pub normal: Vec<usize>,
+    /// Ranks that ended long after the story with no line of their own and no end record: how
+    /// they ended is not known, and they are not called consequences.
+    pub later: Vec<usize>,
+}
+
+impl Verdict {
+    /// The root cause's event, and how it is known (a cascade's).
+    pub fn root(&self) -> Option<(usize, Known)> {
+        match self.story {
+            Story::Cascade { root, known } => Some((root, known)),
+            _ => None,
+        }
+    }
+
+    /// How many other ranks followed: distinct ranks among the consequences; an event about no
+    /// one rank counts as its log's writer, once a log, when its own words are about the
+    /// process that printed it (a rank-less log is one process's output).
+    pub fn followed_ranks(&self, events: &[RankEvent], who: &[Who]) -> usize {
+        let ranks: std::collections::BTreeSet<(Who, &str)> = self
+            .followed
+            .iter()
+            .filter_map(|i| match who[*i] {
+                Who::Unknown => {
+                    let f = events[*i].failure.as_ref()?;
+                    f.dist
+                        .as_ref()
+                        .is_some_and(Dist::about_printer)
+                        .then_some((Who::Unknown, f.log.as_str()))
+                }
+                w => Some((w, "")),
+            })
+            .collect();
+        ranks.len()
+    }
 }
 
 /// Whom each event is about: its rank, or the rank its local rank or pid has where a launcher's
@@ -148,7 +220,7 @@ pub fn whom(events: &[RankEvent]) -> Vec<Who> {
 }
 
 /// How telling an event is of its rank's end (the one kept per rank).
-fn weight(e: &RankEvent) -> u8 {
+pub(super) fn weight(e: &RankEvent) -> u8 {
     match e.failure.as_ref().map(|f| &f.dist) {
         None => 1,
         Some(None) => 10,
@@ -158,14 +230,15 @@ fn weight(e: &RankEvent) -> u8 {
             Dist::JaxTasks { .. } => 6,
             Dist::Torchrun { .. } => 5,
             Dist::AgentFailed { .. } | Dist::DeepspeedExit { .. } | Dist::SrunTasks { .. } => 4,
+            Dist::DumpSignal { .. } => 6,
             Dist::Stopped { .. } => 3,
-            Dist::StepCancelled { .. } => 2,
+            Dist::StepCancelled { .. } | Dist::LauncherSignalled { .. } => 2,
         },
     }
 }
 
 /// Whether the event says its rank died of SIGABRT.
-fn aborted(e: &RankEvent) -> bool {
+pub(super) fn aborted(e: &RankEvent) -> bool {
     match e.failure.as_ref().and_then(|f| f.dist.as_ref()) {
         Some(Dist::Torchrun {
             signal, exitcode, ..
@@ -177,121 +250,10 @@ fn aborted(e: &RankEvent) -> bool {
     }
 }
 
-fn is_watchdog(e: &RankEvent) -> bool {
+pub(super) fn is_watchdog(e: &RankEvent) -> bool {
     matches!(
         e.failure.as_ref().and_then(|f| f.dist.as_ref()),
         Some(Dist::WatchdogTimeout { .. })
     )
 }
 
-/// Judges a job's events, in the order read.
-pub fn judge(events: &[RankEvent]) -> Verdict {
-    let who = whom(events);
-    let roles: Vec<Role> = events.iter().map(role).collect();
-    // The rank a launcher names, the most authoritative first.
-    let mut named: Vec<(u8, usize)> = roles
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| match r {
-            Role::Named(s) if who[i] != Who::Unknown => Some((*s, i)),
-            _ => None,
-        })
-        .collect();
-    named.sort_by_key(|(s, i)| (std::cmp::Reverse(*s), *i));
-    let own = roles
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| match r {
-            Role::Own(s) => Some((*s, i)),
-            _ => None,
-        })
-        .max_by_key(|(s, i)| {
-            let named_rank = named.iter().any(|(_, n)| who[*n] == who[*i]);
-            (*s, named_rank, std::cmp::Reverse(*i))
-        });
-    // A rank named as failed that waited itself, or aborted (SIGABRT: how NCCL's watchdog takes
-    // a process down) while others' watchdogs fired, failed of the timeout like them.
-    let any_watchdog = events.iter().any(is_watchdog);
-    let root = own.map(|(_, i)| (i, Known::Own)).or_else(|| {
-        named
-            .iter()
-            .find(|(_, n)| {
-                let waited = events
-                    .iter()
-                    .zip(&who)
-                    .any(|(e, w)| *w == who[*n] && is_watchdog(e));
-                let timed_out = any_watchdog && aborted(&events[*n]);
-                !(waited || timed_out)
-            })
-            .map(|(_, n)| (*n, Known::Named))
-    });
-    let root = root.or_else(|| {
-        // Live: the process that ended first, with no line, before another rank's failure.
-        let first_line = events
-            .iter()
-            .filter(|e| e.failure.is_some())
-            .map(|e| e.at_ms)
-            .min()?;
-        let ended = events
-            .iter()
-            .enumerate()
-            .filter(|(i, e)| {
-                e.failure.is_none() && e.at_ms <= first_line && who[*i] != Who::Unknown
-            })
-            .min_by_key(|(i, e)| (e.at_ms, *i))?;
-        let others_failed = events
-            .iter()
-            .enumerate()
-            .any(|(i, e)| e.failure.is_some() && who[i] != who[ended.0]);
-        others_failed.then_some((ended.0, Known::Exited))
-    });
-    let root_who = root.map(|(i, _)| who[i]);
-    let naming: Vec<usize> = match root {
-        Some((r, _)) => (0..events.len())
-            .filter(|i| *i != r && Some(who[*i]) == root_who && who[*i] != Who::Unknown)
-            .filter(|i| matches!(roles[*i], Role::Named(_)))
-            .collect(),
-        None => Vec::new(),
-    };
-    // One event per other rank, its most telling; those about no one rank each.
-    let mut best: BTreeMap<Who, usize> = BTreeMap::new();
-    let mut loose = Vec::new();
-    for (i, w) in who.iter().enumerate() {
-        if root.is_some_and(|(r, _)| r == i) || (Some(*w) == root_who && *w != Who::Unknown) {
-            continue;
-        }
-        if *w == Who::Unknown {
-            loose.push(i);
-            continue;
-        }
-        let b = best.entry(*w).or_insert(i);
-        if weight(&events[i]) > weight(&events[*b]) {
-            *b = i;
-        }
-    }
-    let mut followed: Vec<usize> = best.into_values().chain(loose).collect();
-    followed.sort_unstable();
-    let no_root = if root.is_some() {
-        None
-    } else if let Some(i) = events.iter().position(is_watchdog) {
-        Some(NoRoot::Timeout(i))
-    } else if let Some(i) = events.iter().position(|e| {
-        matches!(
-            e.failure.as_ref().and_then(|f| f.dist.as_ref()),
-            Some(Dist::NcclError {
-                cause: NcclCause::Remote,
-                ..
-            })
-        )
-    }) {
-        Some(NoRoot::PeerLost(i))
-    } else {
-        Some(NoRoot::Stopped)
-    };
-    Verdict {
-        root,
-        naming,
-        followed,
-        no_root,
-    }
-}

@@ -1,11 +1,14 @@
-//! A job failure's one alert: the root-cause rank, its class and its remedy first (the rank's own
-//! failure classified as any OOM or memory fault is: `alert_for_failure`, `fault::alert`), then
-//! the other ranks' failures as consequences ("rank 1 aborted by NCCL's watchdog at 06:06:43
-//! waiting on ALLREDUCE #3067 (timeout 40 s): a consequence of rank 0's OOM at 06:05:04"); or,
-//! with no rank seen failing first, what the events say instead (a collective timed out: a rank
-//! stuck or slow, not dead).
+//! A job failure's one alert, by its story (`story.rs`): a cascade's root-cause rank, its class
+//! and its remedy first (the rank's own failure classified as any OOM or memory fault is:
+//! `alert_for_failure`, `fault::alert`), then the other ranks' failures as consequences ("rank 1
+//! aborted by NCCL's watchdog at 06:06:43 waiting on ALLREDUCE #3067 (timeout 40 s): a
+//! consequence of rank 0's OOM at 06:05:04"); a common cause likewise, every rank named; a stuck
+//! rank, a stop from outside, a failure survived in `tell.rs`'s words; or, with no rank seen
+//! failing first, what the events say instead. Ranks that ended normally are said as such.
 
-use super::judge::{self, Known, NoRoot, Verdict, Who};
+use super::judge::{self, Known, NoRoot, Story, Verdict, Who};
+use super::story;
+use super::tell::{self, Say};
 use super::words;
 use crate::analysis::{alert_for_failure, fault};
 use crate::model::units::{clock, duration_ms};
@@ -43,17 +46,30 @@ fn plural(n: usize, one: &str) -> String {
 
 /// The alert that tells `rec`.
 pub fn alert(machine: &Machine, rec: &JobFailure) -> Alert {
-    let v = judge::judge(&rec.events);
+    let v = story::judge(&rec.events);
     let who = judge::whom(&rec.events);
     let job = match &rec.group {
         Group::Job(j) => Some(j.clone()),
         Group::Log(_) => None,
     };
-    let mut a = match v.root {
-        Some((i, known)) => rooted(machine, rec, &v, &who, i, known),
-        None => unrooted(machine, rec, &v, &who),
+    let label = |i: usize| who[i].label();
+    let say = Say {
+        events: &rec.events,
+        who: &who,
+        label: &label,
+        at: &at,
+    };
+    let mut a = match &v.story {
+        Story::Cascade { root, known } => rooted(machine, rec, &v, &who, *root, *known),
+        Story::Common { own } => common(machine, rec, &v, &say, own),
+        Story::NoRoot(n) => unrooted(machine, rec, &v, &who, *n),
+        _ => match tell::told(&say, &v) {
+            Some(t) => from_told(machine, rec, &v, &who, t),
+            None => unrooted(machine, rec, &v, &who, NoRoot::Stopped),
+        },
     };
     a.job = job;
+    a.evidence.extend(ended_otherwise(rec, &v, &who));
     let notes = rec
         .events
         .iter()
@@ -65,6 +81,124 @@ pub fn alert(machine: &Machine, rec: &JobFailure) -> Alert {
             .push(format!("{} more rank events not kept", rec.dropped));
     }
     a
+}
+
+/// The ranks that ended normally, ran on, or ended long after with no word: never consequences.
+fn ended_otherwise(rec: &JobFailure, v: &Verdict, who: &[Who]) -> Vec<String> {
+    let normal = v.normal.iter().map(|i| {
+        let e = &rec.events[*i];
+        let said = words::words(e, who[*i], &at(e), None);
+        if e.survived {
+            format!("{said}; it ran on after it")
+        } else {
+            format!("{said}: not a consequence")
+        }
+    });
+    let later = v.later.iter().map(|i| {
+        let e = &rec.events[*i];
+        format!(
+            "{} ended{} with no line of its own and no end record: how it ended is not known",
+            who[*i].label(),
+            at(e)
+        )
+    });
+    normal.chain(later).collect()
+}
+
+/// A stuck rank, a stop from outside, a failure survived: the alert of `tell`'s sentences.
+fn from_told(machine: &Machine, rec: &JobFailure, v: &Verdict, who: &[Who], t: tell::Told) -> Alert {
+    let (lead, told): (usize, Vec<usize>) = match &v.story {
+        Story::Stuck { behind, .. } => (behind[0], behind.clone()),
+        Story::Outside { stop } => (*stop, vec![*stop]),
+        Story::Survived { own } => (own[0], own.clone()),
+        _ => (0, Vec::new()),
+    };
+    let e = &rec.events[lead];
+    let pid = e.pid.or_else(|| pid_of(machine, rec, who[lead]));
+    let mut evidence: Vec<String> = told
+        .iter()
+        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
+        .collect();
+    let of = match &v.story {
+        Story::Stuck { .. } => Some(format!("{} never reaching the collective", who[lead].label())),
+        Story::Outside { .. } => Some("the stop from outside".to_string()),
+        _ => None,
+    };
+    evidence.extend(consequences(rec, v, who, of));
+    let level = match &v.story {
+        Story::Stuck { .. } => Level::Failure,
+        Story::Outside { .. } => Level::Info,
+        _ => Level::Suspected,
+    };
+    Alert {
+        at_ms: e.at_ms,
+        gpu_uuid: pid.and_then(|p| gpu_of(machine, p)),
+        pid: if matches!(v.story, Story::Outside { .. }) {
+            None
+        } else {
+            pid
+        },
+        level,
+        class: t.finding.into(),
+        confidence: Some(t.confidence.into()),
+        title: t.title,
+        evidence,
+        remedy: Some(t.remedy),
+        job: None,
+    }
+}
+
+/// A common cause: the first rank's own failure classified, every rank named, one remedy.
+fn common(machine: &Machine, rec: &JobFailure, v: &Verdict, say: &Say, own: &[usize]) -> Alert {
+    let who = say.who;
+    let (head, tail) = tell::common_head(say, own);
+    let first = own
+        .iter()
+        .find(|i| {
+            rec.events[**i]
+                .failure
+                .as_ref()
+                .is_some_and(|f| f.dist.is_none())
+        })
+        .copied();
+    let mut evidence: Vec<String> = own
+        .iter()
+        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
+        .collect();
+    let of = Some("the common cause".to_string());
+    let mut base = match first.and_then(|i| rec.events[i].failure.as_ref()) {
+        Some(f) => {
+            let mut base = match f.fault {
+                Some(kind) => fault::alert(f, kind, machine),
+                None => alert_for_failure(f, machine),
+            };
+            base.title = format!("{head}; {}", base.title);
+            evidence.append(&mut base.evidence);
+            base.remedy = base.remedy.map(|r| format!("{r}{tail}"));
+            base
+        }
+        None => {
+            let e = &rec.events[own[0]];
+            let pid = e.pid.or_else(|| pid_of(machine, rec, who[own[0]]));
+            Alert {
+                at_ms: e.at_ms,
+                gpu_uuid: pid.and_then(|p| gpu_of(machine, p)),
+                pid,
+                level: Level::Failure,
+                class: "common-cause".into(),
+                confidence: Some("likely".into()),
+                title: head,
+                evidence: Vec::new(),
+                remedy: Some(format!(
+                    "Read one rank's traceback: the same error ended every one.{tail}"
+                )),
+                job: None,
+            }
+        }
+    };
+    evidence.extend(consequences(rec, v, who, of));
+    base.evidence = evidence;
+    base
 }
 
 /// Every consequence in words, against the root cause's phrase.
@@ -89,7 +223,7 @@ fn rooted(
 ) -> Alert {
     let e = &rec.events[i];
     let w = who[i];
-    let n = v.followed.len();
+    let n = v.followed_ranks(&rec.events, who);
     let root = format!("{}{}", words::root_phrase(e, w), at(e));
     let followed = consequences(rec, v, who, Some(root));
     let naming: Vec<String> = v
@@ -107,7 +241,12 @@ fn rooted(
             plural(n, "rank")
         ),
     };
-    let after = if n > 0 {
+    // Only where every other rank's end is a consequence: none failed of its own too.
+    let all_followed = v
+        .followed
+        .iter()
+        .all(|k| judge::role(&rec.events[*k]) == judge::Role::Followed);
+    let after = if n > 0 && all_followed {
         format!(
             " The other ranks failed because {} did: they need no fix of their own.",
             w.label()
@@ -131,9 +270,17 @@ fn rooted(
         }
         _ => {
             let said = words::words(e, w, &at(e), None);
-            let (confidence, how) = match known {
-                Known::Exited => ("likely", "its process ended first, with no line of its own"),
-                _ => ("certain", "its launcher names it"),
+            let recorded = e
+                .ending
+                .as_ref()
+                .map(|end| format!("its probe recorded that it {}", end.words()));
+            let (confidence, how) = match (known, recorded) {
+                (Known::Exited, _) => (
+                    "likely",
+                    "its process ended first, with no line of its own".to_string(),
+                ),
+                (Known::Own, Some(r)) => ("certain", r),
+                _ => ("certain", "its launcher names it".to_string()),
             };
             let pid = e.pid.or_else(|| pid_of(machine, rec, w));
             let mut evidence = vec![format!("{said} ({how})")];
@@ -166,11 +313,11 @@ fn rooted(
     }
 }
 
-fn unrooted(machine: &Machine, rec: &JobFailure, v: &Verdict, who: &[Who]) -> Alert {
+fn unrooted(machine: &Machine, rec: &JobFailure, v: &Verdict, who: &[Who], no_root: NoRoot) -> Alert {
     let followed = consequences(rec, v, who, None);
-    let n = v.followed.len();
+    let n = v.followed_ranks(&rec.events, who);
     let first = v.followed.first().copied().unwrap_or(0);
-    let (class, title, remedy, lead) = match v.no_root.unwrap_or(NoRoot::Stopped) {
+    let (class, title, remedy, lead) = match no_root {
         NoRoot::Timeout(i) => {
             let e = &rec.events[i];
             let (op, seq, timeout, ran) = match e.failure.as_ref().and_then(|f| f.dist.as_ref()) {

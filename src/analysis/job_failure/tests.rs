@@ -9,6 +9,7 @@ use crate::source::scripted::build::{GIB, gpu, machine, process, ranked};
 
 mod consequences;
 mod counted;
+mod stories;
 
 pub(crate) const T0: u64 = 1_763_812_900_000;
 pub(crate) const LOG: &str = "/srv/log/train.log";

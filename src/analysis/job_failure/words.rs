@@ -3,7 +3,7 @@
 //! `explain`'s sentences alike.
 
 use super::judge::{Role, Who};
-use crate::model::RankEvent;
+use crate::model::{Ending, RankEvent};
 use crate::model::units::duration_ms;
 use crate::oom::dist::{Dist, JaxWhy, NcclCause};
 
@@ -27,7 +27,10 @@ fn task_list(tasks: &[(u32, u32)]) -> String {
 pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
     let w = who.label();
     let Some(f) = &e.failure else {
-        return format!("{w} exited{at} with no failure line of its own");
+        return match &e.ending {
+            Some(end) => format!("{w} {}{at}", end.words()),
+            None => format!("{w} exited{at} with no failure line of its own"),
+        };
     };
     let Some(d) = &f.dist else {
         return match (f.fault, class) {
@@ -134,6 +137,23 @@ pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
         Dist::JaxFatal => {
             format!("{w} terminated by JAX's distributed service{at} (another task died)")
         }
+        Dist::LauncherSignalled {
+            launcher, signal, ..
+        } => format!("{launcher} itself received {signal}{at} and stopped every rank"),
+        Dist::DumpSignal {
+            last_enqueued,
+            last_completed,
+            ..
+        } if *last_enqueued < 0 => format!(
+            "{w}'s own count{at}: no NCCL collective enqueued yet (last completed {last_completed})"
+        ),
+        Dist::DumpSignal {
+            last_enqueued,
+            last_completed,
+            ..
+        } => format!(
+            "{w}'s own count{at}: last enqueued NCCL work #{last_enqueued}, last completed #{last_completed}"
+        ),
     }
 }
 
@@ -141,7 +161,12 @@ pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
 pub fn root_phrase(e: &RankEvent, who: Who) -> String {
     let w = who.label();
     match &e.failure {
-        None => format!("{w}'s exit"),
+        None => match &e.ending {
+            Some(end) if end.raised_oom() => format!("{w}'s OOM"),
+            Some(Ending::Raised { kind, .. }) => format!("{w}'s uncaught {kind}"),
+            Some(Ending::Exit { code: Some(c) }) => format!("{w}'s exit with status {c}"),
+            _ => format!("{w}'s exit"),
+        },
         Some(f) if f.dist.is_none() => match f.fault {
             Some(k) => format!(
                 "{w}'s {}",
@@ -164,5 +189,6 @@ pub fn against_root(said: String, role: Role, root: Option<&str>) -> String {
             format!("{said}; the first failure with a line of its own is {r}")
         }
         (Some(r), Role::Followed) => format!("{said}: a consequence of {r}"),
+        (Some(_), Role::Normal | Role::Survived | Role::Outside) => said,
     }
 }

@@ -118,6 +118,28 @@ pub enum Dist {
     JaxTasks { why: JaxWhy, tasks: Vec<u32> },
     /// JAX ended this process because the distributed service saw another task die.
     JaxFatal,
+    /// A launcher was itself stopped from outside (torchrun's `Received 15 death signal,
+    /// shutting down workers`; it then stops every rank): no rank failed.
+    LauncherSignalled {
+        launcher: String,
+        /// `SIGTERM`, or the number printed when it names no common signal.
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time: Option<String>,
+    },
+    /// A rank's answer to the flight recorder's dump signal after another rank's collective timed
+    /// out: `Received a dump signal due to a collective timeout from rank 0 … Last enqueued NCCL
+    /// work: 202, last completed NCCL work: 202.` A rank whose last enqueued collective is below
+    /// the one the others timed out on never reached it.
+    DumpSignal {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        from_rank: Option<u32>,
+        /// `-1`: no collective was ever enqueued.
+        last_enqueued: i64,
+        last_completed: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time: Option<String>,
+    },
 }
 
 /// What NCCL said went wrong.
@@ -158,7 +180,10 @@ impl Dist {
     pub fn about_printer(&self) -> bool {
         matches!(
             self,
-            Dist::WatchdogTimeout { .. } | Dist::NcclError { .. } | Dist::JaxFatal
+            Dist::WatchdogTimeout { .. }
+                | Dist::NcclError { .. }
+                | Dist::JaxFatal
+                | Dist::DumpSignal { .. }
         )
     }
 
@@ -169,7 +194,9 @@ impl Dist {
             | Dist::NcclError { time, .. }
             | Dist::Torchrun { time, .. }
             | Dist::AgentFailed { time, .. }
-            | Dist::Stopped { time, .. } => time.as_deref(),
+            | Dist::Stopped { time, .. }
+            | Dist::LauncherSignalled { time, .. }
+            | Dist::DumpSignal { time, .. } => time.as_deref(),
             _ => None,
         }
     }
@@ -203,8 +230,10 @@ pub(crate) struct DistReader {
 /// Whether a line may hold an event: a plain scan for the phrases the formats have, before any
 /// pattern (NCCL_DEBUG=INFO prints "NCCL" on every line; none of these).
 fn worth_reading(text: &str) -> bool {
-    const PHRASES: [&str; 16] = [
+    const PHRASES: [&str; 18] = [
         nccl::WATCHDOG_WORDS,
+        nccl::DUMP_WORDS,
+        torchrun::DEATH_WORDS,
         "remote process exited",
         "ncclRemoteError",
         "unhandled cuda error",
@@ -276,7 +305,9 @@ impl DistReader {
             return true;
         }
         let found = nccl::parse(body)
+            .or_else(|| nccl::dump(body))
             .or_else(|| torchrun::agent(body))
+            .or_else(|| torchrun::death(body))
             .or_else(|| slurm::parse(body))
             .or_else(|| deepspeed::parse(body))
             .or_else(|| jax::parse(body));

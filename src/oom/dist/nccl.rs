@@ -30,6 +30,44 @@ static CUDA: LazyLock<Regex> = LazyLock::new(|| re(r"unhandled cuda error|ncclUn
 
 /// Every watchdog timeout's line has these words.
 pub(super) const WATCHDOG_WORDS: &str = "Watchdog caught";
+/// A rank's answer to the flight recorder's dump signal has these.
+pub(super) const DUMP_WORDS: &str = "Received a dump signal";
+
+static DUMP: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"Received a dump signal due to a collective timeout from (?:rank (?P<from>\d{1,10}))?",
+        r"[^\n]{0,400}?Last enqueued NCCL work: (?P<enq>-?\d{1,20}), ",
+        r"last completed NCCL work: (?P<done>-?\d{1,20})",
+    ))
+});
+
+/// A rank's answer to the dump signal another rank's timeout sent (PyTorch's ProcessGroupNCCL
+/// heartbeat monitor): how far its own collectives got.
+pub(super) fn dump(body: &str) -> Option<Found> {
+    let c = body
+        .contains(DUMP_WORDS)
+        .then(|| DUMP.captures(body))
+        .flatten()?;
+    let last_enqueued: i64 = c["enq"].parse().ok()?;
+    let last_completed: i64 = c["done"].parse().ok()?;
+    let from_rank = c
+        .name("from")
+        .and_then(|r| r.as_str().parse().ok())
+        .filter(|r| *r <= crate::oom::prefix::MAX_RANK);
+    Some(Found {
+        key: format!("dump:{last_enqueued}"),
+        dist: Dist::DumpSignal {
+            from_rank,
+            last_enqueued,
+            last_completed,
+            time: printed_time(body),
+        },
+        rank: None,
+        local_rank: None,
+        message: message_from(body, c.get(0)?.start()),
+        line: None,
+    })
+}
 
 pub(super) fn parse(body: &str) -> Option<Found> {
     if let Some(c) = body
@@ -129,6 +167,35 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn a_dump_signal_says_how_far_the_rank_got() {
+        // torch 2.11's heartbeat monitor on the rank that never reached the collective (the
+        // wording of ProcessGroupNCCL::HeartbeatMonitor::getNCCLWatchdogTimeoutErrorMsg).
+        let l = "[E1127 18:21:37.120 ProcessGroupNCCL.cpp:1685] [PG ID 0 PG GUID 0(default_pg) Rank 2] Received a dump signal due to a collective timeout from rank 0 and we will try our best to dump the debug info. Last enqueued NCCL work: 202, last completed NCCL work: 202.This is most likely caused by incorrect usages of collectives";
+        let f = dump(l).unwrap();
+        assert_eq!(
+            f.dist,
+            Dist::DumpSignal {
+                from_rank: Some(0),
+                last_enqueued: 202,
+                last_completed: 202,
+                time: Some("18:21:37".into()),
+            }
+        );
+        // Another rank's wording (`this local rank` in older builds) and -1: nothing enqueued.
+        let other = "[Rank 1] Received a dump signal due to a collective timeout from this local rank and we will try our best to dump the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1.";
+        let f = dump(other).unwrap();
+        assert!(matches!(
+            f.dist,
+            Dist::DumpSignal {
+                from_rank: None,
+                last_enqueued: -1,
+                ..
+            }
+        ));
+        assert!(dump("Received a dump signal due to a collective timeout from rank 0").is_none());
     }
 
     #[test]

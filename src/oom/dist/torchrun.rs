@@ -20,6 +20,9 @@ static AGENT: LazyLock<Regex> = LazyLock::new(|| {
 static STOP: LazyLock<Regex> = LazyLock::new(|| {
     re(r"Sending process (?P<pid>\d{1,10}) closing signal (?P<sig>SIG[A-Z0-9]{1,8})")
 });
+static DEATH: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z0-9]{1,8}|\d{1,3}) death signal, shutting down workers")
+});
 static ENTRY: LazyLock<Regex> = LazyLock::new(|| re(r"^\[\d{1,7}\]:$"));
 static FIELD: LazyLock<Regex> = LazyLock::new(|| {
     re(r"^\s+(?P<k>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<v>.*)$")
@@ -39,6 +42,34 @@ const MAX_TRACEBACK_LINES: u32 = 400;
 /// Words of the agent's line on the first failure it saw, and on a process it stopped.
 pub(super) const AGENT_WORDS: &str = "failed (exitcode";
 pub(super) const STOP_WORDS: &str = "closing signal";
+/// Words of the agent's line when it was itself signalled.
+pub(super) const DEATH_WORDS: &str = "death signal";
+
+/// The agent's line when torchrun itself was signalled (a scheduler's time limit, a `kill`, a
+/// pod stopped): it then stops every worker, and no worker failed.
+pub(super) fn death(body: &str) -> Option<Found> {
+    let c = body
+        .contains(DEATH_WORDS)
+        .then(|| DEATH.captures(body))
+        .flatten()?;
+    let raw = &c["sig"];
+    let signal = match raw.parse::<i32>() {
+        Ok(n) => signal_name(-n).map_or_else(|| raw.to_string(), str::to_string),
+        Err(_) => word(raw),
+    };
+    Some(Found {
+        key: format!("death:{signal}"),
+        dist: Dist::LauncherSignalled {
+            launcher: "torchrun".into(),
+            signal,
+            time: printed_time(body),
+        },
+        rank: None,
+        local_rank: None,
+        message: message_from(body, c.get(0)?.start()),
+        line: None,
+    })
+}
 
 /// The agent's lines: the first failure it saw, and the processes it stopped.
 pub(super) fn agent(body: &str) -> Option<Found> {

@@ -182,3 +182,23 @@ fn the_agents_lines() {
     assert!(agent("closing signal SIGTERM").is_none());
     assert!(agent("failed (exitcode: x) local_rank: 0 (pid: 1) of binary").is_none());
 }
+
+#[test]
+fn the_agent_signalled_from_outside() {
+    // torch 2.11's agent when torchrun got SIGTERM (a scheduler's time limit), both wordings.
+    let l = "W1127 18:40:02.511000 2211 torch/distributed/elastic/agent/server/api.py:725] Received 15 death signal, shutting down workers";
+    let f = death(l).unwrap();
+    assert_eq!(
+        f.dist,
+        Dist::LauncherSignalled {
+            launcher: "torchrun".into(),
+            signal: "SIGTERM".into(),
+            time: Some("18:40:02".into()),
+        }
+    );
+    let named = death("Received Signals.SIGINT death signal, shutting down workers").unwrap();
+    assert!(matches!(named.dist, Dist::LauncherSignalled { ref signal, .. } if signal == "SIGINT"));
+    let odd = death("Received 64 death signal, shutting down workers").unwrap();
+    assert!(matches!(odd.dist, Dist::LauncherSignalled { ref signal, .. } if signal == "64"));
+    assert!(death("Received a death signal").is_none());
+}
