@@ -42,6 +42,27 @@ const EIGHT: &[&str] = &[
 ];
 
 const CASES: &[Case] = &[
+    // Real runs on 2 H200s (README.md, scripts/gpu/stories/capture.sh): rank 1's data loader
+    // blocked at step 40; rank 0's watchdog fired on ALLREDUCE #281 and rank 1's own answer to
+    // the dump signal says it enqueued only #280.
+    Case {
+        files: &["h200-stuck/torchrun.log"],
+        finding: "rank-stuck",
+        root: None,
+        consequences: 1,
+        says: &[
+            "rank 1 never reached ALLREDUCE #281: rank 0 waited for it",
+            "last enqueued NCCL work #280",
+        ],
+    },
+    // A healthy torchrun job whose torchrun got SIGTERM after 35 s.
+    Case {
+        files: &["h200-outside/torchrun.log"],
+        finding: "stopped-from-outside",
+        root: None,
+        consequences: 2,
+        says: &["torchrun itself received SIGTERM", "no rank failed"],
+    },
     // Real runs on 2 H100s (README.md): from the logs alone an OOM is judged by its message
     // (fragmentation); replayed from the recording, with the probe's figures, it is a leak.
     Case {

@@ -71,7 +71,9 @@ impl Ending {
             Ending::Exit { code: None } => "exited normally".into(),
             Ending::Raised { kind, message } if message.is_empty() => format!("raised {kind}"),
             Ending::Raised { kind, message } => format!("raised {kind}: {message}"),
-            Ending::Unrecorded => "ended with no end record (killed by a signal, os._exit or a crash)".into(),
+            Ending::Unrecorded => {
+                "ended with no end record (killed by a signal, os._exit or a crash)".into()
+            }
         }
     }
 }

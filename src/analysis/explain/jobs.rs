@@ -60,6 +60,10 @@ pub struct JobExplained {
     /// Other lines that name the root cause's rank (torchrun's summary, its agent).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub named_by: Vec<Said>,
+    /// A stuck rank's own count, the stop from outside, a failure survived: the story's own
+    /// events where it has no root cause.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub told: Vec<Said>,
     /// One event per other rank (its most telling), then those about no one rank; with no root
     /// cause, every rank's.
     pub consequences: Vec<Said>,
@@ -223,15 +227,28 @@ fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained
         .followed
         .iter()
         .map(|i| {
-            let w = words::against_root(words_of(*i), judge::role(&events[*i]), root_phrase.as_deref());
+            let w = words::against_root(
+                words_of(*i),
+                judge::role(&events[*i]),
+                root_phrase.as_deref(),
+            );
             said(*i, w)
         })
-        .chain(v.normal.iter().map(|i| said(*i, format!("{}: not a consequence", words_of(*i)))))
+        .chain(
+            v.normal
+                .iter()
+                .map(|i| said(*i, format!("{}: not a consequence", words_of(*i)))),
+        )
         .collect();
     let named_by: Vec<Said> = v
         .naming
         .iter()
-        .map(|i| said(*i, words::words(&events[*i], who[*i], &at(&events[*i]), None)))
+        .map(|i| {
+            said(
+                *i,
+                words::words(&events[*i], who[*i], &at(&events[*i]), None),
+            )
+        })
         .collect();
     let n = v.followed_ranks(&events, &who);
     let followed = match n {
@@ -317,14 +334,23 @@ fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained
                 Some(root),
                 format!(
                     "{}{tail}",
-                    x.map_or_else(|| "Read one rank's traceback: the same error ended every one.".into(), |x| x.3)
+                    x.map_or_else(
+                        || "Read one rank's traceback: the same error ended every one.".into(),
+                        |x| x.3
+                    )
                 ),
                 also,
             )
         }
         Story::NoRoot(no_root) => {
             let (finding, title, remedy) = no_root_words(*no_root, &events, &who);
-            (finding.to_string(), title, None, remedy.to_string(), Vec::new())
+            (
+                finding.to_string(),
+                title,
+                None,
+                remedy.to_string(),
+                Vec::new(),
+            )
         }
         _ => {
             let t = tell::told(&say, &v)?;
@@ -334,22 +360,21 @@ fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained
                 Story::Survived { own } => own.clone(),
                 _ => Vec::new(),
             };
-            let root = told.first().map(|i| Root {
-                said: said(*i, words_of(*i)),
-                class: None,
-                confidence: t.confidence.to_string(),
-            });
-            let also = told.iter().skip(1).map(|i| said(*i, words_of(*i))).collect();
-            (t.finding.to_string(), t.title, root, t.remedy, also)
+            let told = told.iter().map(|i| said(*i, words_of(*i))).collect();
+            (t.finding.to_string(), t.title, None, t.remedy, told)
         }
     };
-    let mut named_by = named_by;
-    named_by.extend(also);
+    let (mut named_by, mut told) = (named_by, Vec::new());
+    match v.story {
+        Story::Common { .. } => named_by.extend(also),
+        _ => told = also,
+    }
     Some(JobExplained {
         finding,
         title,
         root,
         named_by,
+        told,
         consequences,
         remedy,
         logs: Vec::new(),
@@ -358,7 +383,11 @@ fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained
 }
 
 /// With no rank seen failing first: the finding, its title and remedy.
-fn no_root_words(no_root: NoRoot, events: &[RankEvent], who: &[Who]) -> (&'static str, String, &'static str) {
+fn no_root_words(
+    no_root: NoRoot,
+    events: &[RankEvent],
+    who: &[Who],
+) -> (&'static str, String, &'static str) {
     match no_root {
         NoRoot::Timeout(i) => (
             "collective-timeout",
@@ -409,13 +438,18 @@ pub fn text(job: &JobExplained, logs: usize, wrap: impl Fn(&str, &str, &str) -> 
     out.push_str(&wrap(&job.read_together, "  read: ", "    "));
     if let Some(r) = &job.root {
         let head = match job.finding.as_str() {
-            "root-cause" | "rank-failed" => "  root cause: ",
             "common-cause" => "  each of its own: ",
-            "rank-stuck" => "  behind: ",
-            "stopped-from-outside" => "  stopped: ",
-            _ => "  seen: ",
+            _ => "  root cause: ",
         };
         out.push_str(&wrap(&r.said.words, head, "    "));
+    }
+    let head = match job.finding.as_str() {
+        "rank-stuck" => "  behind: ",
+        "stopped-from-outside" => "  stopped: ",
+        _ => "  ran on: ",
+    };
+    for s in &job.told {
+        out.push_str(&wrap(&s.words, head, "    "));
     }
     for s in &job.named_by {
         out.push_str(&wrap(&s.words, "  - ", "    "));

@@ -59,7 +59,9 @@ fn cancelled_from_outside(due: Option<&str>) -> bool {
 pub fn role(e: &RankEvent) -> Role {
     let Some(f) = &e.failure else {
         return match &e.ending {
-            Some(Ending::Exit { code: Some(0) | None }) => Role::Normal,
+            Some(Ending::Exit {
+                code: Some(0) | None,
+            }) => Role::Normal,
             Some(Ending::Exit { code: Some(_) }) => Role::Own(0),
             Some(end) if end.raised_oom() => Role::Own(2),
             Some(end @ Ending::Raised { .. }) if !end.raised_by_peers() => Role::Own(1),
@@ -256,4 +258,3 @@ pub(super) fn is_watchdog(e: &RankEvent) -> bool {
         Some(Dist::WatchdogTimeout { .. })
     )
 }
-

@@ -106,7 +106,13 @@ fn ended_otherwise(rec: &JobFailure, v: &Verdict, who: &[Who]) -> Vec<String> {
 }
 
 /// A stuck rank, a stop from outside, a failure survived: the alert of `tell`'s sentences.
-fn from_told(machine: &Machine, rec: &JobFailure, v: &Verdict, who: &[Who], t: tell::Told) -> Alert {
+fn from_told(
+    machine: &Machine,
+    rec: &JobFailure,
+    v: &Verdict,
+    who: &[Who],
+    t: tell::Told,
+) -> Alert {
     let (lead, told): (usize, Vec<usize>) = match &v.story {
         Story::Stuck { behind, .. } => (behind[0], behind.clone()),
         Story::Outside { stop } => (*stop, vec![*stop]),
@@ -120,7 +126,10 @@ fn from_told(machine: &Machine, rec: &JobFailure, v: &Verdict, who: &[Who], t: t
         .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
         .collect();
     let of = match &v.story {
-        Story::Stuck { .. } => Some(format!("{} never reaching the collective", who[lead].label())),
+        Story::Stuck { .. } => Some(format!(
+            "{} never reaching the collective",
+            who[lead].label()
+        )),
         Story::Outside { .. } => Some("the stop from outside".to_string()),
         _ => None,
     };
@@ -313,7 +322,13 @@ fn rooted(
     }
 }
 
-fn unrooted(machine: &Machine, rec: &JobFailure, v: &Verdict, who: &[Who], no_root: NoRoot) -> Alert {
+fn unrooted(
+    machine: &Machine,
+    rec: &JobFailure,
+    v: &Verdict,
+    who: &[Who],
+    no_root: NoRoot,
+) -> Alert {
     let followed = consequences(rec, v, who, None);
     let n = v.followed_ranks(&rec.events, who);
     let first = v.followed.first().copied().unwrap_or(0);

@@ -51,10 +51,9 @@ pub fn judge(events: &[RankEvent]) -> Verdict {
     let story = story(events, &who, &roles);
     let (anchor, anchor_who) = match &story {
         Story::Cascade { root, .. } => (Some(*root), vec![who[*root]]),
-        Story::Common { own } | Story::Survived { own } => (
-            own.first().copied(),
-            own.iter().map(|i| who[*i]).collect(),
-        ),
+        Story::Common { own } | Story::Survived { own } => {
+            (own.first().copied(), own.iter().map(|i| who[*i]).collect())
+        }
         Story::Stuck { behind, timeout } => {
             (Some(*timeout), behind.iter().map(|i| who[*i]).collect())
         }
@@ -112,7 +111,11 @@ pub fn judge(events: &[RankEvent]) -> Verdict {
     let mut followed: Vec<usize> = best.into_values().chain(loose).collect();
     followed.sort_unstable();
     // A rank with a consequence is not also said to have ended normally.
-    normal.retain(|i| !followed.iter().any(|f| who[*f] == who[*i] && who[*i] != Who::Unknown));
+    normal.retain(|i| {
+        !followed
+            .iter()
+            .any(|f| who[*f] == who[*i] && who[*i] != Who::Unknown)
+    });
     Verdict {
         story,
         naming,
@@ -181,7 +184,11 @@ fn story(events: &[RankEvent], who: &[Who], roles: &[Role]) -> Story {
 }
 
 /// Two ranks or more whose own failures are alike and within [`COMMON_MS`] of the first.
-fn common(events: &[RankEvent], who: &[Who], own: &BTreeMap<Who, (u8, usize)>) -> Option<Vec<usize>> {
+fn common(
+    events: &[RankEvent],
+    who: &[Who],
+    own: &BTreeMap<Who, (u8, usize)>,
+) -> Option<Vec<usize>> {
     let mut by_key: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (w, (s, i)) in own {
         if *w == Who::Unknown || *s < 2 {

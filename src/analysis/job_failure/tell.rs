@@ -84,7 +84,8 @@ pub fn told(say: &Say, v: &Verdict) -> Option<Told> {
 /// their own within 1s: one cause in code every rank runs".
 pub fn common_head(say: &Say, own: &[usize]) -> (String, String) {
     let times: Vec<u64> = own.iter().map(|i| say.events[*i].at_ms).collect();
-    let spread = times.iter().max().copied().unwrap_or(0) - times.iter().min().copied().unwrap_or(0);
+    let spread =
+        times.iter().max().copied().unwrap_or(0) - times.iter().min().copied().unwrap_or(0);
     let within = if times.iter().all(|t| *t == 0) {
         String::new()
     } else {
@@ -107,7 +108,11 @@ pub fn common_head(say: &Say, own: &[usize]) -> (String, String) {
 }
 
 fn stuck(say: &Say, v: &Verdict, behind: &[usize], timeout: usize) -> Told {
-    let (op, seq, limit) = match say.events[timeout].failure.as_ref().and_then(|f| f.dist.as_ref()) {
+    let (op, seq, limit) = match say.events[timeout]
+        .failure
+        .as_ref()
+        .and_then(|f| f.dist.as_ref())
+    {
         Some(Dist::WatchdogTimeout {
             op,
             seq,
@@ -122,7 +127,10 @@ fn stuck(say: &Say, v: &Verdict, behind: &[usize], timeout: usize) -> Told {
         .copied()
         .filter(|i| {
             matches!(
-                say.events[*i].failure.as_ref().and_then(|f| f.dist.as_ref()),
+                say.events[*i]
+                    .failure
+                    .as_ref()
+                    .and_then(|f| f.dist.as_ref()),
                 Some(Dist::WatchdogTimeout { .. })
             )
         })
@@ -159,9 +167,15 @@ fn outside(say: &Say, v: &Verdict, stop: usize) -> Told {
                 None => format!("Slurm cancelled {step}{} (scancel)", (say.at)(e)),
             };
             let remedy = match due.as_deref() {
-                Some(d) if d.contains("time limit") => "Nothing in the job failed: it ran out of its time. Ask for more (sbatch --time), or save a checkpoint every so often and resume from the last one in the next job.",
-                Some(d) if d.contains("preempt") => "Nothing in the job failed: a job of higher priority took its nodes. Resume from the last checkpoint (sbatch --requeue requeues it), and save checkpoints often enough to lose little.",
-                _ => "Nothing in the job failed: it was cancelled (by its owner, an administrator or the scheduler). Resume from the last checkpoint if it should go on.",
+                Some(d) if d.contains("time limit") => {
+                    "Nothing in the job failed: it ran out of its time. Ask for more (sbatch --time), or save a checkpoint every so often and resume from the last one in the next job."
+                }
+                Some(d) if d.contains("preempt") => {
+                    "Nothing in the job failed: a job of higher priority took its nodes. Resume from the last checkpoint (sbatch --requeue requeues it), and save checkpoints often enough to lose little."
+                }
+                _ => {
+                    "Nothing in the job failed: it was cancelled (by its owner, an administrator or the scheduler). Resume from the last checkpoint if it should go on."
+                }
             };
             (what, remedy)
         }

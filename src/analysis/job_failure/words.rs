@@ -3,8 +3,8 @@
 //! `explain`'s sentences alike.
 
 use super::judge::{Role, Who};
-use crate::model::{Ending, RankEvent};
 use crate::model::units::duration_ms;
+use crate::model::{Ending, RankEvent};
 use crate::oom::dist::{Dist, JaxWhy, NcclCause};
 
 /// `5-7,9` for srun's ranges.

@@ -35,7 +35,7 @@ pub(super) const DUMP_WORDS: &str = "Received a dump signal";
 
 static DUMP: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"Received a dump signal due to a collective timeout from (?:rank (?P<from>\d{1,10}))?",
+        r"Received a dump signal due to a collective timeout from\s+(?:rank (?P<from>\d{1,10}))?",
         r"[^\n]{0,400}?Last enqueued NCCL work: (?P<enq>-?\d{1,20}), ",
         r"last completed NCCL work: (?P<done>-?\d{1,20})",
     ))

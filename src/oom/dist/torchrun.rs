@@ -21,7 +21,9 @@ static STOP: LazyLock<Regex> = LazyLock::new(|| {
     re(r"Sending process (?P<pid>\d{1,10}) closing signal (?P<sig>SIG[A-Z0-9]{1,8})")
 });
 static DEATH: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"Received (?:Signals\.)?(?P<sig>SIG[A-Z0-9]{1,8}|\d{1,3}) death signal, shutting down workers")
+    re(
+        r"Received (?:Signals\.)?(?P<sig>SIG[A-Z0-9]{1,8}|\d{1,3}) death signal, shutting down workers",
+    )
 });
 static ENTRY: LazyLock<Regex> = LazyLock::new(|| re(r"^\[\d{1,7}\]:$"));
 static FIELD: LazyLock<Regex> = LazyLock::new(|| {

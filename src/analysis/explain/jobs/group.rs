@@ -63,7 +63,8 @@ fn evidence(log: &str, failures: &[Failure]) -> Evidence {
                 ev.seqs.insert((op.clone(), *seq));
             }
             Some(Dist::StepCancelled { step, .. }) => {
-                ev.steps.insert(step.split('.').next().unwrap_or(step).to_string());
+                ev.steps
+                    .insert(step.split('.').next().unwrap_or(step).to_string());
             }
             Some(d) => ev.pids.extend(d.pid()),
             None => {}
@@ -82,10 +83,11 @@ fn apart(a: &Evidence, b: &Evidence) -> Option<String> {
     }
     let far = !a.seqs.is_empty()
         && !b.seqs.is_empty()
-        && !a
-            .seqs
-            .iter()
-            .any(|(op, s)| b.seqs.iter().any(|(o, t)| o == op && s.abs_diff(*t) <= SEQ_NEAR));
+        && !a.seqs.iter().any(|(op, s)| {
+            b.seqs
+                .iter()
+                .any(|(o, t)| o == op && s.abs_diff(*t) <= SEQ_NEAR)
+        });
     if far {
         return Some("their timed-out collectives are not the same".into());
     }
@@ -97,10 +99,11 @@ fn apart(a: &Evidence, b: &Evidence) -> Option<String> {
 
 /// Why two logs are one job's, where their lines show it.
 fn together(a: &Evidence, b: &Evidence) -> Option<&'static str> {
-    let same_collective = a
-        .seqs
-        .iter()
-        .any(|(op, s)| b.seqs.iter().any(|(o, t)| o == op && s.abs_diff(*t) <= SEQ_NEAR));
+    let same_collective = a.seqs.iter().any(|(op, s)| {
+        b.seqs
+            .iter()
+            .any(|(o, t)| o == op && s.abs_diff(*t) <= SEQ_NEAR)
+    });
     if same_collective {
         return Some("the same collective timed out in each");
     }
@@ -135,10 +138,9 @@ pub fn group(failures: &[Failure]) -> Vec<Group> {
         for (members, why) in &mut groups {
             let against = members.iter().find_map(|m| apart(&ev[*m], &ev[i]));
             if let Some(reason) = against {
-                apart_said.entry(i).or_insert(format!(
-                    "read apart from {}: {reason}",
-                    logs[members[0]]
-                ));
+                apart_said
+                    .entry(i)
+                    .or_insert(format!("read apart from {}: {reason}", logs[members[0]]));
                 continue;
             }
             if let Some(w) = members.iter().find_map(|m| together(&ev[*m], &ev[i])) {
@@ -164,11 +166,7 @@ pub fn group(failures: &[Failure]) -> Vec<Group> {
                 format!("{} alone ({alone})", names[0])
             } else {
                 let reasons: Vec<&str> = why.into_iter().collect();
-                format!(
-                    "{} as one job's ({})",
-                    names.join(", "),
-                    reasons.join("; ")
-                )
+                format!("{} as one job's ({})", names.join(", "), reasons.join("; "))
             };
             Group { logs: names, why }
         })
@@ -238,6 +236,10 @@ mod tests {
         assert_eq!(g.len(), 2, "{g:#?}");
         assert!(g[0].why.contains("the same collective"), "{}", g[0].why);
         assert_eq!(g[1].logs, vec!["c/z.log"]);
-        assert!(g[1].why.contains("both are written by a rank 1"), "{}", g[1].why);
+        assert!(
+            g[1].why.contains("both are written by a rank 1"),
+            "{}",
+            g[1].why
+        );
     }
 }

@@ -22,7 +22,10 @@ fn every_rank_failing_of_its_own_alike_is_one_common_cause() {
         a[0].title
     );
     let remedy = a[0].remedy.as_deref().unwrap_or("");
-    assert!(remedy.contains("the fix is in that code, and it serves all 2 ranks"), "{remedy}");
+    assert!(
+        remedy.contains("the fix is in that code, and it serves all 2 ranks"),
+        "{remedy}"
+    );
     assert!(!remedy.contains("no fix of their own"), "{remedy}");
     assert!(!a[0].title.contains("followed"), "{}", a[0].title);
 }
@@ -41,19 +44,23 @@ fn a_rank_behind_the_collective_the_others_timed_out_on_is_named_stuck() {
     assert_eq!(a[0].class, "rank-stuck");
     assert_eq!(a[0].pid, Some(1446));
     assert!(
-        a[0].title.starts_with("rank 0 never reached ALLREDUCE #3067: rank 1 waited for it"),
+        a[0].title
+            .starts_with("rank 0 never reached ALLREDUCE #3067: rank 1 waited for it"),
         "{}",
         a[0].title
     );
     assert!(
-        a[0].evidence.iter().any(|e| e.contains("rank 0's own count")
-            && e.contains("last enqueued NCCL work #3066")),
+        a[0].evidence.iter().any(
+            |e| e.contains("rank 0's own count") && e.contains("last enqueued NCCL work #3066")
+        ),
         "{:#?}",
         a[0].evidence
     );
     assert!(
-        a[0].evidence.iter().any(|e| e.contains("rank 1 aborted by NCCL's watchdog")
-            && e.contains("a consequence of rank 0 never reaching the collective")),
+        a[0].evidence
+            .iter()
+            .any(|e| e.contains("rank 1 aborted by NCCL's watchdog")
+                && e.contains("a consequence of rank 0 never reaching the collective")),
         "{:#?}",
         a[0].evidence
     );
@@ -92,9 +99,18 @@ fn slurms_time_limit_is_a_stop_from_outside() {
     let p = vec![rank(&run, 1446, 0, job), rank(&run, 1447, 1, job)];
     run.tick(p, LOG, &["slurmstepd: error: *** JOB 4242 ON node12 CANCELLED AT 2026-11-27T18:40:02 DUE TO TIME LIMIT ***"]);
     run.tick(Vec::new(), LOG, &[]);
-    let a = run.m.alerts.iter().find(|a| a.job.is_some()).expect("a job alert");
+    let a = run
+        .m
+        .alerts
+        .iter()
+        .find(|a| a.job.is_some())
+        .expect("a job alert");
     assert_eq!(a.class, "stopped-from-outside");
-    assert!(a.title.contains("Slurm cancelled 4242 due to time limit"), "{}", a.title);
+    assert!(
+        a.title.contains("Slurm cancelled 4242 due to time limit"),
+        "{}",
+        a.title
+    );
     assert!(a.remedy.as_deref().unwrap_or("").contains("sbatch --time"));
 }
 
@@ -102,12 +118,22 @@ fn slurms_time_limit_is_a_stop_from_outside() {
 fn a_rank_still_running_after_its_failure_survived_it() {
     let mut run = Run::new();
     let job = "torchrun:abc";
-    let p = || vec![rank(&Run::new(), 1446, 0, job), rank(&Run::new(), 1447, 1, job)];
+    let p = || {
+        vec![
+            rank(&Run::new(), 1446, 0, job),
+            rank(&Run::new(), 1447, 1, job),
+        ]
+    };
     run.tick(p(), LOG, &[OOM]);
     for _ in 0..31 {
         run.tick(p(), LOG, &[]);
     }
-    let a = run.m.alerts.iter().find(|a| a.job.is_some()).expect("a job alert");
+    let a = run
+        .m
+        .alerts
+        .iter()
+        .find(|a| a.job.is_some())
+        .expect("a job alert");
     assert_eq!(a.class, "survived", "{a:#?}");
     assert_eq!(a.level, Level::Suspected);
     assert!(
