@@ -87,6 +87,8 @@ impl MapWatch {
                     answer: r.answer.clone(),
                     recording: r.recording.clone(),
                     map: map.map(Box::new),
+                    end: None,
+                    main_where: None,
                 });
             }
             self.told.insert(*pid, now);
