@@ -1,6 +1,9 @@
-"""What the allocator probe's start-up hook costs a Python process at start, hook against hook.
+"""What the allocator probe's start-up hook costs a Python process at start, hook against hook;
+with --tick, what one tick of the probe costs, with and without its parts that watch how the
+process ends and where its main thread stands.
 
 Usage: python3 scripts/bench_probe_startup.py [--runs N] [--hook NAME=DIR ...] [--code CODE]
+       python3 scripts/bench_probe_startup.py --tick [--runs N]
   --hook  a hook directory to time (its sitecustomize.py and whatever sits beside it), repeatable;
           default: this checkout's python/gpumon/probe as "now". An older hook for comparison:
             mkdir -p /tmp/probe-before
@@ -19,7 +22,16 @@ not (PYTHONDONTWRITEBYTECODE=1, no cache: every process compiles what it loads).
 median and 90th percentile of the whole process's wall time, the median of what `python -X
 importtime` says the import of `sitecustomize` took (the hook with everything it loads, its
 chaining included), and the median CPU time the process spent (user + system, from
-os.wait4). Standard library only, no GPU."""
+os.wait4). Standard library only, no GPU.
+
+--tick loads this checkout's probe package in-process (never started: its ticks are called from
+a thread of this script, as its own thread would run them, with no framework loaded) and times,
+in that thread's CPU time, median of N batches (default 7) of 2000: a whole tick (figures read,
+``<pid>.json`` written to a temporary directory) with the main thread's watch on and off (off:
+``where`` not looked at), and with the end hooks installed (the chained ``sys.excepthook``) and
+not; the watch alone while the main thread waits in one place (reported: its 8 frames read
+every tick) and while it runs (compared only); and the last write at exit (``write_last``), once
+per process."""
 import os
 import shutil
 import statistics
@@ -36,6 +48,10 @@ def parse_args(argv):
     hooks, runs, code = [], 40, "pass"
     while argv:
         flag = argv.pop(0)
+        if flag == "--tick":
+            runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 7
+            tick_bench(runs)
+            sys.exit(0)
         if flag == "--hook":
             name, _, path = argv.pop(0).partition("=")
             hooks.append((name, os.path.abspath(path)))
@@ -87,6 +103,75 @@ def sitecustomize_us(stderr):
         if len(parts) == 3 and parts[2] == "sitecustomize":
             return int(parts[1])
     return None
+
+
+def _thread_us(fn, count, runs):
+    """Median over ``runs`` batches of ``count`` calls of ``fn``: µs of this thread's CPU time
+    a call."""
+    batches = []
+    for _ in range(runs):
+        began = time.thread_time_ns()
+        for _ in range(count):
+            fn()
+        batches.append((time.thread_time_ns() - began) / count / 1000)
+    return statistics.median(batches)
+
+
+def tick_bench(runs):
+    import threading
+    sys.path.insert(0, os.path.join(REPO, "tests", "python"))
+    from probe_harness import load_probe
+    load_probe()
+    probe_mod = sys.modules["_gpumon_probe.probe"]
+    ending = sys.modules["_gpumon_probe.ending"]
+    main_thread = sys.modules["_gpumon_probe.main_thread"]
+    tmp = tempfile.mkdtemp(prefix="gpumon-probe-tick-")
+    rows, count = [], 2000
+    still, moving = threading.Event(), [True]
+    try:
+        probe = probe_mod.Probe(os.path.join(tmp, "probe"), 1000, False)
+        probe.start_time = probe_mod.start_time()
+        real_where = probe.where
+
+        def measure():
+            now = lambda: time.time_ns() // 1000000  # noqa: E731
+            probe.where = real_where
+            rows.append(("tick, where watched (main thread waiting)", _thread_us(probe.tick, count, runs)))
+            probe.where = lambda at_ms: None
+            rows.append(("tick, where not watched", _thread_us(probe.tick, count, runs)))
+            ending.install()
+            rows.append(("tick, not watched, end hooks installed", _thread_us(probe.tick, count, runs)))
+            probe.where = real_where
+            rows.append(("tick, watched, end hooks installed", _thread_us(probe.tick, count, runs)))
+            rows.append(("where alone, main thread waiting (reported)",
+                         _thread_us(lambda: main_thread.where(probe, now()), count, runs)))
+            moving[0] = False
+            still.set()
+            time.sleep(0.05)
+            probe.watch = None
+            rows.append(("where alone, main thread running (compared)",
+                         _thread_us(lambda: main_thread.where(probe, now()), count, runs)))
+            probe.end = ending.exception_end(RuntimeError, RuntimeError("bench"))
+            rows.append(("write_last (once, at exit)", _thread_us(probe.write_last, 200, runs)))
+            moving[0] = None
+
+        os.environ["GPUMON_PROBE_STILL_S"] = "1"
+        worker = threading.Thread(target=measure)
+        probe.watch = main_thread.Watch()
+        probe.watch.since_ms = 0  # waiting since long ago: reported from the first tick
+        worker.start()
+        still.wait()
+        x = 0
+        while moving[0] is False:
+            x += 1  # the main thread runs while the watch only compares
+        worker.join()
+    finally:
+        sys.excepthook = sys.__excepthook__
+        shutil.rmtree(tmp, True)
+    print("Python %s, median of %d batches of %d, thread CPU time; %d CPUs, load %.1f"
+          % (sys.version.split()[0], runs, count, os.cpu_count(), os.getloadavg()[0]))
+    for label, us in rows:
+        print("%-46s %8.1f µs" % (label, us))
 
 
 def main():

@@ -220,3 +220,88 @@ fn the_rank_a_probe_writes_is_the_rank_gpumon_reads() {
         );
     }
 }
+
+/// A job whose main thread waits in `next_batch`, then raises an OOM-like error.
+const STUCK_THEN_OOM: &str = "import sys, threading
+sys.path.insert(0, __import__('os').environ['FAKES'])
+import torch
+def next_batch():
+    threading.Event().wait(2.0)
+next_batch()
+raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')
+";
+
+/// gpumon's reader of the probe directory, on a real probed job: where its main thread stood
+/// while it waited, then, once the process has gone, its end, read from its last file.
+#[test]
+fn gpumon_reads_where_a_real_job_stood_and_how_it_ended() {
+    use gpumon::sample::WhereNews;
+    use gpumon::source::probe::PoolReader;
+    use gpumon::source::probe::dir::ProbeDirs;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let probe = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.arg("-c").arg(STUCK_THEN_OOM);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUMON_") || k.starts_with("PYTHON") || k.starts_with("FAKE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("PYTHONPATH", format!("{root}/python/gpumon/probe"))
+        .env("GPUMON_PROBE_DIR", probe.path())
+        .env("GPUMON_PROBE_INTERVAL_MS", "100")
+        .env("GPUMON_PROBE_STILL_S", "1")
+        .env("FAKES", format!("{root}/tests/python/fakes"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let uid = rustix::process::getuid().as_raw();
+    let mut dirs = ProbeDirs::new(vec![probe.path().to_path_buf()], false, uid);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut place = None;
+    while place.is_none() && Instant::now() < deadline {
+        let scan = dirs.scan(0);
+        place = scan
+            .news
+            .into_iter()
+            .find(|n| n.pid == pid)
+            .and_then(|n| match n.main_where {
+                Some(WhereNews::At(w)) => Some(w),
+                _ => None,
+            });
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let place = place.expect("no place of the main thread read");
+    assert!(!place.asked && place.still_ms() >= 1000, "{place:?}");
+    assert!(
+        place
+            .frames
+            .iter()
+            .any(|f| f.line == 5 && f.function == "next_batch"),
+        "{place:?}"
+    );
+    assert!(!child.wait().unwrap().success());
+    let mut end = None;
+    while end.is_none() && Instant::now() < deadline {
+        end = dirs
+            .scan(0)
+            .news
+            .into_iter()
+            .find(|n| n.pid == pid)
+            .and_then(|n| n.end);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let end = end.expect("no end read");
+    assert_eq!(
+        end.words(),
+        "raised torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    );
+    assert!(
+        !probe.path().join(format!("{pid}.json")).exists(),
+        "the ended process's file is removed once read"
+    );
+}

@@ -57,6 +57,8 @@ fn real_maps_match_memory_stats_and_say_what_the_oom_met() {
             answer: None,
             recording: None,
             map: Some(Box::new(oom)),
+            end: None,
+            main_where: None,
         }],
     );
     let t = maps.values().next().unwrap();
@@ -79,6 +81,8 @@ fn real_maps_match_memory_stats_and_say_what_the_oom_met() {
         answer: None,
         recording: None,
         map: Some(Box::new(map)),
+        end: None,
+        main_where: None,
     };
     ingest(&mut maps, vec![news(history.clone()), news(history)]);
     let v = &maps.values().next().unwrap().views[0];

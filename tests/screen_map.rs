@@ -76,6 +76,8 @@ fn news(map: Option<PoolMap>, recording: bool) -> ProbeNews {
             reason: None,
         }),
         map: map.map(Box::new),
+        end: None,
+        main_where: None,
     }
 }
 

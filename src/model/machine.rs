@@ -211,7 +211,9 @@ impl Machine {
     /// left to analysis (see `pipeline::apply`).
     pub fn ingest(&mut self, mut s: Sample) {
         let at = s.at_ms;
-        crate::model::maps::ingest(&mut self.maps, std::mem::take(&mut s.probes));
+        let mut probes = std::mem::take(&mut s.probes);
+        let lives = crate::model::process::lives(&mut probes);
+        crate::model::maps::ingest(&mut self.maps, probes);
         self.last_sample_ms = Some(at);
         self.source = SourceState::Running;
         let cap = self.config.ring_capacity();
@@ -273,6 +275,8 @@ impl Machine {
                 t.exited_ms = Some(at);
             }
         }
+        // After the sample's processes: an end is often told once its track is marked exited.
+        crate::model::process::hear(&mut self.processes, &lives);
         let keep = self.config.keep_exited_ms;
         self.processes
             .retain(|_, t| t.exited_ms.is_none_or(|e| at.saturating_sub(e) <= keep));

@@ -1,7 +1,7 @@
 //! One tracked process on one GPU: identity (GPU, PID, start time), latest sample and history.
 
 use crate::model::{GROWTH_WINDOW_MS, PoolHistory, Ring};
-use crate::sample::{ProcessSample, Reading};
+use crate::sample::{MainWhere, ProbeNews, ProcessEnd, ProcessSample, Reading, WhereNews};
 
 /// Why a VMS of 0 is no reading: a process with a GPU context always maps memory, so /proc reads
 /// 0 only once its address space is gone (it is exiting, or a zombie NVML still lists).
@@ -83,6 +83,13 @@ pub struct ProcessTrack {
     pub pool_history: Option<PoolHistory>,
     /// VMS and RSS as last read (kept when /proc reads 0 as the process exits).
     pub host_last: Option<HostMemory>,
+    /// How the process ended, as its probe recorded it (`None`: no record yet, or none will
+    /// come — a process killed by a signal, `os._exit`, a crash). It often arrives a sample or
+    /// two after the track is marked exited.
+    pub end: Option<ProcessEnd>,
+    /// Where its main thread stands, while its probe reports it (unmoved for a while, or asked
+    /// for); kept as it was when the process ended.
+    pub stuck: Option<MainWhere>,
 }
 
 impl ProcessTrack {
@@ -101,6 +108,20 @@ impl ProcessTrack {
             probe_oom: None,
             pool_history: None,
             host_last: None,
+            end: None,
+            stuck: None,
+        }
+    }
+
+    /// Takes in what the probe said of the process's end and main thread (exited or not).
+    pub fn hear(&mut self, news: &ProbeNews) {
+        if let Some(end) = &news.end {
+            self.end = Some(end.clone());
+        }
+        match &news.main_where {
+            Some(WhereNews::At(w)) => self.stuck = Some(w.clone()),
+            Some(WhereNews::Moved { .. }) => self.stuck = None,
+            None => {}
         }
     }
 
@@ -178,6 +199,39 @@ impl ProcessTrack {
     }
 }
 
+/// The ends and main-thread places a sample's probe news tell, taken out of it (the rest goes
+/// to the maps).
+pub fn lives(news: &mut [ProbeNews]) -> Vec<ProbeNews> {
+    news.iter_mut()
+        .filter(|n| n.end.is_some() || n.main_where.is_some())
+        .map(|n| ProbeNews {
+            pid: n.pid,
+            start_time: n.start_time,
+            answer: None,
+            recording: None,
+            map: None,
+            end: n.end.take(),
+            main_where: n.main_where.take(),
+        })
+        .collect()
+}
+
+/// Gives each process track its probe's news of its end and main thread, exited tracks too
+/// (an end is often read once the process has gone); a track of each GPU the process is on.
+pub fn hear(
+    processes: &mut std::collections::BTreeMap<ProcKey, ProcessTrack>,
+    lives: &[ProbeNews],
+) {
+    for n in lives {
+        let same = |k: &ProcKey| {
+            k.pid == n.pid && k.start_time.is_some_and(|s| s.abs_diff(n.start_time) <= 1)
+        };
+        for t in processes.values_mut().filter(|t| same(&t.key)) {
+            t.hear(n);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +301,83 @@ mod tests {
             "the zeros are not a reading"
         );
         assert!(t.vms_ratio().is_some_and(|r| r > 4.0));
+    }
+
+    /// An end told a sample after its process stopped being listed reaches the exited track;
+    /// a main thread reported still is `stuck` until the probe says it moved again.
+    #[test]
+    fn an_exited_track_takes_its_end_and_stuck_clears_when_it_moves() {
+        use crate::model::{Config, Machine};
+        use crate::sample::process_end::{EndException, EndHow, Frame};
+        use crate::sample::{MainWhere, ProcessEnd, Sample, WhereNews};
+        let g = gpu(0, 80 * GIB, 0, 0);
+        let mut p = process(7, &g, GIB, crate::sample::Framework::Pytorch, "py");
+        p.start_time = Reading::Value(1_700_000_000);
+        let sample = |at_ms: u64, processes: Vec<ProcessSample>, probes: Vec<ProbeNews>| Sample {
+            at_ms,
+            gpus: vec![g.clone()],
+            processes,
+            failures: Vec::new(),
+            notices: Vec::new(),
+            events: Vec::new(),
+            probes,
+        };
+        let news = |end: Option<ProcessEnd>, main_where: Option<WhereNews>| ProbeNews {
+            pid: 7,
+            start_time: 1_700_000_001,
+            answer: None,
+            recording: None,
+            map: None,
+            end,
+            main_where,
+        };
+        let at = MainWhere {
+            frames: vec![Frame {
+                file: "/w/data/loader.py".into(),
+                line: 88,
+                function: "next_batch".into(),
+            }],
+            since_ms: 1000,
+            at_ms: 12_000,
+            asked: false,
+        };
+        let mut m = Machine::new(Config::new(1000, 600_000));
+        m.ingest(sample(1000, vec![p.clone()], vec![]));
+        m.ingest(sample(
+            2000,
+            vec![p.clone()],
+            vec![news(None, Some(WhereNews::At(at.clone())))],
+        ));
+        let track = || m.processes.values().next().unwrap();
+        assert_eq!(track().stuck.as_ref(), Some(&at));
+        assert_eq!(
+            track().stuck.as_ref().and_then(MainWhere::label).as_deref(),
+            Some("data/loader.py:88 next_batch")
+        );
+        m.ingest(sample(
+            3000,
+            vec![p.clone()],
+            vec![news(None, Some(WhereNews::Moved { at_ms: 3000 }))],
+        ));
+        let track = || m.processes.values().next().unwrap();
+        assert_eq!(track().stuck, None, "it moved again");
+        m.ingest(sample(4000, vec![], vec![]));
+        assert_eq!(m.processes.values().next().unwrap().exited_ms, Some(4000));
+        let end = ProcessEnd {
+            how: EndHow::Exception,
+            code: Some(1),
+            exception: Some(EndException {
+                kind: "torch.OutOfMemoryError".into(),
+                message: "CUDA out of memory.".into(),
+            }),
+            at_ms: 3900,
+        };
+        m.ingest(sample(5000, vec![], vec![news(Some(end.clone()), None)]));
+        let t = m.processes.values().next().unwrap();
+        assert_eq!(t.end.as_ref(), Some(&end), "the exited track took its end");
+        assert_eq!(
+            end.words(),
+            "raised torch.OutOfMemoryError: CUDA out of memory."
+        );
     }
 }

@@ -15,12 +15,14 @@ pub mod job;
 mod placement;
 mod pool;
 pub mod pool_map;
+pub mod process_end;
 pub mod request;
 pub use health::{GpuEvent, Health};
 pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
+pub use process_end::{MainWhere, ProcessEnd, WhereNews};
 
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]

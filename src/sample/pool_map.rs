@@ -10,6 +10,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Framework;
+use super::process_end::{ProcessEnd, WhereNews};
 
 /// What a probe said besides its figures, carried in a sample when it changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +26,13 @@ pub struct ProbeNews {
     /// A map that appeared since the last sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub map: Option<Box<PoolMap>>,
+    /// How the process ended, told once: from its last probe file, read just before or just
+    /// after the process disappeared (absent in recordings made before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<ProcessEnd>,
+    /// Where its main thread stands, or that it moved again, when that changed.
+    #[serde(default, rename = "where", skip_serializing_if = "Option::is_none")]
+    pub main_where: Option<WhereNews>,
 }
 
 /// The probe's answer to a request (`answer` in `<pid>.json`).
@@ -215,16 +223,19 @@ pub struct Site {
 impl Site {
     /// `train.py:87 collate`: the file's last two path parts, the line and the function.
     pub fn label(&self) -> String {
-        let mut parts = self.file.rsplit('/');
-        let name = parts.next().unwrap_or_default();
-        let file = match parts.next() {
-            Some(dir) if !dir.is_empty() && self.file.matches('/').count() > 1 => {
-                format!("{dir}/{name}")
-            }
-            _ => self.file.clone(),
-        };
-        format!("{file}:{} {}", self.line, self.function)
+        short_label(&self.file, self.line, &self.function)
     }
+}
+
+/// `train.py:87 collate`: a frame's file by its last two path parts, its line and function.
+pub fn short_label(path: &str, line: u64, function: &str) -> String {
+    let mut parts = path.rsplit('/');
+    let name = parts.next().unwrap_or_default();
+    let file = match parts.next() {
+        Some(dir) if !dir.is_empty() && path.matches('/').count() > 1 => format!("{dir}/{name}"),
+        _ => path.to_string(),
+    };
+    format!("{file}:{line} {function}")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,6 +11,8 @@ pub enum Verb {
     RecordOff,
     /// Write the framework's own full snapshot (PyTorch pickle, JAX pprof).
     Export,
+    /// Say where the main thread is now (`where` in `<pid>.json`, `asked`).
+    Where,
 }
 
 impl Verb {
@@ -20,6 +22,7 @@ impl Verb {
             Verb::RecordOn => "record-on",
             Verb::RecordOff => "record-off",
             Verb::Export => "export",
+            Verb::Where => "where",
         }
     }
 }

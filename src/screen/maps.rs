@@ -40,6 +40,7 @@ impl State {
             Verb::RecordOn => "to record allocation history",
             Verb::RecordOff => "to stop recording allocation history",
             Verb::Export => "an export of its full map",
+            Verb::Where => "where its main thread is",
         };
         self.screen.status = Some(format!("asking pid {}'s probe for {what}", ask.pid));
         self.screen.asks.push(Pending {
@@ -112,6 +113,7 @@ impl State {
                     Verb::Map => format!("pid {pid}'s probe took a map (m shows it)"),
                     Verb::RecordOn => format!("pid {pid} records its allocation history now"),
                     Verb::RecordOff => format!("pid {pid} stopped recording allocation history"),
+                    Verb::Where => format!("pid {pid}'s probe said where its main thread is"),
                     Verb::Export => {
                         command = Some(Command::TakeExport {
                             pid,

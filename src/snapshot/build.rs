@@ -316,6 +316,8 @@ fn process(screen: &Screen, t: &ProcessTrack, shown: bool, tiers: bool) -> Proce
                 rss: h.rss,
                 read_at: time_ms(h.at_ms),
             }),
+        end: t.end.clone(),
+        stuck: t.stuck.clone(),
         unavailable: na,
     }
 }

@@ -96,6 +96,8 @@ pub fn restore(machine: &mut Machine, docs: &[MapDoc]) {
             answer: None,
             recording: d.recording.clone(),
             map: map.map(Box::new),
+            end: None,
+            main_where: None,
         };
         ingest(
             &mut machine.maps,

@@ -287,6 +287,13 @@ pub struct Process {
     /// is gone (it exited or is exiting); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_memory_last: Option<HostMemoryDoc>,
+    /// How it ended, as its probe recorded it (docs/probe-format.md `end`); absent while it
+    /// runs, without the probe, and when it ended without a record (a signal, `os._exit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<crate::sample::ProcessEnd>,
+    /// Where its main thread stands while its probe reports it (unmoved for a while, or asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<crate::sample::MainWhere>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: Unavailable,
 }

@@ -218,6 +218,8 @@ fn process(p: &Process, cap: usize) -> ProcessTrack {
             rss: h.rss,
             at_ms: ms(&h.read_at).unwrap_or_default(),
         }),
+        end: p.end.clone(),
+        stuck: p.stuck.clone(),
     }
 }
 

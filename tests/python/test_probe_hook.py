@@ -118,7 +118,8 @@ class Silence(ProbeTest):
         self.assertFalse({"torch", "jax", "cupy", "tensorflow", "ctypes", "json"} & hooked)
         # at start-up only the parts that run a tick with no framework loaded
         self.assertEqual(probe, {"_gpumon_probe", "_gpumon_probe.lifecycle", "_gpumon_probe.probe",
-                                 "_gpumon_probe.files", "_gpumon_probe.common"})
+                                 "_gpumon_probe.files", "_gpumon_probe.common",
+                                 "_gpumon_probe.ending", "_gpumon_probe.main_thread"})
 
     def test_the_probe_is_seen_only_under_its_private_name_and_only_when_it_runs(self):
         script = self.job("""
@@ -128,8 +129,9 @@ class Silence(ProbeTest):
             print(sorted(name for name, m in list(sys.modules.items())
                          if os.path.realpath(getattr(m, "__file__", None) or "/").startswith(hook)))
         """)
-        started = ("['_gpumon_probe', '_gpumon_probe.common', '_gpumon_probe.files', "
-                   "'_gpumon_probe.lifecycle', '_gpumon_probe.probe']")
+        started = ("['_gpumon_probe', '_gpumon_probe.common', '_gpumon_probe.ending', "
+                   "'_gpumon_probe.files', '_gpumon_probe.lifecycle', '_gpumon_probe.main_thread', "
+                   "'_gpumon_probe.probe']")
         for probe_dir, expected in ((None, started), ("", "[]")):
             done = subprocess.run([sys.executable, script, HOOK_DIR], capture_output=True,
                                   env=self.env(probe_dir=probe_dir), timeout=60)
@@ -166,7 +168,7 @@ class Files(ProbeTest):
         doc = self.read_probe(pid)
         self.assertEqual(list(doc), ["schema", "pid", "start_time", "at_ms", "interval_ms",
                                      "python", "stopped", "frameworks", "answer",
-                                     "recording", "map_at_ms", "distributed"])
+                                     "recording", "map_at_ms", "distributed", "end", "where"])
         self.assertEqual((doc["schema"], doc["pid"], doc["interval_ms"], doc["stopped"]),
                          ("gpumon.probe/1", pid, 100, None))
         self.assertEqual(doc["python"], "%d.%d.%d" % sys.version_info[:3])

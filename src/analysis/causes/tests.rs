@@ -155,6 +155,8 @@ mod leak_that_fragments {
             answer: None,
             recording: None,
             map: Some(Box::new(m)),
+            end: None,
+            main_where: None,
         }
     }
 

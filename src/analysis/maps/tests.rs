@@ -20,6 +20,8 @@ fn news(map: PoolMap) -> ProbeNews {
         answer: None,
         recording: None,
         map: Some(Box::new(map)),
+        end: None,
+        main_where: None,
     }
 }
 

@@ -230,6 +230,8 @@ fn recorded_oom(map_in: Option<usize>, samples: usize) -> Vec<(u64, Alert)> {
             answer: None,
             recording: Some(recording),
             map,
+            end: None,
+            main_where: None,
         }]
     };
     let samples = (0..samples).map(|k| {

@@ -41,9 +41,13 @@ fn append_bounded<T>(v: &mut Vec<T>, more: Vec<T>, max: usize) {
 
 impl Machine {
     /// A sample a paused screen does not take in (it keeps its rows): its probes' news is taken
-    /// in (an OOM's map is never lost), its time, failures, notices and events held for the
-    /// next sample taken in.
+    /// in (an OOM's map is never lost, nor a process's end), its time, failures, notices and
+    /// events held for the next sample taken in.
     pub fn hold(&mut self, mut s: Sample) {
+        let lives = crate::model::process::lives(&mut s.probes);
+        if self.held.lap.is_none() {
+            crate::model::process::hear(&mut self.processes, &lives);
+        }
         let maps = match &mut self.held.lap {
             Some((_, maps)) => maps,
             None => &mut self.maps,

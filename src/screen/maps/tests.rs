@@ -59,6 +59,8 @@ fn answer(id: u64, ok: bool, verb: &str, detail: &str) -> Vec<ProbeNews> {
         }),
         recording: None,
         map: None,
+        end: None,
+        main_where: None,
     }]
 }
 

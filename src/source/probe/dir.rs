@@ -3,7 +3,7 @@
 //! it (a map only when its file changed), and removes the files of processes that have ended
 //! (only its own user's: it cleans up what it made).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::file::{self, MAX_BYTES};
 use super::maps::MapWatch;
-use super::{PoolReader, ProbeScan, map_file};
+use super::{PoolReader, ProbeReport, ProbeScan, map_file};
 use crate::sample::PoolMap;
 
 /// How often the list of directories is looked for again (new users' directories appear).
@@ -34,6 +34,10 @@ pub struct ProbeDirs {
     listed_at: Option<Instant>,
     said: HashSet<String>,
     maps: MapWatch,
+    /// The owner's uid and the start time of each process whose probe file was last accepted:
+    /// its file is read once more after the process has ended, for its end record, only if it
+    /// is still that user's and that process's.
+    owners: HashMap<u32, (u32, u64)>,
 }
 
 impl ProbeDirs {
@@ -47,6 +51,7 @@ impl ProbeDirs {
             listed_at: None,
             said: HashSet::new(),
             maps: MapWatch::default(),
+            owners: HashMap::new(),
         }
     }
 
@@ -141,8 +146,10 @@ impl ProbeDirs {
             return None;
         }
         let Some(owner) = self.owner_of(pid) else {
-            // Its process has ended: remove the file if it is ours, else leave it alone.
-            if meta.uid() == self.my_uid {
+            // Its process has ended: remove the file if it is ours, else leave it alone; a
+            // probe file whose end is still to be read stays for the next scan's look.
+            let end_unread = self.owners.contains_key(&pid) && max == MAX_BYTES;
+            if meta.uid() == self.my_uid && !end_unread {
                 let _ = fs::remove_file(path);
             }
             return None;
@@ -173,15 +180,62 @@ impl ProbeDirs {
         Some(bytes)
     }
 
-    fn look_at(&mut self, path: &Path, pid: u32, scan: &mut ProbeScan) {
+    fn look_at(
+        &mut self,
+        path: &Path,
+        pid: u32,
+        scan: &mut ProbeScan,
+        ended: &mut HashMap<u32, ProbeReport>,
+    ) {
+        if self.owner_of(pid).is_none() {
+            self.look_at_ended(path, pid, ended);
+            return;
+        }
         let Some(bytes) = self.checked(path, pid, MAX_BYTES, scan) else {
             return;
         };
         match file::parse(&bytes, pid) {
             Ok(report) => {
+                if let Ok(meta) = fs::symlink_metadata(path) {
+                    self.owners.insert(pid, (meta.uid(), report.start_time));
+                }
                 scan.reports.insert(pid, report);
             }
             Err(reason) => self.say(scan, path, pid, &reason),
+        }
+    }
+
+    /// The last file of a process that has ended, read once for its end record: only when it
+    /// is still a regular file of the user whose file was accepted while the process ran, and
+    /// of that process (its start time); then removed if it is this user's. Nothing is said of
+    /// a file that fails: its process is gone.
+    fn look_at_ended(&mut self, path: &Path, pid: u32, ended: &mut HashMap<u32, ProbeReport>) {
+        let Some((uid, start_time)) = self.owners.remove(&pid) else {
+            if fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.uid() == self.my_uid) {
+                let _ = fs::remove_file(path);
+            }
+            return;
+        };
+        let Ok(meta) = fs::symlink_metadata(path) else {
+            return;
+        };
+        if !meta.is_file() || meta.uid() != uid {
+            return;
+        }
+        let mut bytes = Vec::new();
+        let read = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes));
+        if read.is_ok()
+            && let Ok(report) = file::parse(&bytes, pid)
+            && report.start_time == start_time
+        {
+            ended.insert(pid, report);
+        }
+        if uid == self.my_uid {
+            let _ = fs::remove_file(path);
         }
     }
 
@@ -204,6 +258,8 @@ impl PoolReader for ProbeDirs {
         let mut scan = ProbeScan::default();
         let mut seen = 0usize;
         let mut map_files = Vec::new();
+        let mut ended = HashMap::new();
+        let mut listed = HashSet::new();
         for dir in self.dirs.clone() {
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
@@ -230,7 +286,8 @@ impl PoolReader for ProbeDirs {
                 if seen > MAX_FILES {
                     break;
                 }
-                self.look_at(&entry.path(), pid, &mut scan);
+                listed.insert(pid);
+                self.look_at(&entry.path(), pid, &mut scan, &mut ended);
             }
         }
         let mut maps = Vec::new();
@@ -244,9 +301,12 @@ impl PoolReader for ProbeDirs {
             }
         }
         let mut refused = Vec::new();
-        scan.news = self.maps.news(&scan.reports, maps, &mut |pid, why| {
-            refused.push((pid, why));
-        });
+        self.owners.retain(|pid, _| listed.contains(pid));
+        scan.news = self
+            .maps
+            .news(&scan.reports, &ended, maps, &mut |pid, why| {
+                refused.push((pid, why));
+            });
         for (pid, why) in refused {
             if let Some(path) = paths.get(&pid) {
                 self.say(&mut scan, path, pid, &why);

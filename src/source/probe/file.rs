@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 
 use super::{DevicePool, ProbeReport};
 use crate::sample::pool_map::{AllocRecording, ProbeAnswer};
-use crate::sample::{Framework, Pool};
+use crate::sample::{Framework, MainWhere, Pool, ProcessEnd};
 
 /// The version of the format this gpumon reads.
 pub const SCHEMA: &str = "gpumon.probe/1";
@@ -32,6 +32,10 @@ struct Doc {
     map_at_ms: Option<u64>,
     #[serde(default)]
     distributed: Option<DistributedDoc>,
+    #[serde(default)]
+    end: Option<ProcessEnd>,
+    #[serde(default, rename = "where")]
+    main_where: Option<MainWhere>,
 }
 
 /// What the probe read of `torch.distributed` or JAX's distributed state.
@@ -199,6 +203,8 @@ pub fn parse(bytes: &[u8], pid: u32) -> Result<ProbeReport, String> {
         recording: doc.recording,
         map_at_ms: doc.map_at_ms,
         distributed: doc.distributed.map(DistributedDoc::inside).transpose()?,
+        end: doc.end,
+        main_where: doc.main_where,
     })
 }
 

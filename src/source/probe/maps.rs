@@ -8,7 +8,7 @@ use std::os::unix::fs::MetadataExt;
 
 use super::ProbeReport;
 use crate::sample::pool_map::AllocRecording;
-use crate::sample::{PoolMap, ProbeNews};
+use crate::sample::{MainWhere, PoolMap, ProbeNews, ProcessEnd, WhereNews};
 
 /// A file's identity and last change: a new map is a new file (the probe renames it in place).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,9 @@ struct Told {
     answer: Option<u64>,
     recording: Option<AllocRecording>,
     map_at_ms: Option<u64>,
+    end: Option<ProcessEnd>,
+    /// Where its main thread stood, without the time it was read (which moves every tick).
+    place: Option<MainWhere>,
 }
 
 #[derive(Debug, Default)]
@@ -51,11 +54,14 @@ impl MapWatch {
     }
 
     /// The news of this scan: for each process whose probe file was read, what changed since the
-    /// last scan (its answer, its recording state, a map of this process that is newer). Maps of
-    /// an earlier process with the same PID are refused through `refuse`.
+    /// last scan (its answer, its recording state, a map of this process that is newer, its end,
+    /// where its main thread stands or that it moved again); for each process that ended since,
+    /// the end its last file recorded, if not told yet. Maps of an earlier process with the
+    /// same PID are refused through `refuse`.
     pub fn news(
         &mut self,
         reports: &HashMap<u32, ProbeReport>,
+        ended: &HashMap<u32, ProbeReport>,
         maps: Vec<PoolMap>,
         refuse: &mut dyn FnMut(u32, String),
     ) -> Vec<ProbeNews> {
@@ -79,17 +85,48 @@ impl MapWatch {
                     .as_ref()
                     .map(|m| m.at_ms)
                     .or(before.and_then(|b| b.map_at_ms)),
+                end: r.end.clone(),
+                place: r.main_where.clone().map(|w| MainWhere { at_ms: 0, ..w }),
             };
             if map.is_some() || before != Some(&now) {
+                let place_before = before.and_then(|b| b.place.as_ref());
+                let main_where = match (&r.main_where, place_before) {
+                    (Some(w), _) if now.place.as_ref() != place_before => {
+                        Some(WhereNews::At(w.clone()))
+                    }
+                    (None, Some(_)) => Some(WhereNews::Moved { at_ms: r.at_ms }),
+                    _ => None,
+                };
                 news.push(ProbeNews {
                     pid: *pid,
                     start_time: r.start_time,
                     answer: r.answer.clone(),
                     recording: r.recording.clone(),
                     map: map.map(Box::new),
+                    end: r
+                        .end
+                        .clone()
+                        .filter(|e| before.is_none_or(|b| b.end.as_ref() != Some(e))),
+                    main_where,
                 });
             }
             self.told.insert(*pid, now);
+        }
+        for (pid, r) in ended {
+            let before = self.told.get(pid).filter(|t| t.start_time == r.start_time);
+            let Some(end) = r.end.as_ref() else { continue };
+            if before.is_some_and(|b| b.end.as_ref() == Some(end)) {
+                continue;
+            }
+            news.push(ProbeNews {
+                pid: *pid,
+                start_time: r.start_time,
+                answer: r.answer.clone(),
+                recording: r.recording.clone(),
+                map: None,
+                end: Some(end.clone()),
+                main_where: None,
+            });
         }
         self.told.retain(|pid, _| reports.contains_key(pid));
         self.stamps.retain(|pid, _| reports.contains_key(pid));

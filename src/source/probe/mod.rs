@@ -53,6 +53,10 @@ pub struct ProbeReport {
     /// The process's place in a distributed job as `torch.distributed` or JAX says it, once the
     /// job has initialised a process group (`docs/probe-format.md`).
     pub distributed: Option<crate::sample::Inside>,
+    /// How the process ended (its last file, written at exit or after an uncaught exception).
+    pub end: Option<crate::sample::ProcessEnd>,
+    /// Where its main thread stands, while it has not moved for a while or gpumon asked.
+    pub main_where: Option<crate::sample::MainWhere>,
 }
 
 impl ProbeReport {
@@ -99,7 +103,8 @@ pub struct ProbeScan {
     pub reports: HashMap<u32, ProbeReport>,
     /// Files ignored since the last scan, each with its reason (each file and reason said once).
     pub notices: Vec<String>,
-    /// New maps, answers and recording states (only what changed since the last scan).
+    /// New maps, answers, recording states, ends and main-thread places (only what changed
+    /// since the last scan).
     pub news: Vec<ProbeNews>,
 }
 
@@ -136,5 +141,7 @@ pub fn default_dir(uid: u32, xdg_runtime_dir: Option<&OsStr>) -> PathBuf {
     }
 }
 
+#[cfg(test)]
+mod end_tests;
 #[cfg(test)]
 mod tests;

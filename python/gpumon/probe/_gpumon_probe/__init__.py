@@ -9,10 +9,13 @@ it also looks for a request from gpumon (``<pid>.request``; docs/memory-map-form
 answers in the next file: ``map`` writes ``<pid>.map.json``, ``record-on``/``record-off`` start
 and stop PyTorch's allocation history, ``export`` writes the pool in the framework's own format.
 
-The parts, each imported at its first use (only ``lifecycle``, ``probe``, ``files`` and
-``common`` at start-up):
+The parts, each imported at its first use (only ``lifecycle``, ``probe``, ``files``,
+``common`` and ``ending`` at start-up):
 
 - ``lifecycle``: starting the thread, stopping it at exit, and around ``os.fork()``;
+- ``ending``: how the process ended (an uncaught exception, through a chained
+  ``sys.excepthook``; a normal shutdown, at ``atexit``), in its last file;
+- ``main_thread``: where the main thread stands, once it has stood still a while or gpumon asks;
 - ``probe``: the thread itself: its state, its loop, one tick, the figures document;
 - ``files``: the JSON encoder and the atomic 0600 writer into the probe directory;
 - ``common``: small helpers every part shares (reading modules without importing them);
@@ -25,7 +28,7 @@ The parts, each imported at its first use (only ``lifecycle``, ``probe``, ``file
 - ``maps``: taking and bounding a map (``gpumon.map/1``); ``torch_map``: PyTorch's pool summarised
   block by block; ``sites``: allocations by the line of the job's code that made them;
   ``pprof``: the protobuf reader for JAX's device memory profile;
-- ``channel``: gpumon's requests: the file read and checked, the four verbs answered.
+- ``channel``: gpumon's requests: the file read and checked, the five verbs answered.
 
 Rules every part keeps, since it runs inside other people's jobs:
 - It never imports torch, jax, cupy or tensorflow (only ``sys.modules.get``), reads a framework
@@ -35,8 +38,8 @@ Rules every part keeps, since it runs inside other people's jobs:
   loaded, on Python 3.13+ at the first os.fork(), and for a map or export while PyTorch
   records allocation history (torch has imported it by then); pickle only for a PyTorch export,
   gzip only for a JAX map. json is never imported.
-- Every exception is caught; it prints nothing, emits no warning, leaves signal handlers,
-  sys.excepthook and the exit status alone.
+- Every exception is caught; it prints nothing, emits no warning, leaves signal handlers and
+  the exit status alone; its sys.excepthook calls the one it found first, exactly as before.
 - Bounded work per tick; maps only when asked and at an OOM.
 """
 

@@ -1,8 +1,8 @@
 """gpumon's requests (``<pid>.request``, ``gpumon.request/1 VERB ID``; docs/memory-map-format.md):
 the file taken only when it is a regular file of this process's effective user, mode & 0o077 == 0
-and at most 128 bytes, removed whatever it holds; one of four fixed verbs run (``map``,
-``record-on``, ``record-off``, ``export``), nothing taken from the file but its id; the answer
-goes into the next ``<pid>.json``.
+and at most 128 bytes, removed whatever it holds; one of five fixed verbs run (``map``,
+``record-on``, ``record-off``, ``export``, ``where``), nothing taken from the file but its id;
+the answer goes into the next ``<pid>.json`` (``where``: the main thread's place, too).
 
 While PyTorch records allocation history, a snapshot taken from the probe's thread while the
 job allocated crashed jobs on an H100 (torch 2.11, segmentation fault); PyTorch expects
@@ -20,7 +20,7 @@ from .common import part, reason
 from .files import unlink
 
 _REQUEST_MAX = 128
-_VERBS = ("map", "record-on", "record-off", "export")
+_VERBS = ("map", "record-on", "record-off", "export", "where")
 _JOB_WAIT_TICKS = 20
 _job_call = None  # the C callback of _in_job_thread, made once and kept alive
 
@@ -105,6 +105,9 @@ def _set_answer(probe, verb, ident, ok, detail):
 
 
 def _run_verb(probe, verb, ident):
+    if verb == "where":
+        probe.ask_where()
+        return True, ""
     if verb in ("record-on", "record-off"):
         return part("torch_history").record(probe, verb == "record-on")
     now = time.monotonic()

@@ -1,5 +1,6 @@
 """Starting the probe's thread (at most one per process), stopping it at exit (waiting at most
-0.5 s for a write under way, so no temp file is left), and around ``os.fork()``: stopped just
+0.5 s for a write under way, so no temp file is left) and writing the end record then
+(``ending``), and around ``os.fork()``: stopped just
 before (so Python 3.12+ does not warn about forking a multi-threaded process because of it) and
 restarted after, in the child under the child's pid; on Python 3.13+ the parent's restart waits
 for the main thread's next pending-call check (docs/probe-format.md, "Fork")."""
@@ -145,17 +146,22 @@ def _after_fork_in_child():
 def _at_exit():
     try:
         _halt()
+        probe = common.current
+        if probe is not None:
+            common.part("ending").at_exit(probe)
     except BaseException:
         pass
 
 
 def start_quietly():
-    """Starts the probe, and registers its fork and exit handlers once it runs."""
+    """Starts the probe, and registers its fork and exit handlers once it runs, and the
+    exception hook that records an uncaught exception (``ending``)."""
     try:
         if _start(False):
             import atexit
             os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                                 after_in_child=_after_fork_in_child)
             atexit.register(_at_exit)
+            common.part("ending").install()
     except BaseException:
         pass

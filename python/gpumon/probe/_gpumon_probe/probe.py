@@ -68,6 +68,10 @@ class Probe:
         # a request waiting for the job's main thread: (verb, id, since); then what it took:
         # (verb, id, at_ms, seconds, snapshot); and whether a pending call is queued
         self.queued, self.taken, self.call_queued = None, None, False
+        # how the process ended (``ending``), the main thread's watch (``main_thread``), the
+        # last document written (its figures go into the last file), one writer at a time
+        self.end, self.watch, self.last_doc = None, None, None
+        self.write_lock = threading.Lock()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, name=NAME, daemon=True)
 
@@ -99,7 +103,8 @@ class Probe:
                     self.serve(dfd)
                 except Exception:
                     pass  # a request that could not be read is not a failure to write
-                write_file(self.dir, "%d.json" % self.pid, to_json(self.document(True)), dfd)
+                with self.write_lock:
+                    write_file(self.dir, "%d.json" % self.pid, to_json(self.document(True)), dfd)
             finally:
                 os.close(dfd)
             self.failures = 0
@@ -131,12 +136,47 @@ class Probe:
     def document(self, with_frameworks):
         at_ms = time.time_ns() // 1000000
         frameworks = self.frameworks(READERS) if with_frameworks else []
-        return {"schema": "gpumon.probe/1", "pid": self.pid, "start_time": self.start_time,
-                "at_ms": at_ms, "interval_ms": self.interval_ms,
-                "python": sys.version.split()[0], "stopped": self.stopped,
-                "frameworks": frameworks, "answer": self.answer,
-                "recording": self.recording(), "map_at_ms": self.map_at_ms,
-                "distributed": self.distributed() if with_frameworks else None}
+        doc = {"schema": "gpumon.probe/1", "pid": self.pid, "start_time": self.start_time,
+               "at_ms": at_ms, "interval_ms": self.interval_ms,
+               "python": sys.version.split()[0], "stopped": self.stopped,
+               "frameworks": frameworks, "answer": self.answer,
+               "recording": self.recording(), "map_at_ms": self.map_at_ms,
+               "distributed": self.distributed() if with_frameworks else None,
+               "end": self.end, "where": self.where(at_ms) if with_frameworks else None}
+        if with_frameworks:
+            self.last_doc = doc
+        return doc
+
+    # -- the main thread and the process's end --
+
+    def where(self, at_ms):
+        try:
+            return part("main_thread").where(self, at_ms)
+        except BaseException:
+            return None
+
+    def ask_where(self):
+        """``where`` asked: the main thread's place goes into the next files (``main_thread``)."""
+        main_thread = part("main_thread")
+        if self.watch is None:
+            self.watch = main_thread.Watch()
+        self.watch.ask(time.time_ns() // 1000000)
+
+    def write_last(self):
+        """Writes the file with the end record (``ending``): the last tick's figures, no place
+        of the main thread; waits at most 0.5 s for a tick's write under way."""
+        if self.pid != os.getpid():
+            return
+        if self.start_time is None:
+            self.start_time = start_time()
+        locked = self.write_lock.acquire(timeout=0.5)
+        try:
+            doc = self.last_doc if self.last_doc is not None else self.document(False)
+            doc = dict(doc, end=self.end, where=None, answer=self.answer, stopped=self.stopped)
+            write_file(self.dir, "%d.json" % self.pid, to_json(doc))
+        finally:
+            if locked:
+                self.write_lock.release()
 
     def frameworks(self, readers, *args):
         """One entry per framework of ``readers`` the process has loaded; ``readers``: (name,

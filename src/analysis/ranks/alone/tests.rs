@@ -318,6 +318,8 @@ fn the_climbing_site_is_named_when_allocation_history_is_recorded() {
                 answer: None,
                 recording: None,
                 map: Some(Box::new(map)),
+                end: None,
+                main_where: None,
             }]
         }
         _ => Vec::new(),

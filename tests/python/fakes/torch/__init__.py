@@ -6,6 +6,7 @@ import ctypes  # noqa: E402,F401  (torch/__init__.py imports it too: the probe r
 
 from torch import _C  # noqa: E402,F401
 from torch import cuda  # noqa: E402,F401
+from torch.cuda import OutOfMemoryError  # noqa: E402,F401
 
 if __import__("os").environ.get("FAKE_TORCH_IMPORT_DELAY"):  # the rest of torch's long import
     __import__("time").sleep(float(__import__("os").environ["FAKE_TORCH_IMPORT_DELAY"]))

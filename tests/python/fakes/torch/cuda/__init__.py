@@ -26,6 +26,9 @@ class OutOfMemoryError(RuntimeError):
     pass
 
 
+OutOfMemoryError.__module__ = "torch"  # torch names it so (torch._C's torch.OutOfMemoryError)
+
+
 def is_initialized():
     return _initialized
 
