@@ -57,6 +57,10 @@ pub fn apply(machine: &mut Machine, event: Event) {
 fn add(machine: &mut Machine, alerts: Vec<Alert>) {
     let mut rest = Vec::with_capacity(alerts.len());
     for mut a in alerts {
+        if a.class == analysis::ranks::GROW_ALIKE {
+            take_over_ranks_leaks(machine, a);
+            continue;
+        }
         let earlier = (a.class == analysis::ranks::GROWS_ALONE)
             .then(|| {
                 machine.alerts.iter().find(|e| {
@@ -82,6 +86,41 @@ fn add(machine: &mut Machine, alerts: Vec<Alert>) {
         }
     }
     machine.add_alerts(rest);
+}
+
+/// A job's ranks growing alike take over the `leak` alerts its ranks' own rules raised before:
+/// the first is amended in place (dated when first warned), the others dropped: one climb of
+/// every rank, one alert.
+fn take_over_ranks_leaks(machine: &mut Machine, mut a: Alert) {
+    let of_job = |e: &Alert, m: &Machine| {
+        e.class == "leak"
+            && e.level == Level::Suspected
+            && e.pid.is_some_and(|p| {
+                m.job_of(p)
+                    .is_some_and(|(j, _)| a.job.as_deref() == Some(j.id.as_str()))
+            })
+    };
+    let earlier: Vec<Alert> = machine
+        .alerts
+        .iter()
+        .filter(|e| of_job(e, machine))
+        .cloned()
+        .collect();
+    let Some(first) = earlier.first() else {
+        machine.add_alerts(vec![a]);
+        return;
+    };
+    a.evidence.push(format!(
+        "first warned as {} leak(s) of its ranks from {}; every running rank was seen climbing alike since",
+        earlier.len(),
+        crate::model::units::clock(first.at_ms)
+    ));
+    a.at_ms = first.at_ms;
+    let first = first.clone();
+    machine
+        .alerts
+        .retain(|e| *e == first || !earlier.contains(e));
+    machine.amend_alert(&first, a);
 }
 
 /// The failures to judge now: the sample's, and those that waited and need wait no longer (a

@@ -15,9 +15,11 @@ pub mod tell;
 pub mod words;
 
 use crate::model::job_failure::MAX_RANK_EVENTS;
-use crate::model::{Group, JobFailure, Machine, RankEvent};
+use crate::model::{Ending, Group, JobFailure, Machine, RankEvent};
 use crate::oom::dist::Dist;
-use crate::oom::failure::Failure;
+use crate::oom::failure::{Dialect, Failure};
+use crate::sample::EndHow;
+use crate::sample::Framework;
 
 pub use join::attribute;
 
@@ -25,6 +27,8 @@ pub use join::attribute;
 pub const WINDOW_MS: u64 = 15 * 60_000;
 /// A rank's process still running this long after its own allocation failure ran on after it.
 pub const SURVIVE_MS: u64 = 30_000;
+/// A probed process's end record is waited for this long after it was seen gone.
+pub const END_WAIT_MS: u64 = 3_000;
 /// A rank's process that ended this long before its job's failure was opened is part of it.
 const ENDED_BEFORE_MS: u64 = 10_000;
 
@@ -43,6 +47,8 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
     let mut rest = Vec::new();
     for mut f in failures {
         let place = join::place(machine, &f);
+        let writer = place.pid.or(f.pid);
+        in_its_own_words(machine, &mut f, writer);
         let group = match &place.job {
             Some(j) => Group::Job(j.clone()),
             None if f.rank.is_some()
@@ -105,7 +111,7 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
         };
         let rec = &mut changed[i];
         let since = opened.saturating_sub(ended_before(rec));
-        let mut added = ran_on(rec, job, at_ms);
+        let mut added = ran_on(machine, rec, job, at_ms);
         for row in &job.ranks {
             let Some(ended) = row.exited_ms.filter(|e| *e >= since) else {
                 continue;
@@ -141,26 +147,92 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
     }
 }
 
-/// Marks the rank failures whose process still ran [`SURVIVE_MS`] after them as survived;
-/// whether any was.
-fn ran_on(rec: &mut JobFailure, job: &crate::model::Job, at_ms: u64) -> bool {
+/// Fills in how each event's process ended, where its probe's record has come (or will not:
+/// [`END_WAIT_MS`] after the exit of a probed process), and marks the rank failures its
+/// process ran on after as survived: still running [`SURVIVE_MS`] after them, or ended through
+/// the interpreter's own exit after XLA's allocator warning. Whether any event changed.
+fn ran_on(machine: &Machine, rec: &mut JobFailure, job: &crate::model::Job, at_ms: u64) -> bool {
     let mut any = false;
     for e in &mut rec.events {
+        let Some(pid) = e.pid else { continue };
+        let exited = job
+            .ranks
+            .iter()
+            .find(|r| r.pid == pid)
+            .and_then(|r| r.exited_ms);
+        if e.ending.is_none()
+            && let Some(end) = ending(machine, pid, exited, at_ms)
+        {
+            e.ending = Some(end);
+            any = true;
+        }
         let own = e.failure.as_ref().is_some_and(|f| f.dist.is_none());
-        if !own || e.survived || at_ms < e.at_ms.saturating_add(SURVIVE_MS) {
+        if !own || e.survived {
             continue;
         }
-        let alive = e.pid.is_some_and(|p| {
-            job.ranks
-                .iter()
-                .any(|r| r.pid == p && r.exited_ms.is_none_or(|x| x >= e.at_ms + SURVIVE_MS))
-        });
-        if alive {
+        let lived = match exited {
+            None => at_ms >= e.at_ms.saturating_add(SURVIVE_MS),
+            Some(x) => x >= e.at_ms.saturating_add(SURVIVE_MS),
+        };
+        let exited_normally = matches!(e.ending, Some(Ending::Exit { .. }));
+        let warned = e
+            .failure
+            .as_ref()
+            .is_some_and(Failure::is_allocator_warning);
+        let survived = match (&e.ending, exited) {
+            (Some(Ending::Raised { .. } | Ending::Unrecorded), _) => false,
+            _ => (lived && (exited.is_none() || exited_normally)) || (warned && exited_normally),
+        };
+        if survived {
             e.survived = true;
             any = true;
         }
     }
     any
+}
+
+/// How `pid` ended by its probe's record; [`Ending::Unrecorded`] once a probed process has been
+/// gone [`END_WAIT_MS`] with no record; `None` while it runs or no probe ran in it.
+fn ending(machine: &Machine, pid: u32, exited: Option<u64>, at_ms: u64) -> Option<Ending> {
+    let exited = exited?;
+    let tracks = machine.processes.values().filter(|t| t.sample.pid == pid);
+    let mut probed = false;
+    for t in tracks {
+        if let Some(end) = &t.end {
+            return Some(match (end.how, &end.exception) {
+                (EndHow::Exit, _) => Ending::Exit {
+                    code: end.code.and_then(|c| i32::try_from(c).ok()),
+                },
+                (EndHow::Exception, Some(x)) => Ending::Raised {
+                    kind: x.kind.clone(),
+                    message: x.message.clone(),
+                },
+                (EndHow::Exception, None) => Ending::Raised {
+                    kind: "an exception".into(),
+                    message: String::new(),
+                },
+            });
+        }
+        probed |= t.pool_history.is_some();
+    }
+    (probed && at_ms >= exited.saturating_add(END_WAIT_MS)).then_some(Ending::Unrecorded)
+}
+
+/// XLA's allocator lines are TensorFlow's and JAX's alike: in a JAX process they are JAX's (its
+/// settings and words in the alert, not TensorFlow's).
+fn in_its_own_words(machine: &Machine, f: &mut Failure, pid: Option<u32>) {
+    if f.source != Some(Dialect::Tensorflow) {
+        return;
+    }
+    let jax = pid.is_some_and(|p| {
+        machine
+            .processes
+            .values()
+            .any(|t| t.sample.pid == p && t.sample.framework.value() == Some(&Framework::Jax))
+    });
+    if jax {
+        f.source = Some(Dialect::Jax);
+    }
 }
 
 /// How long after the job's last event an event still belongs to the same failure: a watchdog

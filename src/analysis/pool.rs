@@ -64,8 +64,12 @@ pub fn risks(machine: &Machine, at_ms: u64, failed: &dyn Fn(u32, u64) -> bool) -
                         out.extend(fragmenting(t, pool, g, at_ms));
                         out.extend(super::peaks::risk(t, pool, g, at_ms));
                     }
+                    // No "raise the limit" for a process known to leak: the leak is its cause.
+                    let leaking = growing.is_some() || leak_known(machine, t.sample.pid);
                     out.extend(growing);
-                    out.extend(near_limit(t, pool));
+                    if !leaking {
+                        out.extend(near_limit(t, pool));
+                    }
                     out.extend(releasable(t, pool, g, &on_gpu));
                 }
                 out.extend(failed::probe_oom(t, pool, g, at_ms, failed));
@@ -231,6 +235,17 @@ pub fn still_at_risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, at_ms: u64) ->
 pub(super) fn at_limit(pool: &Pool, permille: u64) -> Option<(u64, u64)> {
     let (used, limit) = (pool.allocated?, pool.limit.filter(|l| *l > 0)?);
     (used.saturating_mul(1000) >= limit.saturating_mul(permille)).then_some((used, limit))
+}
+
+/// Whether an alert already says `pid` leaks (its own rule, its site, or its job's ranks).
+fn leak_known(machine: &Machine, pid: u32) -> bool {
+    machine.alerts.iter().any(|a| {
+        a.pid == Some(pid)
+            && matches!(
+                a.class.as_str(),
+                "leak" | "slow-leak" | "leak-site" | "rank-grows-alone" | "ranks-grow-alike"
+            )
+    })
 }
 
 fn near_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {

@@ -1,17 +1,20 @@
-//! Findings about the ranks of a distributed job side by side (`model::jobs`): one rank whose
-//! memory grows away from its job's other ranks (`rank-grows-alone`, `alone.rs`), and ranks that
-//! also hold memory on another rank's GPU (`rank-extra-context`, `stray.rs`).
+//! Findings about the ranks of a distributed job side by side (`model::jobs`): every rank
+//! climbing alike (`ranks-grow-alike`, `alike.rs`: one cause in code every rank runs), one rank
+//! whose memory grows away from its job's other ranks (`rank-grows-alone`, `alone.rs`), and
+//! ranks that also hold memory on another rank's GPU (`rank-extra-context`, `stray.rs`).
 //!
 //! A rank that grows alone stands for that process's own growth alert: raised first in the scan,
 //! it makes its `leak` and `fragmentation-risk` on that GPU count as raised (`stands_for`), so the
 //! user reads one alert for one climb; a `leak` raised before it (a slow leak, seen over minutes)
 //! stays that one alert and this one is not raised.
 
+pub mod alike;
 pub mod alone;
 pub mod stray;
 
 use crate::model::{Alert, Job, Machine, ProcKey, ProcessTrack, RankRow};
 
+pub use alike::GROW_ALIKE;
 pub use alone::GROWS_ALONE;
 pub use stray::EXTRA_CONTEXT;
 
@@ -24,6 +27,17 @@ pub fn stands_for(raised: &str, asked: &str) -> bool {
     raised == GROWS_ALONE && STANDS_FOR.contains(&asked)
 }
 
+/// Whether a job's `ranks-grow-alike` (`raised`, of `job`) stands for an alert of class `asked`
+/// of a process that is one of its ranks: it is every rank's `leak` and `fragmentation-risk`,
+/// and no rank of it grows alone.
+pub fn stands_for_job(raised: &Alert, machine: &Machine, pid: u32, asked: &str) -> bool {
+    raised.class == GROW_ALIKE
+        && (STANDS_FOR.contains(&asked) || asked == GROWS_ALONE)
+        && machine
+            .job_of(pid)
+            .is_some_and(|(j, _)| raised.job.as_deref() == Some(j.id.as_str()))
+}
+
 /// Whether a rank's growth alert is new: asked with (pid, GPU) only once the numbers say it fires.
 pub type IsNew<'a> = &'a dyn Fn(u32, &str) -> bool;
 
@@ -32,7 +46,12 @@ pub type IsNew<'a> = &'a dyn Fn(u32, &str) -> bool;
 pub fn alerts(machine: &Machine, at_ms: u64, is_new: IsNew) -> Vec<Alert> {
     let mut out = Vec::new();
     for job in &machine.jobs {
-        out.extend(alone::alert(machine, job, at_ms, is_new));
+        let alike = alike::alert(machine, job, at_ms, is_new);
+        let some = alike.is_some();
+        out.extend(alike);
+        if !some {
+            out.extend(alone::alert(machine, job, at_ms, is_new));
+        }
         out.extend(stray::alert(machine, job, at_ms));
     }
     out

@@ -48,6 +48,20 @@ pub struct Failure {
     pub dist: Option<crate::oom::dist::Dist>,
 }
 
+impl Failure {
+    /// Whether the line is XLA's BFC allocator warning (`Allocator (GPU_2_bfc) ran out of memory
+    /// trying to allocate 96.00MiB …`): logged when an allocation fails, before anything is
+    /// raised. JAX raises only when the failed result is read, so a job may run on after it.
+    pub fn is_allocator_warning(&self) -> bool {
+        self.dist.is_none()
+            && self.fault.is_none()
+            && self.source == Some(Dialect::Tensorflow)
+            && self
+                .message
+                .contains("ran out of memory trying to allocate")
+    }
+}
+
 /// What CUDA said went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -22,7 +22,7 @@ pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
-pub use process_end::{MainWhere, ProcessEnd, WhereNews};
+pub use process_end::{EndHow, MainWhere, ProcessEnd, WhereNews};
 
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -50,6 +50,17 @@ pub struct EndException {
 }
 
 impl ProcessEnd {
+    /// Whether it ended by an uncaught out-of-memory error, in its framework's type or words
+    /// (`torch.OutOfMemoryError`, `RESOURCE_EXHAUSTED`, `cupy…OutOfMemoryError`).
+    pub fn raised_oom(&self) -> bool {
+        self.how == EndHow::Exception
+            && self.exception.as_ref().is_some_and(|x| {
+                x.kind.ends_with("OutOfMemoryError")
+                    || x.message.contains("RESOURCE_EXHAUSTED")
+                    || x.message.to_lowercase().contains("out of memory")
+            })
+    }
+
     /// "exited", "exited with status 3", "raised torch.OutOfMemoryError: CUDA out of memory…".
     pub fn words(&self) -> String {
         match (&self.how, &self.exception, self.code) {

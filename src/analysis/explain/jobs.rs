@@ -417,11 +417,7 @@ fn no_root_words(
 /// warning (`Allocator (GPU_2_bfc) ran out of memory trying to allocate …`) with no exception
 /// from the same log after it (JAX raises one only when a failed result is read).
 fn survived(f: &Failure, all: &[Failure]) -> bool {
-    let warning = f.dist.is_none()
-        && f.fault.is_none()
-        && f.source == Some(crate::oom::failure::Dialect::Tensorflow)
-        && f.message.contains("ran out of memory trying to allocate");
-    warning
+    f.is_allocator_warning()
         && !all.iter().any(|g| {
             g.log == f.log
                 && g.line > f.line

@@ -10,10 +10,13 @@ use super::judge::{self, Known, NoRoot, Story, Verdict, Who};
 use super::story;
 use super::tell::{self, Say};
 use super::words;
+
+mod stories;
 use crate::analysis::{alert_for_failure, fault};
 use crate::model::units::{clock, duration_ms};
 use crate::model::{Alert, Group, JobFailure, Level, Machine, RankEvent};
 use crate::oom::dist::Dist;
+use stories::{common, from_told};
 
 /// The alert a record carries before it is rendered.
 pub fn placeholder(at_ms: u64) -> Alert {
@@ -105,111 +108,6 @@ fn ended_otherwise(rec: &JobFailure, v: &Verdict, who: &[Who]) -> Vec<String> {
     normal.chain(later).collect()
 }
 
-/// A stuck rank, a stop from outside, a failure survived: the alert of `tell`'s sentences.
-fn from_told(
-    machine: &Machine,
-    rec: &JobFailure,
-    v: &Verdict,
-    who: &[Who],
-    t: tell::Told,
-) -> Alert {
-    let (lead, told): (usize, Vec<usize>) = match &v.story {
-        Story::Stuck { behind, .. } => (behind[0], behind.clone()),
-        Story::Outside { stop } => (*stop, vec![*stop]),
-        Story::Survived { own } => (own[0], own.clone()),
-        _ => (0, Vec::new()),
-    };
-    let e = &rec.events[lead];
-    let pid = e.pid.or_else(|| pid_of(machine, rec, who[lead]));
-    let mut evidence: Vec<String> = told
-        .iter()
-        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
-        .collect();
-    let of = match &v.story {
-        Story::Stuck { .. } => Some(format!(
-            "{} never reaching the collective",
-            who[lead].label()
-        )),
-        Story::Outside { .. } => Some("the stop from outside".to_string()),
-        _ => None,
-    };
-    evidence.extend(consequences(rec, v, who, of));
-    let level = match &v.story {
-        Story::Stuck { .. } => Level::Failure,
-        Story::Outside { .. } => Level::Info,
-        _ => Level::Suspected,
-    };
-    Alert {
-        at_ms: e.at_ms,
-        gpu_uuid: pid.and_then(|p| gpu_of(machine, p)),
-        pid: if matches!(v.story, Story::Outside { .. }) {
-            None
-        } else {
-            pid
-        },
-        level,
-        class: t.finding.into(),
-        confidence: Some(t.confidence.into()),
-        title: t.title,
-        evidence,
-        remedy: Some(t.remedy),
-        job: None,
-    }
-}
-
-/// A common cause: the first rank's own failure classified, every rank named, one remedy.
-fn common(machine: &Machine, rec: &JobFailure, v: &Verdict, say: &Say, own: &[usize]) -> Alert {
-    let who = say.who;
-    let (head, tail) = tell::common_head(say, own);
-    let first = own
-        .iter()
-        .find(|i| {
-            rec.events[**i]
-                .failure
-                .as_ref()
-                .is_some_and(|f| f.dist.is_none())
-        })
-        .copied();
-    let mut evidence: Vec<String> = own
-        .iter()
-        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
-        .collect();
-    let of = Some("the common cause".to_string());
-    let mut base = match first.and_then(|i| rec.events[i].failure.as_ref()) {
-        Some(f) => {
-            let mut base = match f.fault {
-                Some(kind) => fault::alert(f, kind, machine),
-                None => alert_for_failure(f, machine),
-            };
-            base.title = format!("{head}; {}", base.title);
-            evidence.append(&mut base.evidence);
-            base.remedy = base.remedy.map(|r| format!("{r}{tail}"));
-            base
-        }
-        None => {
-            let e = &rec.events[own[0]];
-            let pid = e.pid.or_else(|| pid_of(machine, rec, who[own[0]]));
-            Alert {
-                at_ms: e.at_ms,
-                gpu_uuid: pid.and_then(|p| gpu_of(machine, p)),
-                pid,
-                level: Level::Failure,
-                class: "common-cause".into(),
-                confidence: Some("likely".into()),
-                title: head,
-                evidence: Vec::new(),
-                remedy: Some(format!(
-                    "Read one rank's traceback: the same error ended every one.{tail}"
-                )),
-                job: None,
-            }
-        }
-    };
-    evidence.extend(consequences(rec, v, who, of));
-    base.evidence = evidence;
-    base
-}
-
 /// Every consequence in words, against the root cause's phrase.
 fn consequences(rec: &JobFailure, v: &Verdict, who: &[Who], of: Option<String>) -> Vec<String> {
     v.followed
@@ -241,10 +139,17 @@ fn rooted(
         .map(|k| words::words(&rec.events[*k], who[*k], &at(&rec.events[*k]), None))
         .collect();
     let rank_of_job = matches!(rec.group, Group::Job(_)) || n > 0;
-    let head = match (rank_of_job, n) {
-        (false, _) => String::new(),
-        (true, 0) => format!("{}: ", w.label()),
-        (true, _) => format!(
+    // Every rank was seen climbing alike before it: the first to fail is not "the" cause.
+    let alike = grew_alike(machine, rec);
+    let head = match (rank_of_job, n, alike) {
+        (false, _, _) => String::new(),
+        (true, 0, _) => format!("{}: ", w.label()),
+        (true, _, true) => format!(
+            "every rank grew alike, {} failed first and {} ended with it: one cause in code every rank runs; ",
+            w.label(),
+            plural(n, "other rank")
+        ),
+        (true, _, false) => format!(
             "{} failed first, {} followed: ",
             w.label(),
             plural(n, "rank")
@@ -255,7 +160,12 @@ fn rooted(
         .followed
         .iter()
         .all(|k| judge::role(&rec.events[*k]) == judge::Role::Followed);
-    let after = if n > 0 && all_followed {
+    let after = if n > 0 && alike {
+        format!(
+            " Every rank grew alike before {} failed: the fix is in the code every rank runs, and it serves them all.",
+            w.label()
+        )
+    } else if n > 0 && all_followed {
         format!(
             " The other ranks failed because {} did: they need no fix of their own.",
             w.label()
@@ -389,6 +299,18 @@ fn unrooted(
         remedy: Some(remedy),
         job: None,
     }
+}
+
+/// Whether the job's ranks were warned of growing alike (`ranks-grow-alike`) before its failure.
+fn grew_alike(machine: &Machine, rec: &JobFailure) -> bool {
+    let Group::Job(id) = &rec.group else {
+        return false;
+    };
+    machine.alerts.iter().any(|a| {
+        a.class == crate::analysis::ranks::GROW_ALIKE
+            && a.job.as_deref() == Some(id.as_str())
+            && a.at_ms <= rec.opened_ms
+    })
 }
 
 /// The pid of the job's process that is `who`, where the job is on this machine.

@@ -7,7 +7,7 @@ use crate::analysis::remedy::{defragment, dialect_of, expandable, raise_limit};
 use crate::analysis::risk::{Risk, context, figures};
 use crate::model::{GpuTrack, Level, ProcessTrack};
 use crate::oom::sizes::human;
-use crate::sample::Pool;
+use crate::sample::{Pool, ProcessEnd};
 
 /// What a pool's last figures say about why it failed.
 fn verdict(pool: &Pool, g: Option<&GpuTrack>, expandable: bool) -> (&'static str, String) {
@@ -102,9 +102,17 @@ pub(super) fn probe_oom(
     ))
 }
 
-/// A probed process that ended with its pool at its limit or fragmented, no log seen: whether it
-/// died of an OOM is not known, so this is suspected, with what the last figures would explain.
+/// A probed process that ended, no log seen. Its probe's end record says how: an exit through
+/// the interpreter is no failure, whatever its pool held; an uncaught OOM is a failure, judged
+/// from the pool's last figures; another exception is not a memory failure. With no record
+/// (a signal, `os._exit`, a crash) and its pool at its limit or fragmented, whether it died of an
+/// OOM is not known: suspected, with what the last figures would explain.
 pub(super) fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
+    match &t.end {
+        Some(end) if end.raised_oom() => return Some(raised_oom(t, pool, end)),
+        Some(_) => return None,
+        None => {}
+    }
     let (class, why) = verdict(pool, None, expandable(&context(t)));
     if !matches!(class, "fragmentation" | "pool-limit") {
         return None;
@@ -130,4 +138,22 @@ pub(super) fn died_at_limit(t: &ProcessTrack, pool: &Pool) -> Option<Risk> {
         *first = format!("its last probe figures: {why}");
     }
     Some(risk)
+}
+
+/// A process whose probe recorded an uncaught OOM as its end, no log seen: a failure, its class
+/// from the pool's last figures.
+fn raised_oom(t: &ProcessTrack, pool: &Pool, end: &ProcessEnd) -> Risk {
+    let mut risk = failure_risk(t, pool, None, "", t.last_seen_ms);
+    let pid = t.sample.pid;
+    let kind = end
+        .exception
+        .as_ref()
+        .map_or("an exception", |x| x.kind.as_str());
+    risk.title = format!(
+        "pid {pid} raised {kind} (its probe's end record; no log seen): {} (likely)",
+        risk.class
+    );
+    risk.evidence
+        .insert(0, format!("its probe recorded that it {}", end.words()));
+    risk
 }

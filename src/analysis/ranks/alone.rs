@@ -94,7 +94,7 @@ fn floors(points: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
 /// The rate a rank keeps memory at since its climb began: a probed rank's allocated memory alone
 /// (what it keeps; the holes its kept blocks leave grow the pool faster), else its device
 /// memory's.
-fn kept_rate(t: &ProcessTrack, from_ms: u64, window: &Climb) -> f64 {
+pub(super) fn kept_rate(t: &ProcessTrack, from_ms: u64, window: &Climb) -> f64 {
     match t.pool_history.as_ref().filter(|_| probed(t)) {
         Some(h) => {
             let allocated: Vec<(u64, u64)> = h
@@ -198,7 +198,7 @@ pub struct Beside<'a> {
 /// calls a fragmentation while its allocated memory itself made at least half the climb: a leak
 /// that fragments, whose decisive cause is what it keeps); unprobed, its device memory's climb
 /// towards its GPU's free memory, by the leak rule's thresholds.
-fn climbing<'a>(
+pub(super) fn climbing<'a>(
     t: &'a ProcessTrack,
     g: &GpuTrack,
     at_ms: u64,
@@ -253,7 +253,7 @@ fn climbing<'a>(
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss
 )]
-fn eta_ms(c: &Climb, limit: &Limit) -> u64 {
+pub(super) fn eta_ms(c: &Climb, limit: &Limit) -> u64 {
     if c.rate <= 0.0 {
         return u64::MAX;
     }

@@ -1,0 +1,121 @@
+//! The alerts of the stories that are not a cascade or a run of ranks with no root: a common
+//! cause (the first rank's own failure classified, every rank named, one remedy), and a stuck
+//! rank, a stop from outside, a failure survived in `tell`'s sentences.
+
+use super::{at, consequences, gpu_of, pid_of};
+use crate::analysis::job_failure::judge::{Story, Verdict, Who};
+use crate::analysis::job_failure::tell::{self, Say};
+use crate::analysis::job_failure::words;
+use crate::analysis::{alert_for_failure, fault};
+use crate::model::{Alert, JobFailure, Level, Machine};
+
+/// A stuck rank, a stop from outside, a failure survived: the alert of `tell`'s sentences.
+pub(super) fn from_told(
+    machine: &Machine,
+    rec: &JobFailure,
+    v: &Verdict,
+    who: &[Who],
+    t: tell::Told,
+) -> Alert {
+    let (lead, told): (usize, Vec<usize>) = match &v.story {
+        Story::Stuck { behind, .. } => (behind[0], behind.clone()),
+        Story::Outside { stop } => (*stop, vec![*stop]),
+        Story::Survived { own } => (own[0], own.clone()),
+        _ => (0, Vec::new()),
+    };
+    let e = &rec.events[lead];
+    let pid = e.pid.or_else(|| pid_of(machine, rec, who[lead]));
+    let mut evidence: Vec<String> = told
+        .iter()
+        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
+        .collect();
+    let of = match &v.story {
+        Story::Stuck { .. } => Some(format!(
+            "{} never reaching the collective",
+            who[lead].label()
+        )),
+        Story::Outside { .. } => Some("the stop from outside".to_string()),
+        _ => None,
+    };
+    evidence.extend(consequences(rec, v, who, of));
+    let level = match &v.story {
+        Story::Stuck { .. } => Level::Failure,
+        Story::Outside { .. } => Level::Info,
+        _ => Level::Suspected,
+    };
+    Alert {
+        at_ms: e.at_ms,
+        gpu_uuid: pid.and_then(|p| gpu_of(machine, p)),
+        pid: if matches!(v.story, Story::Outside { .. }) {
+            None
+        } else {
+            pid
+        },
+        level,
+        class: t.finding.into(),
+        confidence: Some(t.confidence.into()),
+        title: t.title,
+        evidence,
+        remedy: Some(t.remedy),
+        job: None,
+    }
+}
+
+/// A common cause: the first rank's own failure classified, every rank named, one remedy.
+pub(super) fn common(
+    machine: &Machine,
+    rec: &JobFailure,
+    v: &Verdict,
+    say: &Say,
+    own: &[usize],
+) -> Alert {
+    let who = say.who;
+    let (head, tail) = tell::common_head(say, own);
+    let first = own
+        .iter()
+        .find(|i| {
+            rec.events[**i]
+                .failure
+                .as_ref()
+                .is_some_and(|f| f.dist.is_none())
+        })
+        .copied();
+    let mut evidence: Vec<String> = own
+        .iter()
+        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
+        .collect();
+    let of = Some("the common cause".to_string());
+    let mut base = match first.and_then(|i| rec.events[i].failure.as_ref()) {
+        Some(f) => {
+            let mut base = match f.fault {
+                Some(kind) => fault::alert(f, kind, machine),
+                None => alert_for_failure(f, machine),
+            };
+            base.title = format!("{head}; {}", base.title);
+            evidence.append(&mut base.evidence);
+            base.remedy = base.remedy.map(|r| format!("{r}{tail}"));
+            base
+        }
+        None => {
+            let e = &rec.events[own[0]];
+            let pid = e.pid.or_else(|| pid_of(machine, rec, who[own[0]]));
+            Alert {
+                at_ms: e.at_ms,
+                gpu_uuid: pid.and_then(|p| gpu_of(machine, p)),
+                pid,
+                level: Level::Failure,
+                class: "common-cause".into(),
+                confidence: Some("likely".into()),
+                title: head,
+                evidence: Vec::new(),
+                remedy: Some(format!(
+                    "Read one rank's traceback: the same error ended every one.{tail}"
+                )),
+                job: None,
+            }
+        }
+    };
+    evidence.extend(consequences(rec, v, who, of));
+    base.evidence = evidence;
+    base
+}
