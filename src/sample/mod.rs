@@ -15,6 +15,7 @@ pub mod job;
 mod placement;
 mod pool;
 pub mod pool_map;
+pub mod printable;
 pub mod process_end;
 pub mod request;
 pub use health::{GpuEvent, Health};
