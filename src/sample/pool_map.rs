@@ -3,7 +3,8 @@
 //! last request gpumon wrote it, and whether it records allocation history.
 //!
 //! A sample carries these as [`ProbeNews`] only when something changed (a new map, a new answer,
-//! recording turned on or off), so a recording holds each map once. File and function names come
+//! recording turned on or off, the process's end, its main thread's place: `process_end.rs`),
+//! so a recording holds each map once. File and function names come
 //! from someone else's process: every string of a site is made printable when it is read
 //! ([`printable`]), whichever way it arrives (a probe's file, a recording, a snapshot).
 
