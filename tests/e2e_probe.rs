@@ -65,3 +65,60 @@ fn gpumon_run_shows_the_pool_of_a_probed_job() {
     s.keys(&["k"]);
     s.assert_restored(143);
 }
+
+const FAILING_JOB: &str = r#"
+import time, torch
+torch.cuda._stats[0] = {"allocated_bytes.all.current": 2**30, "reserved_bytes.all.current": 2**31,
+    "inactive_split_bytes.all.current": 0, "num_alloc_retries": 0, "num_ooms": 0}
+torch.cuda._initialized = True
+time.sleep(3)
+raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+"#;
+
+/// A probed job that raises an OOM: once it has gone, gpumon reads its probe's last file once
+/// more, and its end is on the process in the snapshot `s` writes.
+#[test]
+fn the_end_of_a_probed_job_is_read_after_it_has_gone() {
+    let fakes = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/fakes");
+    let probe = tempfile::tempdir().unwrap();
+    let job = probe.path().join("job.py");
+    std::fs::write(&job, FAILING_JOB).unwrap();
+    let probe_dir = probe.path().join("probe");
+    let command = format!(
+        "env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={fakes} GPUMON_PROBE_DIR={} {} run -- python3 {}",
+        probe_dir.display(),
+        env!("CARGO_BIN_EXE_gpumon"),
+        job.display()
+    );
+    let s = Session::run("probe-end", &command, (120, 40));
+    s.wait_for(|t| t.contains("1G/2G"), "the probed job's pool");
+    s.wait_for(|t| t.contains("exited with status 1"), "the job's end");
+    // The end is read from the last file a sample or two after the process has gone.
+    let mut end = serde_json::Value::Null;
+    for _ in 0..20 {
+        s.keys(&["s"]);
+        s.wait_for(|t| t.contains("snapshot written"), "the snapshot");
+        let newest = std::fs::read_dir(s.path(""))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .max()
+            .unwrap();
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(newest).unwrap()).unwrap();
+        end = doc["processes"][0]["end"].clone();
+        if !end.is_null() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert_eq!(end["how"], "exception", "{end}");
+    assert_eq!(end["exception"]["type"], "torch.OutOfMemoryError", "{end}");
+    assert!(
+        std::fs::read_dir(&probe_dir).unwrap().next().is_none(),
+        "its file is removed once read"
+    );
+    s.keys(&["q"]);
+    s.assert_restored(1);
+}

@@ -677,3 +677,82 @@ fn pool_history_and_last_host_memory_travel_in_the_snapshot() {
     let back: Snapshot = serde_json::from_value(old).unwrap();
     assert!(back.processes.iter().all(|p| p.pool_history.is_none()));
 }
+
+/// A probed process's end and the place its main thread stood when it ended are in the
+/// snapshot (valid against the schema) and come back with `to_machine`.
+#[test]
+fn a_processs_end_and_place_are_in_the_document_and_come_back() {
+    use gpumon::sample::process_end::{EndException, EndHow, Frame};
+    use gpumon::sample::{MainWhere, ProbeNews, ProcessEnd, WhereNews};
+    let g = build::gpu(0, 80 * GIB, 10 * GIB, 0);
+    let mut p = build::process(1479, &g, 9 * GIB, Framework::Pytorch, "python train.py");
+    p.start_time = Reading::Value(T0 / 1000 - 60);
+    let place = MainWhere {
+        frames: vec![Frame {
+            file: "/w/data/loader.py".into(),
+            line: 88,
+            function: "next_batch".into(),
+        }],
+        since_ms: T0 - 41_000,
+        at_ms: T0,
+        asked: false,
+    };
+    let end = ProcessEnd {
+        how: EndHow::Exception,
+        code: Some(1),
+        exception: Some(EndException {
+            kind: "torch.OutOfMemoryError".into(),
+            message: "CUDA out of memory.".into(),
+        }),
+        at_ms: T0 + 1500,
+    };
+    let news = |end: Option<ProcessEnd>, main_where: Option<WhereNews>| ProbeNews {
+        pid: 1479,
+        start_time: T0 / 1000 - 60,
+        answer: None,
+        recording: None,
+        map: None,
+        end,
+        main_where,
+    };
+    let sample = |at_ms: u64, processes: Vec<ProcessSample>, probes: Vec<ProbeNews>| Sample {
+        at_ms,
+        gpus: vec![g.clone()],
+        processes,
+        failures: vec![],
+        notices: Vec::new(),
+        events: Vec::new(),
+        probes,
+    };
+    let state = run(
+        build::machine(),
+        vec![
+            sample(
+                T0,
+                vec![p.clone()],
+                vec![news(None, Some(WhereNews::At(place.clone())))],
+            ),
+            sample(T0 + 1000, vec![p.clone()], vec![]),
+            sample(T0 + 2000, vec![], vec![news(Some(end.clone()), None)]),
+        ],
+        &[],
+    );
+    let snap = Snapshot::from_state(&state, T0 + 2000);
+    let doc = serde_json::to_value(&snap).unwrap();
+    assert_schema_valid(&doc);
+    let process = &doc["processes"][0];
+    assert_eq!(
+        process["end"]["exception"]["type"],
+        "torch.OutOfMemoryError"
+    );
+    assert_eq!(process["stuck"]["frames"][0]["function"], "next_batch");
+    let back = snap.to_machine(&config());
+    let track = back.processes.values().next().unwrap();
+    assert_eq!(track.end.as_ref(), Some(&end));
+    assert_eq!(track.stuck.as_ref(), Some(&place));
+    let old = doc.to_string().replace(r#""end":"#, r#""x":"#);
+    assert!(
+        !schema_valid(&serde_json::from_str(&old).unwrap()),
+        "no unknown keys"
+    );
+}

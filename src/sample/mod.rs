@@ -15,6 +15,7 @@ pub mod job;
 mod placement;
 mod pool;
 pub mod pool_map;
+pub mod printable;
 pub mod process_end;
 pub mod request;
 pub use health::{GpuEvent, Health};
@@ -314,7 +315,8 @@ pub struct Sample {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<GpuEvent>,
     /// What probes said besides their figures, only when it changed: a new block map, an answer
-    /// to a request, recording turned on or off (absent in recordings made before maps).
+    /// to a request, recording turned on or off, a process's end, where its main thread stands
+    /// (absent in recordings made before maps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeNews>,
 }

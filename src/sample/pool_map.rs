@@ -3,13 +3,15 @@
 //! last request gpumon wrote it, and whether it records allocation history.
 //!
 //! A sample carries these as [`ProbeNews`] only when something changed (a new map, a new answer,
-//! recording turned on or off), so a recording holds each map once. File and function names come
+//! recording turned on or off, the process's end, its main thread's place: `process_end.rs`),
+//! so a recording holds each map once. File and function names come
 //! from someone else's process: every string of a site is made printable when it is read
 //! ([`printable`]), whichever way it arrives (a probe's file, a recording, a snapshot).
 
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Framework;
+pub use super::printable::{MAX_FILE, MAX_FUNCTION, printable, short_label};
 use super::process_end::{ProcessEnd, WhereNews};
 
 /// What a probe said besides its figures, carried in a sample when it changed.
@@ -227,17 +229,6 @@ impl Site {
     }
 }
 
-/// `train.py:87 collate`: a frame's file by its last two path parts, its line and function.
-pub fn short_label(path: &str, line: u64, function: &str) -> String {
-    let mut parts = path.rsplit('/');
-    let name = parts.next().unwrap_or_default();
-    let file = match parts.next() {
-        Some(dir) if !dir.is_empty() && path.matches('/').count() > 1 => format!("{dir}/{name}"),
-        _ => path.to_string(),
-    };
-    format!("{file}:{line} {function}")
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unattributed {
     pub blocks: u64,
@@ -255,27 +246,7 @@ pub struct Shape {
     pub bytes: u64,
 }
 
-/// Longest file name kept, and function name (the contract's bounds; a longer one is cut).
-pub const MAX_FILE: usize = 256;
-pub const MAX_FUNCTION: usize = 128;
 const MAX_REASON: usize = 300;
-
-/// `text` safe to print on a terminal: at most `max` characters, every control character and
-/// every invisible formatting character (bidirectional overrides, zero-width ones) written as
-/// its `\u{…}` escape, so nothing from a job's stack is ever interpreted.
-pub fn printable(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    for c in text.chars().take(max) {
-        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{061c}');
-        if c.is_control() || invisible {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
 
 fn printable_of<'de, D: Deserializer<'de>>(d: D, max: usize) -> Result<String, D::Error> {
     Ok(printable(&String::deserialize(d)?, max))

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::pool_map::{MAX_FILE, MAX_FUNCTION, printable, short_label};
+use super::printable::{MAX_FILE, MAX_FUNCTION, printable, short_label};
 
 /// Longest exception type and message kept (the probe cuts them too).
 pub const MAX_TYPE: usize = 128;

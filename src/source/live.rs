@@ -133,14 +133,18 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
                 Some(s)
             })
             .collect();
-        // A probe's news only for the process it describes (not an earlier one with its PID).
+        // A probe's news only for the process it describes (not an earlier one with its PID);
+        // a process gone from /proc has only its end and place left to tell, which `ProbeDirs`
+        // read from the last file of the process whose file it accepted while it ran.
         let news = probes
             .news
             .into_iter()
-            .filter(|n| {
-                host.get(&n.pid)
-                    .and_then(|h| h.start_time.get())
-                    .is_some_and(|s| s.abs_diff(n.start_time) <= 1)
+            .filter(|n| match host.get(&n.pid) {
+                Some(h) => h
+                    .start_time
+                    .get()
+                    .is_some_and(|s| s.abs_diff(n.start_time) <= 1),
+                None => n.map.is_none() && (n.end.is_some() || n.main_where.is_some()),
             })
             .collect();
         self.in_proc.clear();

@@ -4,9 +4,10 @@ read against a known stack, when it stood still and when gpumon asked."""
 import json
 import os
 import shutil
+import sys
 import unittest
 
-from probe_harness import FAKES, ProbeTest
+from probe_harness import FAKES, ProbeTest, load_probe
 
 # Each job ticks at least twice (100 ms interval) before it ends, so a file exists either way.
 ENDS = {
@@ -145,6 +146,61 @@ class Where(ProbeTest):
         functions = [f["function"] for f in where["frames"]]
         self.assertIn("wait_answer", functions)
         self.assertEqual(functions[functions.index("wait_answer") + 1], "waiting")
+
+
+
+class FakeCode:
+    def __init__(self, name):
+        self.co_filename, self.co_name = "/w/\x1b[2J%s.py" % name, name
+
+
+class FakeFrame:
+    def __init__(self, code, lasti, line, back=None):
+        self.f_code, self.f_lasti, self.f_lineno, self.f_back = code, lasti, line, back
+
+
+class WatchRules(unittest.TestCase):
+    """The still rule on scripted frames and CPU times, in-process."""
+
+    def watch(self, still_s="2"):
+        os.environ["GPUMON_PROBE_STILL_S"] = still_s
+        try:
+            return sys.modules["_gpumon_probe.main_thread"].Watch()
+        finally:
+            del os.environ["GPUMON_PROBE_STILL_S"]
+
+    @classmethod
+    def setUpClass(cls):
+        load_probe()
+
+    def test_the_threshold_is_clamped_and_a_bad_one_is_ten_seconds(self):
+        for given, ms in (("0.01", 1000), ("99999", 3600000), ("nan", 10000), ("x", 10000),
+                          ("2.5", 2500)):
+            self.assertEqual(self.watch(given).threshold_ms, ms, given)
+
+    def test_still_only_when_the_stack_and_the_cpu_stand(self):
+        w = self.watch()
+        module = FakeFrame(FakeCode("train"), 10, 140)
+        frames = {"at": FakeFrame(FakeCode("next_batch"), 4, 88, module)}
+        cpu = {"ns": 0}
+        w._frame, w._cpu = (lambda: frames["at"]), (lambda: cpu["ns"])
+        reports = []
+        for k in range(8):  # one tick a second; the CPU runs half the time from tick 1 to 3
+            if 1 <= k <= 3:
+                cpu["ns"] += 500000000
+            now = 1000 * k
+            reports.append(w.report(now, w.tick(now)))
+        self.assertEqual(reports[:5], [None] * 5, "busy at one place is moving")
+        where = reports[5]
+        self.assertEqual((where["since_ms"], where["at_ms"], where["asked"]), (3000, 5000, False))
+        self.assertEqual(where["frames"], [
+            {"file": "/w/\\x1b[2Jnext_batch.py", "line": 88, "function": "next_batch"},
+            {"file": "/w/\\x1b[2Jtrain.py", "line": 140, "function": "train"}])
+        frames["at"] = FakeFrame(FakeCode("next_batch"), 6, 89, module)
+        self.assertIsNone(w.report(8000, w.tick(8000)), "moved: another instruction")
+        w.ask(8500)
+        asked = [w.report(t, w.tick(t)) for t in (9000, 10000, 12000)]
+        self.assertEqual([a is not None and a["asked"] for a in asked], [True, True, False])
 
 
 if __name__ == "__main__":

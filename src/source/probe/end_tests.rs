@@ -189,3 +189,41 @@ fn a_place_is_told_when_it_changes_and_when_it_clears() {
     write(NOW + 4000, "");
     assert!(reader.scan(NOW + 4000).news.is_empty());
 }
+
+/// A process that stood still and was killed keeps its place (its last file still has it); one
+/// that stood still and then ended through Python moved: its last file says so.
+#[test]
+fn a_gone_process_keeps_its_place_only_when_its_last_file_has_it() {
+    let probe = tempfile::tempdir().unwrap();
+    let proc_root = tempfile::tempdir().unwrap();
+    let dir = probe.path();
+    for pid in [700, 701] {
+        proc_with(proc_root.path(), pid, me());
+        fs::write(
+            dir.join(format!("{pid}.json")),
+            doc(pid, NOW, &stuck(NOW - 20_000, NOW)),
+        )
+        .unwrap();
+    }
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+        .with_proc_root(proc_root.path().into());
+    assert_eq!(reader.scan(NOW).news.len(), 2);
+    // 700 is killed where it stood; 701 raised, and its last file has no place.
+    fs::write(
+        dir.join("700.json"),
+        doc(700, NOW + 1000, &stuck(NOW - 20_000, NOW + 1000)),
+    )
+    .unwrap();
+    fs::write(dir.join("701.json"), doc(701, NOW + 1000, OOM_END)).unwrap();
+    for pid in [700, 701] {
+        fs::remove_dir_all(proc_root.path().join(pid.to_string())).unwrap();
+    }
+    let news = reader.scan(NOW + 1000).news;
+    assert_eq!(news.len(), 1, "{news:?}");
+    assert_eq!(news[0].pid, 701);
+    assert!(news[0].end.is_some());
+    assert_eq!(
+        news[0].main_where,
+        Some(WhereNews::Moved { at_ms: NOW + 1000 })
+    );
+}

@@ -89,14 +89,7 @@ impl MapWatch {
                 place: r.main_where.clone().map(|w| MainWhere { at_ms: 0, ..w }),
             };
             if map.is_some() || before != Some(&now) {
-                let place_before = before.and_then(|b| b.place.as_ref());
-                let main_where = match (&r.main_where, place_before) {
-                    (Some(w), _) if now.place.as_ref() != place_before => {
-                        Some(WhereNews::At(w.clone()))
-                    }
-                    (None, Some(_)) => Some(WhereNews::Moved { at_ms: r.at_ms }),
-                    _ => None,
-                };
+                let main_where = place_news(r, before);
                 news.push(ProbeNews {
                     pid: *pid,
                     start_time: r.start_time,
@@ -114,23 +107,43 @@ impl MapWatch {
         }
         for (pid, r) in ended {
             let before = self.told.get(pid).filter(|t| t.start_time == r.start_time);
-            let Some(end) = r.end.as_ref() else { continue };
-            if before.is_some_and(|b| b.end.as_ref() == Some(end)) {
-                continue;
+            let end = r
+                .end
+                .clone()
+                .filter(|e| before.is_none_or(|b| b.end.as_ref() != Some(e)));
+            let main_where = place_news(r, before);
+            if end.is_some() || main_where.is_some() {
+                news.push(ProbeNews {
+                    pid: *pid,
+                    start_time: r.start_time,
+                    answer: r.answer.clone(),
+                    recording: r.recording.clone(),
+                    map: None,
+                    end,
+                    main_where,
+                });
             }
-            news.push(ProbeNews {
-                pid: *pid,
-                start_time: r.start_time,
-                answer: r.answer.clone(),
-                recording: r.recording.clone(),
-                map: None,
-                end: Some(end.clone()),
-                main_where: None,
-            });
         }
         self.told.retain(|pid, _| reports.contains_key(pid));
         self.stamps.retain(|pid, _| reports.contains_key(pid));
         news.sort_by_key(|n| n.pid);
         news
+    }
+}
+
+/// What a report says of the main thread's place against what was told: where it stands now
+/// (a new place), that it moved (no place any more), or nothing new. A place's read time, which
+/// moves every tick, is no news.
+fn place_news(r: &ProbeReport, before: Option<&Told>) -> Option<WhereNews> {
+    let told = before.and_then(|b| b.place.as_ref());
+    match (&r.main_where, told) {
+        (Some(w), Some(t))
+            if w.frames == t.frames && w.since_ms == t.since_ms && w.asked == t.asked =>
+        {
+            None
+        }
+        (Some(w), _) => Some(WhereNews::At(w.clone())),
+        (None, Some(_)) => Some(WhereNews::Moved { at_ms: r.at_ms }),
+        (None, None) => None,
     }
 }

@@ -107,11 +107,12 @@ def install():
 
 def at_exit(probe):
     """At the interpreter's shutdown (``atexit``): writes the end record, an exception's when
-    the hook saw one (or Python left it in ``sys.last_exc``/``sys.last_value`` because the job
-    replaced the hook), else a normal exit."""
+    the hook saw one (or, where the job replaced the hook, Python left one in
+    ``sys.last_exc``/``sys.last_value``), else a normal exit."""
     if probe.end is None:
         last = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-        if isinstance(last, BaseException) and not _interactive():
+        replaced = sys.excepthook is not _hook  # else the hook saw every uncaught exception
+        if replaced and isinstance(last, BaseException) and not _interactive():
             probe.end = exception_end(type(last), last)
         else:
             probe.end = {"how": "exit", "code": None, "exception": None,

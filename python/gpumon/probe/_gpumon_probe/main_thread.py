@@ -72,7 +72,8 @@ class Watch:
         cpu = self._cpu()
         busy = False
         if cpu is not None and self.cpu_ns is not None and self.last_ms is not None:
-            busy = cpu - self.cpu_ns >= _BUSY * (now_ms - self.last_ms) * 1000000
+            elapsed_ns = (now_ms - self.last_ms) * 1000000
+            busy = elapsed_ns > 0 and cpu - self.cpu_ns >= _BUSY * elapsed_ns
         if key != self.key or busy or self.since_ms is None:
             self.key, self.since_ms = key, now_ms
         self.cpu_ns, self.last_ms = cpu, now_ms
