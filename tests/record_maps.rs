@@ -153,6 +153,7 @@ impl Source for LeakingJob {
             notices: Vec::new(),
             events: Vec::new(),
             probes,
+            ras: None,
         })
     }
 }

@@ -15,12 +15,14 @@ pub mod job;
 mod placement;
 mod pool;
 pub mod pool_map;
+pub mod ras;
 pub mod request;
 pub use health::{GpuEvent, Health};
 pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
+pub use ras::{RasComm, RasRank, RasStatus};
 
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -315,6 +317,10 @@ pub struct Sample {
     /// to a request, recording turned on or off (absent in recordings made before maps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeNews>,
+    /// NCCL's RAS service's answer, in the sample after it came (read every 10 s at most, and
+    /// only while a distributed job runs); absent otherwise and in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ras: Option<RasStatus>,
 }
 
 mod wire;

@@ -41,6 +41,7 @@ fn apply(
             notices: Vec::new(),
             probes,
             events: Vec::new(),
+            ras: None,
         }),
     );
 }

@@ -226,6 +226,7 @@ impl HostReader for Host {
                     settings: p.settings,
                     container: p.container,
                     rank: p.rank,
+                    ras: crate::source::ras::RasAddr::At(crate::source::ras::DEFAULT_ADDR),
                 };
                 (pid, h)
             })
@@ -326,6 +327,7 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         notices: vec!["probe file /x ignored: oversized".into()],
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     };
     let mut bytes = Vec::new();
     {
