@@ -77,6 +77,7 @@ fn live_parts(s: &Sample) -> (FakeGpu, FakeHost) {
                 settings: p.settings.clone(),
                 container: p.container.clone(),
                 rank: p.rank.clone(),
+                ras: gpumon::source::ras::RasAddr::At(gpumon::source::ras::DEFAULT_ADDR),
             };
             (p.pid, h)
         })

@@ -296,6 +296,7 @@ mod tests {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         };
         w.sample(&s).unwrap();
         assert_eq!(read_all(&buf).unwrap(), vec![s]);

@@ -43,6 +43,7 @@ fn snapshot(stranded: u64) -> Snapshot {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         }),
     );
     Snapshot::of_machine(&m, T0)

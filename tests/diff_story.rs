@@ -72,6 +72,7 @@ fn machine_with(procs: &[(u32, u64, &str)]) -> Snapshot {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         }),
     );
     Snapshot::of_machine(&m, 1_795_000_000_000)

@@ -233,6 +233,7 @@ fn a_recordings_fault_is_joined_with_the_recorded_xid() {
             notices: Vec::new(),
             events,
             probes: Vec::new(),
+            ras: None,
         })
         .unwrap();
     }

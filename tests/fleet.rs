@@ -52,6 +52,7 @@ fn scripted(name: &str, gb: u64) -> Machine {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })
     });
     let info = MachineInfo {

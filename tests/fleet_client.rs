@@ -35,6 +35,7 @@ fn snapshot_json() -> Vec<u8> {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     };
     gpumon::pipeline::apply(&mut m, gpumon::model::Event::Sample(s));
     Snapshot::of_machine(&m, 1_763_812_900_000).to_json()

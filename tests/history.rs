@@ -76,6 +76,7 @@ fn sample(ms: u64) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

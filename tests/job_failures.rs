@@ -81,6 +81,7 @@ fn samples() -> Vec<Sample> {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         });
     }
     out

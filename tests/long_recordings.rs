@@ -33,6 +33,7 @@ fn sample(at_ms: u64) -> Sample {
         notices: vec![],
         events: Vec::new(),
         probes: vec![],
+        ras: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn source(name: &str, pid: u32, gb: u64, command: &str) -> ScriptedSource {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })
     });
     ScriptedSource::new(host(name), samples)

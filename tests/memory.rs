@@ -70,6 +70,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })));
 
         // Listed now, or exited within the grace period (a sample a second).

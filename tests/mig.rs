@@ -95,6 +95,7 @@ fn mig_sample(k: u64) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

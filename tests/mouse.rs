@@ -44,6 +44,7 @@ fn state() -> State {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })));
     }
     s

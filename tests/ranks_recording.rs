@@ -63,6 +63,7 @@ fn explained(name: &str, secs: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> V
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         };
         w.sample(&sample).unwrap();
     }

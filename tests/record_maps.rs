@@ -155,6 +155,7 @@ impl Source for LeakingJob {
             notices: Vec::new(),
             events: Vec::new(),
             probes,
+            ras: None,
         })
     }
 }

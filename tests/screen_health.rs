@@ -109,6 +109,7 @@ fn sample(k: u64) -> Sample {
         notices: Vec::new(),
         events,
         probes: Vec::new(),
+        ras: None,
     }
 }
 

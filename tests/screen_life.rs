@@ -78,6 +78,7 @@ fn sample(k: u64) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

@@ -102,6 +102,7 @@ fn state(ascii: bool, probes: Vec<Vec<ProbeNews>>) -> State {
             notices: Vec::new(),
             probes: news,
             events: Vec::new(),
+            ras: None,
         })));
     }
     for _ in 0..3 {

@@ -128,6 +128,7 @@ fn scripted(ticks: u64, ascii: bool, pool: impl Fn(u64) -> Pool) -> State {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })));
     }
     select(&mut s, 873);

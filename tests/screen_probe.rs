@@ -62,6 +62,7 @@ fn state(config: Config) -> State {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })));
     }
     s

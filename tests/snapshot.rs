@@ -102,6 +102,7 @@ fn scripted() -> State {
                 notices: Vec::new(),
                 events: Vec::new(),
                 probes: Vec::new(),
+                ras: None,
             }
         })
         .collect();
@@ -404,6 +405,7 @@ fn machine_snapshot(m: &Machine) -> Snapshot {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     };
     let snap = Snapshot::from_state(&run(info, vec![sample], &[]), T0);
     assert_schema_valid(&serde_json::to_value(&snap).unwrap());

@@ -41,6 +41,7 @@ fn sample(k: u64) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

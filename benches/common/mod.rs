@@ -64,6 +64,7 @@ pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

@@ -309,6 +309,7 @@ mod test_pools {
                 notices: Vec::new(),
                 events: Vec::new(),
                 probes: s.probes,
+                ras: None,
             };
             pipeline::apply(&mut m, Event::Sample(sample));
         }

@@ -29,6 +29,7 @@ fn sample(
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }))
 }
 

@@ -21,6 +21,8 @@ use crate::source::probe::dir::ProbeDirs;
 use crate::source::probe::request::{ProbeRequests, Requests};
 use crate::source::probe::{PoolReader, default_dir};
 use crate::source::procfs::ProcReader;
+use crate::source::ras::RasWatch;
+use crate::source::ras::client::TcpRas;
 use crate::source::replay::ReplaySource;
 
 /// Start times read from /proc/PID/stat (as the samples read them), for the re-check before a
@@ -43,7 +45,8 @@ pub(super) fn live_factory(logs: Vec<PathBuf>) -> Factory {
         let host = ProcReader::new()?;
         let live = LiveSource::new(gpu, host, LogWatch::new(&logs))
             .with_pools(pool_reader())
-            .with_events(gpu_events());
+            .with_events(gpu_events())
+            .with_ras(ras_watch());
         Ok(Box::new(live) as Box<dyn Source>)
     })
 }
@@ -64,13 +67,21 @@ pub(super) fn run_factory(first: LogWatch, logs: Vec<PathBuf>) -> Factory {
             Ok(gpu) => Box::new(
                 LiveSource::new(gpu, host, watch)
                     .with_pools(pool_reader())
-                    .with_events(gpu_events()),
+                    .with_events(gpu_events())
+                    .with_ras(ras_watch()),
             ) as Box<dyn Source>,
             Err(e) => Box::new(
-                LiveSource::new(NoGpu::new(e.to_string()), host, watch).with_pools(pool_reader()),
+                LiveSource::new(NoGpu::new(e.to_string()), host, watch)
+                    .with_pools(pool_reader())
+                    .with_ras(ras_watch()),
             ),
         })
     })
+}
+
+/// NCCL's RAS service over TCP, asked while a distributed job runs.
+fn ras_watch() -> RasWatch {
+    RasWatch::new(Arc::new(TcpRas))
 }
 
 /// The GPUs' events: NVML's event wait and the kernel log, each on a thread of its own.

@@ -121,6 +121,8 @@ pub struct Machine {
     pub lap: u32,
     /// Jobs' failures as analysis judged them, oldest first (`job_failure.rs`).
     pub job_failures: Vec<crate::model::job_failure::JobFailure>,
+    /// NCCL's RAS service's latest answer (replaced by each sample that carries one).
+    pub ras: Option<crate::sample::RasStatus>,
 }
 
 impl Machine {
@@ -142,6 +144,7 @@ impl Machine {
             jobs: Vec::new(),
             lap: 1,
             job_failures: Vec::new(),
+            ras: None,
         }
     }
 
@@ -216,6 +219,9 @@ impl Machine {
         crate::model::maps::ingest(&mut self.maps, probes);
         self.last_sample_ms = Some(at);
         self.source = SourceState::Running;
+        if let Some(ras) = s.ras.take() {
+            self.ras = Some(ras);
+        }
         let cap = self.config.ring_capacity();
         self.events.extend(s.events.iter().cloned());
         let over = self.events.len().saturating_sub(MAX_EVENTS);

@@ -373,6 +373,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         },
         alerts: acc.alerts,
         selector,

@@ -17,6 +17,7 @@ mod pool;
 pub mod pool_map;
 pub mod printable;
 pub mod process_end;
+pub mod ras;
 pub mod request;
 pub use health::{GpuEvent, Health};
 pub use job::{Inside, Launcher, Rank};
@@ -24,6 +25,7 @@ pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
 pub use process_end::{EndHow, MainWhere, ProcessEnd, WhereNews};
+pub use ras::{RasComm, RasRank, RasStatus};
 
 /// A value that was read, or the reason it could not be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,6 +321,10 @@ pub struct Sample {
     /// (absent in recordings made before maps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeNews>,
+    /// NCCL's RAS service's answer, in the sample after it came (read every 10 s at most, and
+    /// only while a distributed job runs); absent otherwise and in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ras: Option<RasStatus>,
 }
 
 mod wire;

@@ -136,6 +136,7 @@ mod tests {
                 notices: Vec::new(),
                 events: Vec::new(),
                 probes: Vec::new(),
+                ras: None,
             })));
         }
         let cause = |s: &State| {

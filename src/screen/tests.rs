@@ -18,6 +18,7 @@ fn a_lost_gpu_keeps_its_last_known_total() {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     };
     state.update(Msg::from(Event::Sample(sample(1000, g.clone()))));
     let lost = GpuSample {
@@ -69,6 +70,7 @@ fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     })));
     let shown: Vec<u32> = state.screen.rows.iter().map(|k| k.pid).collect();
     assert_eq!(shown, vec![100, 101]);
@@ -117,6 +119,7 @@ fn one_process(at: &[u64], exit: usize) -> Vec<Sample> {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 //! Memory-related settings and launcher variables from a process's initial environment
 //! (`/proc/PID/environ`).
 //!
-//! Only the variables in [`MEMORY_SETTINGS`] and `launcher::LAUNCH_VARIABLES` are ever kept: the
+//! Only the variables in [`MEMORY_SETTINGS`], `launcher::LAUNCH_VARIABLES` and `ras::VARIABLES` are ever kept: the
 //! rest of an environment may hold secrets. The file is the environment given to `execve`; later changes made by the process
 //! itself (e.g. `os.environ[...] = ...` before `import torch`) are not visible there.
 
@@ -63,6 +63,8 @@ pub struct Environ {
     pub settings: BTreeMap<String, String>,
     /// The launcher variables set in it (`launcher::LAUNCH_VARIABLES`).
     pub launch: BTreeMap<String, String>,
+    /// NCCL's RAS variables set in it (`ras::VARIABLES`).
+    pub ras: BTreeMap<String, String>,
 }
 
 /// Reads the initial environment of process `pid` once; permission denied is "unknown", not
@@ -72,6 +74,7 @@ pub fn read(pid: u32) -> Reading<Environ> {
         Ok(bytes) => Reading::Value(Environ {
             settings: memory_settings(&bytes),
             launch: keep(&bytes, super::launcher::LAUNCH_VARIABLES),
+            ras: keep(&bytes, super::ras::VARIABLES),
         }),
         Err(e) if e.kind() == ErrorKind::PermissionDenied => Reading::na(NOT_READABLE),
         Err(e) => Reading::na(format!("initial environment not readable: {e}")),

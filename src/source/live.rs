@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use super::events::{EventFeed, merge};
 use super::probe::{NOT_PROBED, PoolReader, ProbeScan};
+use super::ras::{RasAddr, RasWatch};
 use super::{
     GpuProcess, GpuReader, HostProcess, HostReader, MachineInfo, ProcessKind, ProcessSample,
     Reading, Sample, SourceError,
@@ -36,6 +37,8 @@ pub struct LiveSource<G, H> {
     held: Vec<GpuEvent>,
     /// The host's name as `machine` read it (a probed rank's loopback rendezvous names it).
     hostname: String,
+    /// NCCL's RAS service, asked while a distributed job runs.
+    ras: Option<RasWatch>,
 }
 
 /// How long a GPU event is held before it goes out in a sample (its twin from the other origin
@@ -53,12 +56,19 @@ impl<G: GpuReader, H: HostReader> LiveSource<G, H> {
             events: None,
             held: Vec::new(),
             hostname: String::new(),
+            ras: None,
         }
     }
 
     /// Also hands on the GPU events `feed`'s sources hear.
     pub fn with_events(mut self, feed: EventFeed) -> Self {
         self.events = Some(feed);
+        self
+    }
+
+    /// Also asks NCCL's RAS service while a distributed job runs.
+    pub fn with_ras(mut self, watch: RasWatch) -> Self {
+        self.ras = Some(watch);
         self
     }
 
@@ -132,7 +142,11 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
                 }
                 Some(s)
             })
-            .collect();
+            .collect::<Vec<ProcessSample>>();
+        let ras = self.ras.as_mut().and_then(|w| {
+            let services = ras_services(&processes, &host);
+            time("ras.poll", || w.poll(at_ms, &services))
+        });
         // A probe's news only for the process it describes (not an earlier one with its PID);
         // a process gone from /proc has only its end and place left to tell, which `ProbeDirs`
         // read from the last file of the process whose file it accepted while it ran.
@@ -159,6 +173,7 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
             notices,
             events,
             probes: news,
+            ras,
         })
     }
 }
@@ -215,6 +230,22 @@ fn probed_only(listed: &[GpuProcess], probes: &ProbeScan) -> Vec<GpuProcess> {
     rows
 }
 
+/// Where the RAS services of the machine's NCCL ranks are (a rank whose probe saw another
+/// backend is left out; one not probed may run NCCL).
+fn ras_services(
+    processes: &[ProcessSample],
+    host: &std::collections::HashMap<u32, HostProcess>,
+) -> Vec<RasAddr> {
+    processes
+        .iter()
+        .filter(|p| p.rank.as_ref().is_some_and(|r| r.nccl() != Some(false)))
+        .map(|p| {
+            host.get(&p.pid)
+                .map_or(RasAddr::At(super::ras::DEFAULT_ADDR), |h| h.ras)
+        })
+        .collect()
+}
+
 /// Why a process's log is not followed when /proc does not have it.
 const LOG_NOT_IN_NAMESPACE: &str = "not readable (not in this PID namespace)";
 
@@ -235,6 +266,7 @@ pub fn join(p: super::GpuProcess, host: Option<HostProcess>) -> ProcessSample {
         settings: Reading::na(NOT_IN_NAMESPACE),
         container: Reading::na(NOT_IN_NAMESPACE),
         rank: None,
+        ras: super::ras::RasAddr::At(super::ras::DEFAULT_ADDR),
     });
     ProcessSample {
         pid: p.pid,

@@ -13,6 +13,7 @@ pub mod nvml;
 pub mod period;
 pub mod probe;
 pub mod procfs;
+pub mod ras;
 pub mod replay;
 pub mod scripted;
 
@@ -95,6 +96,9 @@ pub struct HostProcess {
     pub container: Reading<crate::sample::Placement>,
     /// Its place in a distributed job, from its launcher's variables (`launcher::rank`).
     pub rank: Option<crate::sample::Rank>,
+    /// Where its NCCL RAS service would be, from its initial environment (the default address
+    /// where that could not be read).
+    pub ras: ras::RasAddr,
 }
 
 /// The host side of the live source (/proc in production, a fake in tests).

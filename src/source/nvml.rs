@@ -1,7 +1,9 @@
 //! The GPU side of the live source, from NVML (nvml-wrapper): GPUs, their memory and processes.
 //!
 //! NVML is initialised once and kept; each device's handle is looked up once and kept
-//! (`handles.rs`), and looked up again after a reading of it fails. A GPU that stops answering is
+//! (`handles.rs`), and looked up again after a reading of it fails. Each process list is one
+//! driver call (`processes.rs`); what changes slowly is read on its own period
+//! (`source::period`: per-process utilisation, MIG mode while off, memory health). A GPU that stops answering is
 //! listed as `Lost` with what was known of it, and the others keep updating.
 
 pub(crate) mod convert;
@@ -9,6 +11,7 @@ pub mod events;
 mod handles;
 pub mod health;
 pub mod mig;
+mod processes;
 mod utilization;
 
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
@@ -40,6 +43,8 @@ pub struct NvmlReader {
     stride_bug: bool,
     /// Processes seen last tick, to size this tick's list in one allocation.
     last_processes: usize,
+    /// Entries of the buffer a GPU's process list is read into (`processes.rs`).
+    list_cap: u32,
     /// Each GPU's (by index) per-process utilisation, read at its own slower rate.
     util: Vec<utilization::Slow>,
     /// Each GPU's MIG instances were last looked for when; a GPU with MIG off is asked again
@@ -67,6 +72,7 @@ impl NvmlReader {
                 handles: Handles::default(),
                 known: vec![None; n as usize],
                 last_processes: 0,
+                list_cap: processes::MIN_CAP,
                 util: Vec::new(),
                 mig: Vec::new(),
                 health: Vec::new(),
@@ -134,7 +140,11 @@ impl GpuReader for NvmlReader {
                 health,
                 now_ms,
             };
-            if !read_gpu(&dev, index, known, slow, self.stride_bug, &mut out) {
+            let lists = Lists {
+                stride_bug: self.stride_bug,
+                cap: &mut self.list_cap,
+            };
+            if !read_gpu(&dev, index, known, slow, lists, &mut out) {
                 self.handles.forget(index);
             }
         }
@@ -151,6 +161,13 @@ struct SlowParts<'a> {
     now_ms: u64,
 }
 
+/// How process lists are read: through nvml-wrapper where the driver has the R535 stride bug
+/// (its guard needs the count first), else in one call each into a buffer of `cap` entries.
+struct Lists<'a> {
+    stride_bug: bool,
+    cap: &'a mut u32,
+}
+
 /// Appends GPU `index` (its device `dev`) and its processes to `out`; a failing GPU is appended
 /// as `Lost`, and false returned (its handle is then looked up again). `known` is what it
 /// answered before.
@@ -159,9 +176,10 @@ fn read_gpu(
     index: u32,
     known: &mut Option<Identity>,
     slow: SlowParts<'_>,
-    stride_bug: bool,
+    lists: Lists<'_>,
     out: &mut GpuReadout,
 ) -> bool {
+    let Lists { stride_bug, cap } = lists;
     let id: &Identity = match known {
         Some(id) => id,
         None => match identity(dev) {
@@ -188,7 +206,10 @@ fn read_gpu(
         process_list(
             stride_bug,
             || dev.running_compute_processes_count(),
-            || dev.running_compute_processes(),
+            || match stride_bug {
+                true => dev.running_compute_processes(),
+                false => processes::compute(dev, cap),
+            },
             || dev.running_compute_processes_v2(),
         )
     });
@@ -196,7 +217,10 @@ fn read_gpu(
         process_list(
             stride_bug,
             || dev.running_graphics_processes_count(),
-            || dev.running_graphics_processes(),
+            || match stride_bug {
+                true => dev.running_graphics_processes(),
+                false => processes::graphics(dev, cap),
+            },
             || dev.running_graphics_processes_v2(),
         )
     });

@@ -14,6 +14,11 @@ pub const MIG_MODE: Duration = Duration::from_secs(10);
 /// A GPU's memory health (ECC mode and counters, remapped rows, retired pages): counters that
 /// change rarely, and whose events (Xid 48, 63, 94, …) are heard at once by the event wait.
 pub const HEALTH: Duration = Duration::from_secs(10);
+/// NCCL's RAS service, while a distributed job runs (`source::ras`): its answer is a
+/// collection over every rank, so it is not asked every tick.
+pub const RAS: Duration = Duration::from_secs(10);
+/// The same after a refused connection (no NCCL >= 2.24 job there, or its RAS off).
+pub const RAS_REFUSED: Duration = Duration::from_secs(60);
 
 /// When a slow reading is due: at its first look, then once `every` has passed since the last.
 #[derive(Debug, Clone, Copy)]

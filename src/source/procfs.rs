@@ -20,7 +20,7 @@ use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind, Us
 use super::period::{self, Period};
 use super::{
     Framework, HostProcess, HostReader, Reading, SourceError, container, environ, framework,
-    launcher,
+    launcher, ras,
 };
 use crate::clock::tick_times::time;
 use crate::sample::{Placement, Rank};
@@ -37,6 +37,7 @@ struct Lifetime {
     settings: Reading<BTreeMap<String, String>>,
     container: Reading<Placement>,
     rank: Option<Rank>,
+    ras: ras::RasAddr,
 }
 
 /// Reads /proc for the PIDs it is given.
@@ -139,6 +140,9 @@ fn lifetime(
         user,
         command: Reading::Value(command),
         framework: time("proc.maps (framework)", || framework::read(pid)),
+        ras: environ
+            .value()
+            .map_or(ras::RasAddr::At(ras::DEFAULT_ADDR), |e| ras::addr(&e.ras)),
         settings: environ.map(|e| e.settings),
         rank,
         container: time("proc.cgroup (container)", || {
@@ -240,6 +244,7 @@ impl HostReader for ProcReader {
                 settings: life.settings.clone(),
                 container: life.container.clone(),
                 rank: life.rank.clone(),
+                ras: life.ras,
             };
             found.insert(pid, host);
         }

@@ -139,6 +139,7 @@ pub fn sample(k: u64, gpus: u32, processes: Vec<ProcessSample>) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

@@ -74,6 +74,7 @@ pub fn samples(ranks: &[Rank], world: u32, seconds: u64) -> Vec<Sample> {
                 notices: Vec::new(),
                 events: Vec::new(),
                 probes: Vec::new(),
+                ras: None,
             }
         })
         .collect()

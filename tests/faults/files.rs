@@ -30,6 +30,7 @@ fn sample(at_ms: u64) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

@@ -106,6 +106,7 @@ pub fn host(start_time: u64) -> HostProcess {
             namespace_pid: None,
         }),
         rank: None,
+        ras: gpumon::source::ras::RasAddr::At(gpumon::source::ras::DEFAULT_ADDR),
     }
 }
 

@@ -136,6 +136,7 @@ impl Source for Slow {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })
     }
 }
@@ -288,6 +289,7 @@ impl Source for Panics {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         })
     }
 }

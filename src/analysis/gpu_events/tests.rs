@@ -63,6 +63,7 @@ fn machine(pending: bool, events: Vec<GpuEvent>) -> Machine {
             notices: Vec::new(),
             events,
             probes: Vec::new(),
+            ras: None,
         }),
     );
     m
@@ -288,6 +289,7 @@ fn fault_then_xid(xid_in: Option<u64>, samples: u64) -> Vec<(u64, Alert)> {
                 Vec::new()
             },
             probes: Vec::new(),
+            ras: None,
         };
         let before = m.alerts.len();
         apply(&mut m, Event::Sample(s));

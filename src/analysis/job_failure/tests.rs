@@ -61,6 +61,7 @@ impl Run {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         };
         pipeline::apply(&mut self.m, Event::Sample(sample));
         self.second += 1;

@@ -43,6 +43,7 @@ fn apply(
             notices: Vec::new(),
             probes,
             events: Vec::new(),
+            ras: None,
         }),
     );
 }

@@ -340,6 +340,7 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
         notices: vec!["probe file /tmp/gpumon-0/probe/9.json ignored: oversized".into()],
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     };
     pipeline::apply(&mut m, Event::Sample(s));
     assert_eq!(m.alerts.len(), 1);

@@ -147,6 +147,7 @@ pub fn run(
             notices: Vec::new(),
             events: Vec::new(),
             probes: probes(k),
+            ras: None,
         };
         pipeline::apply(&mut m, Event::Sample(sample));
     }

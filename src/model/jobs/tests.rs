@@ -26,6 +26,7 @@ fn sample(at_ms: u64, processes: Vec<ProcessSample>) -> Sample {
         notices: Vec::new(),
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     }
 }
 

@@ -1,5 +1,5 @@
-//! What a paused screen does not take in: the samples' failures, notices and GPU events (handed
-//! to the next sample taken in, so that a pause loses no alert), the latest time the source
+//! What a paused screen does not take in: the samples' failures, notices, GPU events and RAS
+//! answer (handed to the next sample taken in, so that a pause loses no alert), the latest time the source
 //! reported, and a looping replay's new lap. The machine's clock (`now_ms`) stays where the view
 //! stopped, so every "ago" on a paused screen stays as it was.
 
@@ -30,6 +30,8 @@ pub struct Held {
     /// A looping replay started lap `n` while paused: the machine starts again when the screen
     /// resumes, with the block maps its probes sent since (kept here, not in the old lap's).
     pub lap: Option<(u32, Maps)>,
+    /// The latest RAS answer among the samples held.
+    pub ras: Option<crate::sample::RasStatus>,
 }
 
 /// Appends `more` to `v`, keeping the newest `max`.
@@ -58,6 +60,9 @@ impl Machine {
         append_bounded(&mut self.held.failures, s.failures, MAX_HELD);
         append_bounded(&mut self.held.notices, s.notices, MAX_HELD);
         append_bounded(&mut self.held.events, s.events, super::MAX_EVENTS);
+        if s.ras.is_some() {
+            self.held.ras = s.ras;
+        }
     }
 
     /// A time a paused screen is told (a sample's, the wall clock's, a failure's) and does not
@@ -72,6 +77,7 @@ impl Machine {
         self.held.failures.clear();
         self.held.notices.clear();
         self.held.events.clear();
+        self.held.ras = None;
         self.held.lap = Some((lap, BTreeMap::new()));
     }
 
@@ -105,6 +111,13 @@ impl Machine {
         s.notices
             .splice(0..0, std::mem::take(&mut self.held.notices));
         s.events.splice(0..0, std::mem::take(&mut self.held.events));
+        let held_ras = self.held.ras.take();
+        if s.ras.is_none() {
+            s.ras = held_ras;
+        }
         self.held.sample_ms = 0;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -92,6 +92,7 @@ mod tests {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         }
     }
 

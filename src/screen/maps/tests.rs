@@ -44,6 +44,7 @@ fn sample(at_ms: u64, probed: bool, news: Vec<ProbeNews>) -> Msg {
         notices: Vec::new(),
         probes: news,
         events: Vec::new(),
+        ras: None,
     }))
 }
 
@@ -142,6 +143,7 @@ fn requests_that_cannot_be_made_are_answered_on_the_status_line() {
         notices: Vec::new(),
         probes: Vec::new(),
         events: Vec::new(),
+        ras: None,
     })));
     assert_eq!(s.update(Msg::Action(Action::Export)), None);
     assert_eq!(s.screen.status.as_deref(), Some("pid 4312 has exited"));

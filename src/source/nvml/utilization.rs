@@ -86,13 +86,18 @@ impl Slow {
     }
 
     /// Sets each process's utilisation at `now_ms`: from `read` (NVML's call, given the last
-    /// timestamp seen) when due, else from the last read.
+    /// timestamp seen) when due, else from the last read. A GPU with no process is not asked
+    /// (the call, about 2 ms of an H100's driver, would fill nothing), and is asked at once
+    /// when one comes.
     pub fn fill(
         &mut self,
         now_ms: u64,
         processes: &mut [GpuProcess],
         read: impl FnOnce(Option<u64>) -> Result<Vec<ProcessUtilizationSample>, NvmlError>,
     ) {
+        if processes.is_empty() {
+            return;
+        }
         if self.period.due(now_ms) {
             self.seen = apply(read(self.seen), processes, self.seen);
             self.last = processes.iter().map(|p| (p.pid, p.util.clone())).collect();
@@ -199,6 +204,10 @@ mod tests {
         assert_eq!(tick(&mut slow, 4_999, &[10, 20], 90), [Some(40), None]);
         // The change shows at the next read, within the period.
         assert_eq!(tick(&mut slow, 5_000, &[10, 20], 90), [Some(90), Some(0)]);
-        assert_eq!(calls, 2);
+        // An idle GPU is not asked; the first process to come is read at once.
+        let mut idle = Slow::new(std::time::Duration::from_secs(5));
+        assert!(tick(&mut idle, 0, &[], 40).is_empty());
+        assert_eq!(tick(&mut idle, 1_000, &[10], 60), [Some(60)]);
+        assert_eq!(calls, 3);
     }
 }

@@ -1,6 +1,7 @@
 //! The real [`PoolReader`]: scans probe directories for `<pid>.json` and `<pid>.map.json` files,
 //! checks that each is a regular file of sane size owned by the user its process runs as, parses
-//! it (a map only when its file changed), and removes the files of processes that have ended
+//! it only when its file changed (its inode, size and modification time: an unchanged file's
+//! last report is given again, unread), and removes the files of processes that have ended
 //! (only its own user's: it cleans up what it made).
 
 use std::collections::{HashMap, HashSet};
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::file::{self, MAX_BYTES};
-use super::maps::MapWatch;
+use super::maps::{MapWatch, Stamp};
 use super::{PoolReader, ProbeReport, ProbeScan, map_file};
 use crate::sample::PoolMap;
 
@@ -38,6 +39,8 @@ pub struct ProbeDirs {
     /// its file is read once more after the process has ended, for its end record, only if it
     /// is still that user's and that process's.
     owners: HashMap<u32, (u32, u64)>,
+    /// Each process's probe file as last read, and what it said.
+    last: HashMap<u32, (Stamp, ProbeReport)>,
 }
 
 impl ProbeDirs {
@@ -52,6 +55,7 @@ impl ProbeDirs {
             said: HashSet::new(),
             maps: MapWatch::default(),
             owners: HashMap::new(),
+            last: HashMap::new(),
         }
     }
 
@@ -135,6 +139,18 @@ impl ProbeDirs {
         max: u64,
         scan: &mut ProbeScan,
     ) -> Option<Vec<u8>> {
+        self.checked_meta(path, pid, max, scan)?;
+        self.read(path, pid, max, scan)
+    }
+
+    /// The file's metadata when it passes the checks of [`ProbeDirs::checked`], before reading.
+    fn checked_meta(
+        &mut self,
+        path: &Path,
+        pid: u32,
+        max: u64,
+        scan: &mut ProbeScan,
+    ) -> Option<fs::Metadata> {
         // Replaced or removed between listing and reading: next scan.
         let meta = fs::symlink_metadata(path).ok()?;
         if meta.file_type().is_symlink() {
@@ -167,6 +183,11 @@ impl ProbeDirs {
             self.say(scan, path, pid, &reason);
             return None;
         }
+        Some(meta)
+    }
+
+    /// At most `max + 1` bytes of `path`, never through a link; `None` after saying why.
+    fn read(&mut self, path: &Path, pid: u32, max: u64, scan: &mut ProbeScan) -> Option<Vec<u8>> {
         let mut bytes = Vec::new();
         let read = fs::OpenOptions::new()
             .read(true)
@@ -191,14 +212,23 @@ impl ProbeDirs {
             self.look_at_ended(path, pid, ended);
             return;
         }
-        let Some(bytes) = self.checked(path, pid, MAX_BYTES, scan) else {
+        let Some(meta) = self.checked_meta(path, pid, MAX_BYTES, scan) else {
+            return;
+        };
+        let stamp = Stamp::of(&meta);
+        if let Some((last, report)) = self.last.get(&pid)
+            && *last == stamp
+        {
+            scan.reports.insert(pid, report.clone());
+            return;
+        }
+        let Some(bytes) = self.read(path, pid, MAX_BYTES, scan) else {
             return;
         };
         match file::parse(&bytes, pid) {
             Ok(report) => {
-                if let Ok(meta) = fs::symlink_metadata(path) {
-                    self.owners.insert(pid, (meta.uid(), report.start_time));
-                }
+                self.owners.insert(pid, (meta.uid(), report.start_time));
+                self.last.insert(pid, (stamp, report.clone()));
                 scan.reports.insert(pid, report);
             }
             Err(reason) => self.say(scan, path, pid, &reason),
@@ -290,8 +320,9 @@ impl PoolReader for ProbeDirs {
                 self.look_at(&entry.path(), pid, &mut scan, &mut ended);
             }
         }
+        self.last.retain(|pid, _| scan.reports.contains_key(pid));
         let mut maps = Vec::new();
-        let mut paths = std::collections::HashMap::new();
+        let mut paths = HashMap::new();
         for (path, pid) in map_files.into_iter().take(MAX_FILES) {
             paths.insert(pid, path.clone());
             if scan.reports.contains_key(&pid) {

@@ -12,14 +12,14 @@ use crate::sample::{MainWhere, PoolMap, ProbeNews, ProcessEnd, WhereNews};
 
 /// A file's identity and last change: a new map is a new file (the probe renames it in place).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
+pub(super) struct Stamp {
     inode: u64,
     len: u64,
     mtime_ns: i128,
 }
 
 impl Stamp {
-    fn of(meta: &Metadata) -> Self {
+    pub(super) fn of(meta: &Metadata) -> Self {
         Stamp {
             inode: meta.ino(),
             len: meta.len(),

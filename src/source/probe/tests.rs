@@ -150,6 +150,41 @@ fn the_directory_reader_trusts_only_the_processes_own_regular_files() {
 }
 
 #[test]
+fn a_probe_file_is_read_and_parsed_only_when_it_changed() {
+    let probe = tempfile::tempdir().unwrap();
+    let proc_root = tempfile::tempdir().unwrap();
+    proc_with(proc_root.path(), 100, my_uid());
+    let path = probe.path().join("100.json");
+    fs::write(&path, doc(100, "GPU-00000000")).unwrap();
+    let mut reader = ProbeDirs::new(vec![probe.path().to_path_buf()], false, my_uid())
+        .with_proc_root(proc_root.path().to_path_buf());
+    let first = reader.scan(NOW).reports[&100].clone();
+    // Rewritten in place to the same length and its modification time put back: the same
+    // file as far as its stamp goes, so its last report is given again, unread.
+    let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+    let other = doc(100, "GPU-11111111");
+    assert_eq!(other.len(), doc(100, "GPU-00000000").len());
+    fs::write(&path, &other).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    assert_eq!(reader.scan(NOW).reports[&100], first);
+    // A new write (a new modification time) is read.
+    let later = mtime + std::time::Duration::from_secs(1);
+    fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let read = reader.scan(NOW).reports[&100].clone();
+    assert_eq!(read.devices[0].uuid.as_deref(), Some("GPU-11111111"));
+}
+
+#[test]
 fn figures_join_by_start_time_and_gpu_and_say_why_when_they_cannot() {
     let g = gpu(0, 80 * GIB, 10 * GIB, GIB);
     let p = process(873, &g, 10 * GIB, Framework::Pytorch, "python train.py");
@@ -226,6 +261,7 @@ impl HostReader for Host {
                     settings: p.settings,
                     container: p.container,
                     rank: p.rank,
+                    ras: crate::source::ras::RasAddr::At(crate::source::ras::DEFAULT_ADDR),
                 };
                 (pid, h)
             })
@@ -326,6 +362,7 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         notices: vec!["probe file /x ignored: oversized".into()],
         events: Vec::new(),
         probes: Vec::new(),
+        ras: None,
     };
     let mut bytes = Vec::new();
     {

@@ -151,6 +151,7 @@ fn a_process_of_no_job_on_two_gpus_is_not_a_stray() {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

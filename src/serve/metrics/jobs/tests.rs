@@ -33,6 +33,7 @@ fn machine(seconds: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> Machine {
             notices: Vec::new(),
             events: Vec::new(),
             probes: Vec::new(),
+            ras: None,
         });
     }
     m
