@@ -321,6 +321,7 @@ mod tests {
             notices: Vec::new(),
             events: Vec::new(),
             probes,
+            ras: None,
         };
         let news = |end: Option<ProcessEnd>, main_where: Option<WhereNews>| ProbeNews {
             pid: 7,
