@@ -725,6 +725,7 @@ fn a_processs_end_and_place_are_in_the_document_and_come_back() {
         notices: Vec::new(),
         events: Vec::new(),
         probes,
+        ras: None,
     };
     let state = run(
         build::machine(),
