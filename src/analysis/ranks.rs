@@ -1,7 +1,9 @@
 //! Findings about the ranks of a distributed job side by side (`model::jobs`): every rank
 //! climbing alike (`ranks-grow-alike`, `alike.rs`: one cause in code every rank runs), one rank
 //! whose memory grows away from its job's other ranks (`rank-grows-alone`, `alone.rs`), and
-//! ranks that also hold memory on another rank's GPU (`rank-extra-context`, `stray.rs`).
+//! ranks that also hold memory on another rank's GPU (`rank-extra-context`, `stray.rs`), and a
+//! rank that stops coming to the collectives, named before any watchdog fires (`rank-stalled`,
+//! `stalled.rs`).
 //!
 //! A rank that grows alone stands for that process's own growth alert: raised first in the scan,
 //! it makes its `leak` and `fragmentation-risk` on that GPU count as raised (`stands_for`), so the
@@ -10,6 +12,7 @@
 
 pub mod alike;
 pub mod alone;
+pub mod stalled;
 pub mod stray;
 
 use crate::model::{Alert, Job, Machine, ProcKey, ProcessTrack, RankRow};
@@ -38,8 +41,9 @@ pub fn stands_for_job(raised: &Alert, machine: &Machine, pid: u32, asked: &str) 
             .is_some_and(|(j, _)| raised.job.as_deref() == Some(j.id.as_str()))
 }
 
-/// Whether a rank's growth alert is new: asked with (pid, GPU) only once the numbers say it fires.
-pub type IsNew<'a> = &'a dyn Fn(u32, &str) -> bool;
+/// Whether a job alert of a class is new: asked with (class, pid, GPU) only once the numbers say
+/// it fires.
+pub type IsNew<'a> = &'a dyn Fn(&str, u32, &str) -> bool;
 
 /// The job findings at `at_ms`, each raised once: a rank growing alone (once per process and
 /// GPU, `is_new` says whether it was raised), ranks on another rank's GPU (once per job).
@@ -52,6 +56,7 @@ pub fn alerts(machine: &Machine, at_ms: u64, is_new: IsNew) -> Vec<Alert> {
         if !some {
             out.extend(alone::alert(machine, job, at_ms, is_new));
         }
+        out.extend(stalled::alert(machine, job, at_ms, is_new));
         out.extend(stray::alert(machine, job, at_ms));
     }
     out

@@ -92,13 +92,14 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
     // A leak the rank's own rule raised before (in an earlier sample: the job's comparison needs
     // a few more readings) is taken over by the job's alert (`pipeline`); one raised in this
     // sample stays the one alert.
-    let grows_new = |pid: u32, gpu: &str| {
-        !raised(&out, ranks::GROWS_ALONE, Some(pid), gpu)
-            && !out.iter().any(|a| {
-                a.class == "leak" && a.pid == Some(pid) && a.gpu_uuid.as_deref() == Some(gpu)
-            })
+    let job_new = |class: &str, pid: u32, gpu: &str| {
+        !raised(&out, class, Some(pid), gpu)
+            && (class != ranks::GROWS_ALONE
+                || !out.iter().any(|a| {
+                    a.class == "leak" && a.pid == Some(pid) && a.gpu_uuid.as_deref() == Some(gpu)
+                }))
     };
-    let jobs = ranks::alerts(machine, at_ms, &grows_new);
+    let jobs = ranks::alerts(machine, at_ms, &job_new);
     out.extend(jobs);
     // Each check decides on numbers first and asks whether the alert is new only when it would
     // fire, then writes its text only for a new alert.

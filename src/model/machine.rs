@@ -3,6 +3,7 @@
 //!
 //! The screen's state (selection, filter, sort, …) lives in `screen` and only refers to machines.
 
+pub mod gpu;
 pub mod held;
 
 use std::collections::BTreeMap;
@@ -12,6 +13,7 @@ use crate::model::jobs::{self, Job};
 use crate::model::process::PROBE_OOM_MAP_WAIT_MS;
 use crate::model::{Alert, Config, Level, MAX_ALERTS, MapTrack, ProcKey, ProcessTrack, Ring};
 use crate::sample::{GpuEvent, GpuSample, GpuStatus, MachineInfo, Sample};
+use gpu::UtilSpell;
 use held::Held;
 
 /// GPU events a machine keeps.
@@ -86,6 +88,8 @@ pub struct GpuTrack {
     pub troubles: Vec<Trouble>,
     /// Its Xid events since gpumon started watching it.
     pub xids: XidTally,
+    /// How long its utilisation has stood idle or busy.
+    pub util: Option<UtilSpell>,
 }
 
 /// One machine: what it is, where its samples stand, and everything derived from them.
@@ -228,18 +232,11 @@ impl Machine {
         self.events.drain(..over);
 
         for g in s.gpus {
-            let track = self.gpus.entry(g.uuid.clone()).or_insert_with(|| GpuTrack {
-                sample: g.clone(),
-                segments: None,
-                used: Ring::with_tiers(cap),
-                lost_since_ms: None,
-                total: None,
-                unattributed: 0,
-                alerts: 0,
-                infos: 0,
-                troubles: Vec::new(),
-                xids: XidTally::default(),
-            });
+            let track = self
+                .gpus
+                .entry(g.uuid.clone())
+                .or_insert_with(|| GpuTrack::new(&g, cap));
+            track.note_util(at, g.utilization.value().copied());
             match &g.status {
                 GpuStatus::Ok => track.lost_since_ms = None,
                 GpuStatus::Lost { .. } => {

@@ -24,7 +24,7 @@ pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
-pub use process_end::{EndHow, MainWhere, ProcessEnd, WhereNews};
+pub use process_end::{EndHow, Frame, MainWhere, ProcessEnd, WhereNews};
 pub use ras::{RasComm, RasRank, RasStatus};
 
 /// A value that was read, or the reason it could not be.

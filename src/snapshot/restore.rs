@@ -148,6 +148,8 @@ fn gpu(g: &Gpu, cap: usize) -> GpuTrack {
             count: x.count,
             last: ms(&x.last_at).map(|at| (x.last_code, at)),
         }),
+        // A snapshot holds one reading: no spell is known from it.
+        util: None,
     }
 }
 

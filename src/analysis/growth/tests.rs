@@ -20,6 +20,7 @@ fn track(sample: GpuSample) -> GpuTrack {
         infos: 0,
         troubles: Vec::new(),
         xids: Default::default(),
+        util: None,
     }
 }
 

@@ -16,7 +16,7 @@ use crate::analysis::{alert_for_failure, fault};
 use crate::model::units::{clock, duration_ms};
 use crate::model::{Alert, Group, JobFailure, Level, Machine, RankEvent};
 use crate::oom::dist::Dist;
-use stories::{common, from_told};
+use stories::{common, from_told, stalled_before};
 
 /// The alert a record carries before it is rendered.
 pub fn placeholder(at_ms: u64) -> Alert {
@@ -65,6 +65,8 @@ pub fn alert(machine: &Machine, rec: &JobFailure) -> Alert {
     let mut a = match &v.story {
         Story::Cascade { root, known } => rooted(machine, rec, &v, &who, *root, *known),
         Story::Common { own } => common(machine, rec, &v, &say, own),
+        Story::NoRoot(NoRoot::Timeout(i)) => stalled_before(machine, rec, &v, &who, *i)
+            .unwrap_or_else(|| unrooted(machine, rec, &v, &who, NoRoot::Timeout(*i))),
         Story::NoRoot(n) => unrooted(machine, rec, &v, &who, *n),
         _ => match tell::told(&say, &v) {
             Some(t) => from_told(machine, rec, &v, &who, t),

@@ -63,7 +63,7 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<
         return None;
     }
     let first = climbs.iter().min_by_key(|c| (c.row.rank, c.row.pid))?;
-    if !is_new(first.row.pid, &first.row.gpu) {
+    if !is_new(GROW_ALIKE, first.row.pid, &first.row.gpu) {
         return None;
     }
     Some(words(machine, job, &climbs, first, at_ms))

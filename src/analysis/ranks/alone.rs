@@ -383,7 +383,7 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: IsNew) -> Option<
         if grew.saturating_mul(2) < spreads[spreads.len() / 2].saturating_mul(3) {
             return None;
         }
-        if !is_new(r.pid, &r.gpu) {
+        if !is_new(GROWS_ALONE, r.pid, &r.gpu) {
             return None;
         }
         let grown = Grown {

@@ -40,6 +40,7 @@ fn run(every_ms: u64, for_ms: u64, f: impl Fn(u64, u64) -> Reads) -> Option<(u64
         infos: 0,
         troubles: Vec::new(),
         xids: Default::default(),
+        util: None,
     };
     let sample = |k: u64, r: &Reads| {
         let mut p = process(7, &g.sample, GIB, Framework::Pytorch, "python3 train.py");

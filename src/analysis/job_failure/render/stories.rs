@@ -119,3 +119,68 @@ pub(super) fn common(
     base.evidence = evidence;
     base
 }
+
+/// A collective that timed out in a job whose rank was seen stalled before it (`rank-stalled`:
+/// its GPU idle while the others spun, its main thread still or NCCL's RAS counting it behind):
+/// that rank never reached the collective, likely; the aborts are its consequences.
+pub(super) fn stalled_before(
+    machine: &Machine,
+    rec: &JobFailure,
+    v: &Verdict,
+    who: &[Who],
+    timeout: usize,
+) -> Option<Alert> {
+    let crate::model::Group::Job(id) = &rec.group else {
+        return None;
+    };
+    let seen = machine.alerts.iter().find(|a| {
+        a.class == crate::analysis::ranks::stalled::STALLED
+            && a.job.as_deref() == Some(id.as_str())
+            && a.at_ms <= rec.events[timeout].at_ms
+    })?;
+    let pid = seen.pid?;
+    let stalled = machine
+        .job_of(pid)
+        .and_then(|(_, r)| r.rank)
+        .map_or_else(|| format!("pid {pid}"), |r| format!("rank {r}"));
+    let (op, seq) = match rec.events[timeout]
+        .failure
+        .as_ref()
+        .and_then(|f| f.dist.as_ref())
+    {
+        Some(crate::oom::dist::Dist::WatchdogTimeout { op, seq, .. }) => (op.clone(), *seq),
+        _ => (String::from("a collective"), 0),
+    };
+    let waited = v
+        .followed
+        .iter()
+        .filter(|i| who[**i] != Who::Unknown)
+        .count();
+    let mut evidence = vec![format!(
+        "{stalled} seen stalled at {}: {}",
+        crate::model::units::clock(seen.at_ms),
+        seen.title
+    )];
+    evidence.extend(seen.evidence.iter().cloned());
+    evidence.extend(consequences(
+        rec,
+        v,
+        who,
+        Some(format!("{stalled} never reaching the collective")),
+    ));
+    Some(Alert {
+        at_ms: rec.events[timeout].at_ms,
+        gpu_uuid: seen.gpu_uuid.clone(),
+        pid: Some(pid),
+        level: Level::Failure,
+        class: "rank-stuck".into(),
+        confidence: Some("likely".into()),
+        title: format!(
+            "{stalled} never reached {op} #{seq}, as it was seen stalled before: {} waited for it until NCCL's watchdog aborted them",
+            tell::ranks_count(waited.max(1))
+        ),
+        evidence,
+        remedy: seen.remedy.clone(),
+        job: None,
+    })
+}

@@ -23,13 +23,22 @@ fn four_ranks_climbing_alike_are_one_alert_for_the_job() {
     assert_eq!(job.len(), 1, "{alerts:#?}");
     let a = job[0];
     assert!(
-        a.title.starts_with("all 4 ranks grow +") && a.title.contains("alike: code every rank runs keeps memory from step to step"),
+        a.title.starts_with("all 4 ranks grow +")
+            && a.title
+                .contains("alike: code every rank runs keeps memory from step to step"),
         "{}",
         a.title
     );
-    assert_eq!(a.evidence.iter().filter(|e| e.contains(" keeps +")).count(), 4, "{a:#?}");
+    assert_eq!(
+        a.evidence.iter().filter(|e| e.contains(" keeps +")).count(),
+        4,
+        "{a:#?}"
+    );
     assert!(of(&alerts, "leak").is_empty(), "{alerts:#?}");
-    assert!(of(&alerts, super::super::GROWS_ALONE).is_empty(), "{alerts:#?}");
+    assert!(
+        of(&alerts, super::super::GROWS_ALONE).is_empty(),
+        "{alerts:#?}"
+    );
     assert!(of(&alerts, "pool-near-limit").is_empty(), "{alerts:#?}");
 }
 
@@ -37,5 +46,8 @@ fn four_ranks_climbing_alike_are_one_alert_for_the_job() {
 fn ranks_climbing_at_rates_far_apart_are_not_alike() {
     let alerts = alike(2, |r| if r == 0 { 300 * MIB } else { 60 * MIB });
     assert!(of(&alerts, super::GROW_ALIKE).is_empty(), "{alerts:#?}");
-    assert!(!warnings(&alerts).is_empty(), "each rank's own rule still speaks: {alerts:#?}");
+    assert!(
+        !warnings(&alerts).is_empty(),
+        "each rank's own rule still speaks: {alerts:#?}"
+    );
 }

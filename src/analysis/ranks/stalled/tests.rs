@@ -1,0 +1,101 @@
+//! A rank whose data loader blocks, named live before its peers' watchdog fires (issue 39): its
+//! GPU idle while the others spin, and its probe's still main thread or NCCL's RAS counting it
+//! behind; and no word where only the GPUs say so (rank 0 writing a checkpoint while the others
+//! wait in a barrier looks the same on them).
+
+use crate::analysis::ranks::tests::{Spec, second};
+use crate::analysis::test_pools::T0;
+use crate::model::{Alert, Config, Event, Machine};
+use crate::pipeline;
+use crate::sample::{Frame, MainWhere, ProbeNews, Reading, Sample, WhereNews};
+use crate::source::scripted::build::{GIB, machine};
+
+const STALL_AT: u64 = 10;
+
+/// Four ranks stepping; from `STALL_AT` rank 2's GPU idles and the others' spin at 100 %. With
+/// `still`, rank 2's probe says its main thread stands in `next_batch` from then on.
+fn run(secs: u64, still: bool) -> Vec<Alert> {
+    let specs: Vec<Spec> = (0..4)
+        .map(|r| Spec::new(1470 + r, r, move |_| 6 * GIB))
+        .collect();
+    let mut m = Machine::new(Config::new(1000, 600_000));
+    pipeline::apply(&mut m, Event::Started(machine()));
+    for k in 0..secs {
+        let (mut gpus, processes) = second(k, 4, 4, &specs);
+        for (i, g) in gpus.iter_mut().enumerate() {
+            let busy = if k < STALL_AT {
+                97
+            } else if i == 2 {
+                0
+            } else {
+                100
+            };
+            g.utilization = Reading::Value(busy);
+        }
+        let mut probes = Vec::new();
+        if still && k == STALL_AT + 10 {
+            let frame = |file: &str, line, function: &str| Frame {
+                file: file.into(),
+                line,
+                function: function.into(),
+            };
+            probes.push(ProbeNews {
+                pid: 1472,
+                start_time: 1_763_800_000 + 1472,
+                answer: None,
+                recording: None,
+                map: None,
+                end: None,
+                main_where: Some(WhereNews::At(MainWhere {
+                    frames: vec![
+                        frame("/usr/lib/python3.12/threading.py", 359, "wait"),
+                        frame("/work/train/loader.py", 88, "next_batch"),
+                        frame("/work/train/train.py", 140, "main"),
+                    ],
+                    since_ms: T0 + STALL_AT * 1000,
+                    at_ms: T0 + k * 1000,
+                    asked: false,
+                })),
+            });
+        }
+        let sample = Sample {
+            at_ms: T0 + k * 1000,
+            gpus,
+            processes,
+            failures: Vec::new(),
+            notices: Vec::new(),
+            events: Vec::new(),
+            probes,
+            ras: None,
+        };
+        pipeline::apply(&mut m, Event::Sample(sample));
+    }
+    m.alerts.clone()
+}
+
+#[test]
+fn a_rank_whose_loader_blocks_is_named_before_any_watchdog() {
+    let alerts = run(45, true);
+    let stalled: Vec<&Alert> = alerts
+        .iter()
+        .filter(|a| a.class == super::STALLED)
+        .collect();
+    assert_eq!(stalled.len(), 1, "{alerts:#?}");
+    let a = stalled[0];
+    assert_eq!(a.pid, Some(1472));
+    assert_eq!(
+        a.title,
+        "rank 2 (pid 1472) has not reached the collective its job's other ranks wait in: its main thread has been at train/loader.py:88 next_batch for 20s, its GPU idle; rank 0, rank 1, rank 3 wait for it"
+    );
+    // Said once the GPUs have stood so for 20 s: at 30 s, 15 s before the 45 s mark.
+    assert_eq!(a.at_ms, T0 + (STALL_AT + 20) * 1000);
+}
+
+#[test]
+fn the_gpus_alone_are_not_enough() {
+    let alerts = run(45, false);
+    assert!(
+        alerts.iter().all(|a| a.class != super::STALLED),
+        "{alerts:#?}"
+    );
+}
