@@ -135,14 +135,15 @@ def tick_bench(runs):
 
         def measure():
             now = lambda: time.time_ns() // 1000000  # noqa: E731
+            ticks = lambda label: rows.append((label, _thread_us(probe.tick, count, runs)))  # noqa
             probe.where = real_where
-            rows.append(("tick, where watched (main thread waiting)", _thread_us(probe.tick, count, runs)))
+            ticks("tick, where watched (main thread waiting)")
             probe.where = lambda at_ms: None
-            rows.append(("tick, where not watched", _thread_us(probe.tick, count, runs)))
+            ticks("tick, where not watched")
             ending.install()
-            rows.append(("tick, not watched, end hooks installed", _thread_us(probe.tick, count, runs)))
+            ticks("tick, not watched, end hooks installed")
             probe.where = real_where
-            rows.append(("tick, watched, end hooks installed", _thread_us(probe.tick, count, runs)))
+            ticks("tick, watched, end hooks installed")
             rows.append(("where alone, main thread waiting (reported)",
                          _thread_us(lambda: main_thread.where(probe, now()), count, runs)))
             moving[0] = False

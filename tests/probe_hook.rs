@@ -226,7 +226,7 @@ const STUCK_THEN_OOM: &str = "import sys, threading
 sys.path.insert(0, __import__('os').environ['FAKES'])
 import torch
 def next_batch():
-    threading.Event().wait(2.0)
+    threading.Event().wait(4.0)
 next_batch()
 raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')
 ";

@@ -1,9 +1,9 @@
-"""Starting the probe's thread (at most one per process), stopping it at exit (waiting at most
-0.5 s for a write under way, so no temp file is left) and writing the end record then
-(``ending``), and around ``os.fork()``: stopped just
-before (so Python 3.12+ does not warn about forking a multi-threaded process because of it) and
-restarted after, in the child under the child's pid; on Python 3.13+ the parent's restart waits
-for the main thread's next pending-call check (docs/probe-format.md, "Fork")."""
+"""Starting the probe's thread (at most one per process) with the exception hook that records an
+uncaught exception (``ending``); stopping it at exit (waiting at most 0.5 s for a write under
+way, so no temp file is left) and writing the end record then; and around ``os.fork()``: stopped
+just before (so Python 3.12+ does not warn about forking a multi-threaded process because of it)
+and restarted after, in the child under the child's pid; on Python 3.13+ the parent's restart
+waits for the main thread's next pending-call check (docs/probe-format.md, "Fork")."""
 
 import os
 import sys
