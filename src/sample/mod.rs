@@ -16,6 +16,7 @@ mod placement;
 mod pool;
 pub mod pool_map;
 pub mod request;
+mod shift;
 pub use health::{GpuEvent, Health};
 pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;
