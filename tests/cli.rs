@@ -32,8 +32,10 @@ fn nonsense_durations_are_usage_errors() {
     ] {
         let (code, err) = fails(args);
         assert_eq!(code, 2, "{args:?}: {err}");
+        // One line, then clap's usage as a hint.
+        let lines: Vec<&str> = err.lines().collect();
         assert!(
-            err.starts_with("gpumon: ") && err.lines().count() == 1,
+            err.starts_with("gpumon: ") && lines.len() == 2 && lines[1].starts_with("usage: "),
             "{args:?}: {err}"
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");

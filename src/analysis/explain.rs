@@ -290,7 +290,7 @@ fn text(logs: &Logs) -> String {
         }
         return out;
     }
-    if !out.is_empty() && !(all.is_empty() && xids.is_empty()) {
+    if !out.is_empty() && (!all.is_empty() || !xids.is_empty()) {
         out.push('\n');
     }
     for (i, e) in all.iter().enumerate() {
