@@ -374,8 +374,14 @@ fn the_probes_modules_have_no_import_cycle() {
     }
     // The circle its split once made, as a test of the test.
     let once: BTreeMap<String, String> = [
-        ("read_torch", "from .common import num\nfrom .torch_history import history_on"),
-        ("torch_history", "def arm():\n    from . import maps, torch_map  # noqa: F401"),
+        (
+            "read_torch",
+            "from .common import num\nfrom .torch_history import history_on",
+        ),
+        (
+            "torch_history",
+            "def arm():\n    from . import maps, torch_map  # noqa: F401",
+        ),
         ("torch_map", "from .read_torch import uuid"),
         ("maps", ""),
         ("common", ""),
