@@ -39,7 +39,7 @@ fn replayed(path: &str, mut each: impl FnMut(usize, &State)) -> State {
 
 fn act(state: &mut State, actions: &[Action]) {
     for a in actions {
-        state.update(Msg::Action(a.clone()));
+        state.update(Msg::Action(*a));
     }
 }
 
