@@ -104,6 +104,15 @@ impl Input {
             // A compressed stream damaged or cut off after its first bytes: those are read, and
             // whoever reads on meets the fault where it is.
             Err(Fault { head, error }) if !head.is_empty() => (head, false, Some(error)),
+            Err(Fault { error, .. }) if error.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(io::Error::new(
+                    error.kind(),
+                    format!(
+                        "{error}: nothing before the cut could be read (a compressed block is \
+                         read whole, and the first one is not)"
+                    ),
+                ));
+            }
             Err(Fault { error, .. }) => return Err(error),
         };
         let kind = sniff::kind(&head, ended);

@@ -1,5 +1,6 @@
 //! gpumon's entry point: parses the command line and hands it to `gpumon::cmd`, then turns a
-//! failure into one line on stderr and its exit status.
+//! failure into one line on stderr and its exit status (a usage error: then clap's usage as a
+//! hint).
 
 use std::process::ExitCode;
 
@@ -12,6 +13,7 @@ fn main() -> ExitCode {
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
             eprintln!("gpumon: {}", gpumon::cli::one_line_error(&e));
+            eprintln!("{}", gpumon::cli::usage_hint(&e));
             return ExitCode::from(2);
         }
     };

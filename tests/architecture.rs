@@ -1,6 +1,7 @@
 //! The shape of `src/` (docs/ARCHITECTURE.md): the module import graph has no cycle, the rooms'
 //! arrows point one way (sources → model → analysis → screen → view), every module says what it
-//! holds in a `//!` line, and no file grows past the size a reader can hold.
+//! holds in a `//!` line, and no file grows past the size a reader can hold. The allocator
+//! probe's Python modules (`python/gpumon/probe/_gpumon_probe/`) have no import cycle either.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -326,6 +327,73 @@ fn the_module_graph_has_no_cycle() {
             "rooms {a} and {b} import each other"
         );
     }
+}
+
+/// The probe's modules and what each imports of the others: `from .x import …`, `from . import
+/// x, y` (at the top or inside a function: both run), and the parts imported at their first use
+/// (`part("x")`, `_reader("x")`).
+fn probe_edges(sources: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
+    let from = Regex::new(r"^from \.(\w+)").unwrap();
+    let names = Regex::new(r"^from \. import \(?([\w, ]+)").unwrap();
+    let lazy = Regex::new(r#"(?:part|_reader)\("(\w+)"\)"#).unwrap();
+    let mut edges = BTreeMap::new();
+    for (module, text) in sources {
+        let mut to = BTreeSet::new();
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if let Some(c) = from.captures(line) {
+                to.insert(c[1].to_string());
+            }
+            if let Some(c) = names.captures(line) {
+                to.extend(c[1].split(',').map(|n| n.trim().to_string()));
+            }
+            to.extend(lazy.captures_iter(line).map(|c| c[1].to_string()));
+        }
+        to.retain(|t| t != module && sources.contains_key(t));
+        edges.insert(module.clone(), to);
+    }
+    edges
+}
+
+#[test]
+fn the_probes_modules_have_no_import_cycle() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/gpumon/probe/_gpumon_probe");
+    let mut sources = BTreeMap::new();
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "py") {
+            let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+            sources.insert(stem, std::fs::read_to_string(&p).unwrap());
+        }
+    }
+    assert!(sources.contains_key("read_torch") && sources.contains_key("common"));
+    let edges = probe_edges(&sources);
+    assert!(edges["probe"].contains("read_torch"), "{edges:?}");
+    if let Some(cycle) = cycle(&edges) {
+        panic!("import cycle in the probe: {}", cycle.join(" -> "));
+    }
+    // The circle its split once made, as a test of the test.
+    let once: BTreeMap<String, String> = [
+        (
+            "read_torch",
+            "from .common import num\nfrom .torch_history import history_on",
+        ),
+        (
+            "torch_history",
+            "def arm():\n    from . import maps, torch_map  # noqa: F401",
+        ),
+        ("torch_map", "from .read_torch import uuid"),
+        ("maps", ""),
+        ("common", ""),
+    ]
+    .into_iter()
+    .map(|(m, c)| (m.to_string(), c.to_string()))
+    .collect();
+    let found = cycle(&probe_edges(&once)).map(|c| c.join(" -> "));
+    assert_eq!(
+        found.as_deref(),
+        Some("read_torch -> torch_history -> torch_map -> read_torch")
+    );
 }
 
 #[test]

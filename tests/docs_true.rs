@@ -477,3 +477,21 @@ fn the_readme_stays_a_five_minute_read() {
         "README.md has {lines} lines (at most 250): move the detail into docs/guide/"
     );
 }
+
+/// The guide's launcher table names every variable gpumon reads of a rank's environment (and so
+/// the first thing a user checks when a job is not grouped is there).
+#[test]
+fn the_launcher_table_names_every_variable_read() {
+    let screen = std::fs::read_to_string(root().join("docs/guide/screen.md")).unwrap();
+    let table = screen
+        .split("### Which variables gpumon reads")
+        .nth(1)
+        .and_then(|t| t.split("\n## ").next())
+        .expect("docs/guide/screen.md has the launcher table");
+    for var in gpumon::source::launcher::LAUNCH_VARIABLES {
+        assert!(
+            table.contains(&format!("`{var}`")),
+            "{var} is not in the table"
+        );
+    }
+}

@@ -75,7 +75,7 @@ fn the_demo_s_oom_with_its_map_and_leak_with_its_site_in_text() {
     for figure in [
         "at the failure: 4.93 GiB free in 917 holes, largest 14.00 MiB; held by \
          gpu/torch_frag.py:48 <module> (4.03 GiB, 688 blocks)",
-        "command: python3 /work/main/scripts/gpu/torch_frag.py fill",
+        "command: python3 /home/demo/gpu/torch_frag.py fill",
         "asked 512.00 MiB",
         "4.93 GiB reserved by PyTorch but unallocated",
         "remedy: Set PYTORCH_ALLOC_CONF=expandable_segments:True",

@@ -55,7 +55,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-/// Compressed as `gpumon record` writes it: a frame every 10 lines.
+/// Compressed as `gpumon record` writes it: a frame every 5 lines (5 s of 1 s samples).
 fn zstd(bytes: &[u8]) -> Vec<u8> {
     let mut enc = gpumon::recording::zst::Encoder::new(Vec::new(), 1000);
     for line in bytes.split_inclusive(|b| *b == b'\n') {
@@ -184,12 +184,18 @@ fn a_binary_file_is_refused_with_its_reason() {
         out.is_empty(),
         "no failures read from a binary's strings: {out}"
     );
-    assert_eq!(
-        err.trim(),
-        format!(
-            "gpumon: {bin}: this is a binary file (a NUL byte at offset 7), not a log or a gpumon \
-             recording"
-        )
+    // How much of an ELF's first block is not text depends on the build; its NULs are not why.
+    let why = err
+        .trim()
+        .strip_prefix(&format!("gpumon: {bin}: this is a binary file ("))
+        .and_then(|e| {
+            e.strip_suffix(
+                "% of its first 8192 bytes are not text), not a log or a gpumon recording",
+            )
+        });
+    assert!(
+        why.is_some_and(|p| p.trim().parse::<u32>().is_ok_and(|p| p > 30)),
+        "{err}"
     );
     for args in [
         vec!["snapshot", "--replay", bin],
@@ -199,7 +205,7 @@ fn a_binary_file_is_refused_with_its_reason() {
         let (code, _, err) = run(&args);
         assert_eq!(code, 2, "{args:?}: {err}");
         assert!(
-            err.contains("this is a binary file (a NUL byte"),
+            err.contains("this is a binary file (") && err.contains("are not text"),
             "{args:?}: {err}"
         );
     }
@@ -275,7 +281,8 @@ fn cut_demo(dir: &Path) -> [(String, usize); 2] {
     let mut body = frames[..5].concat();
     body.extend_from_slice(&frames[5][..frames[5].len() / 2]);
     let zst = write(dir, "cut.ndjson.zst", &body);
-    [(plain, line), (zst, 51)]
+    // The sixth frame's first block is whole: its first 5 lines are read too.
+    [(plain, line), (zst, 56)]
 }
 
 #[test]

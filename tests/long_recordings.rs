@@ -274,10 +274,13 @@ fn a_corrupt_zst_file_is_one_clear_line_and_a_cut_one_replays_to_the_cut() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // A frame cut off: the samples of the frames before it are replayed, the cut is named, and
-    // the snapshot is the last whole sample's.
-    let mut body = frames_of(&recording(12, ""));
-    body.truncate(body.len() - 3);
+    // A frame cut off inside its block: the samples of the frames before it are replayed, the
+    // cut is named, and the snapshot is the last whole sample's.
+    let whole = recording(12, "");
+    let lines: Vec<&[u8]> = whole.split_inclusive(|b| *b == b'\n').collect();
+    let mut body = frames_of(&lines[..10].concat());
+    let last = frames_of(&lines[10..].concat());
+    body.extend_from_slice(&last[..last.len() / 2]);
     let cut = dir.path().join("cut.ndjson.zst");
     std::fs::write(&cut, &body).unwrap();
     let out = gpumon()
@@ -295,7 +298,7 @@ fn a_corrupt_zst_file_is_one_clear_line_and_a_cut_one_replays_to_the_cut() {
     assert_eq!(snap["taken_at"], gpumon::snapshot::time_ms(8000));
 }
 
-/// The recording compressed as `record` writes it: a frame every 10 lines.
+/// The recording compressed as `record` writes it: a frame every 5 lines.
 fn frames_of(text: &[u8]) -> Vec<u8> {
     let mut enc = recording::zst::Encoder::new(Vec::new(), 1000);
     for line in text.split_inclusive(|b| *b == b'\n') {

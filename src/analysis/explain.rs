@@ -19,8 +19,11 @@ use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
 use jobs::JobExplained;
 use kernel::XidLine;
 
+mod input;
 mod jobs;
 mod kernel;
+
+pub use input::InputRead;
 
 pub use crate::format::Format;
 
@@ -67,6 +70,8 @@ struct Report<'a> {
     /// The files that could not be read, and why; absent when every one was.
     #[serde(skip_serializing_if = "<[Unreadable]>::is_empty")]
     unreadable: &'a [Unreadable],
+    /// How far each log was read: whole, cut off (and where), empty.
+    inputs: &'a [InputRead],
 }
 
 /// A file given that could not be read (the report goes on with the others).
@@ -87,19 +92,19 @@ pub struct Extra {
 /// ([`Logs::new`], so a fault is joined with an Xid of another file), then [`render`]ed.
 pub struct Logs {
     paths: Vec<String>,
+    inputs: Vec<InputRead>,
     failures: Vec<Explained>,
     xids: Vec<XidLine>,
     unreadable: Vec<Unreadable>,
     jobs: Vec<JobExplained>,
 }
 
-/// One log read whole: its failures, in order, and its kernel Xid lines.
+/// One log read whole: its failures, in order, its kernel Xid lines, and how far it was read.
 pub struct LogFile {
     name: String,
     failures: Vec<Failure>,
     xids: Vec<XidLine>,
-    /// The line a compressed log was cut off in (its stream ends mid-frame): read up to there.
-    pub cut_at: Option<u64>,
+    pub read: InputRead,
 }
 
 impl Logs {
@@ -107,6 +112,7 @@ impl Logs {
     /// read, named in the report.
     pub fn new(files: Vec<LogFile>, unreadable: Vec<Unreadable>) -> Logs {
         let paths = files.iter().map(|f| f.name.clone()).collect();
+        let inputs = files.iter().map(|f| f.read.clone()).collect();
         let (mut failures, mut xids) = (Vec::new(), Vec::new());
         for f in files {
             failures.extend(f.failures);
@@ -119,6 +125,7 @@ impl Logs {
         Logs {
             failures,
             paths,
+            inputs,
             xids,
             unreadable,
             jobs,
@@ -188,6 +195,7 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
                 job_failures: &logs.jobs,
                 recordings: extra.map(|e| e.json),
                 unreadable: &logs.unreadable,
+                inputs: &logs.inputs,
             };
             serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
         }
@@ -200,14 +208,16 @@ pub fn render(logs: &Logs, format: Format, extra: Option<Extra>) -> String {
 }
 
 /// Reads the log `name` whole from `input`: its failures, in order, and its kernel Xid lines. A
-/// stream cut off (a compressed log whose end is missing) is read up to the cut.
+/// stream cut off (a compressed log whose end is missing) is read up to its last whole line.
 pub fn read_log(name: &str, mut input: impl Read) -> std::io::Result<LogFile> {
     let log = name.to_string();
     let mut cut_at = None;
+    let mut content = false;
     let mut lines = LineSplitter::default();
     let mut parser = OomParser::new();
     let (mut found, mut xids) = (Vec::new(), Vec::new());
     let mut feed = |no: u64, l: &[u8]| {
+        content |= !l.trim_ascii().is_empty();
         parser.feed(no, l, &mut found);
         if l.windows(4).any(|w| w == b"NVRM")
             && let Some(x) = crate::oom::xid::parse_kernel_line(&crate::oom::clean(l))
@@ -237,26 +247,52 @@ pub fn read_log(name: &str, mut input: impl Read) -> std::io::Result<LogFile> {
         };
         lines.push(&buf[..n], &mut feed);
     }
-    lines.finish(&mut feed);
+    // A cut stream's last line is not whole: it is left out.
+    let ended = lines.lines;
+    if cut_at.is_none() {
+        lines.finish(&mut feed);
+    }
+    let unended_line = (lines.lines > ended).then_some(lines.lines);
     parser.flush(&mut found);
     let failures = found
         .into_iter()
         .map(|p| p.into_failure(0, &log, None))
         .collect();
     Ok(LogFile {
+        read: InputRead {
+            file: log.clone(),
+            whole: cut_at.is_none(),
+            lines: lines.lines,
+            empty: !content,
+            cut_at_line: cut_at,
+            unended_line,
+        },
         name: log,
         failures,
         xids,
-        cut_at,
     })
 }
 
 fn text(logs: &Logs) -> String {
     let (all, xids) = (&logs.failures, &logs.xids);
-    if all.is_empty() && xids.is_empty() && logs.jobs.is_empty() {
-        return "no allocation failures found\n".into();
-    }
+    // What was not read whole, or was empty, comes first: the verdict below is on the rest.
     let mut out = String::new();
+    for note in logs.inputs.iter().filter_map(InputRead::note) {
+        out.push_str(&wrap(&note, "", "  "));
+    }
+    if all.is_empty() && xids.is_empty() && logs.jobs.is_empty() {
+        let read = logs.inputs.iter().filter(|i| !i.empty);
+        let whole = logs.inputs.iter().all(|i| i.note().is_none());
+        if whole {
+            out.push_str("no allocation failures found\n");
+        } else if read.count() > 0 {
+            out.push_str("no allocation failures found in what was read\n");
+        }
+        return out;
+    }
+    if !out.is_empty() && (!all.is_empty() || !xids.is_empty()) {
+        out.push('\n');
+    }
     for (i, e) in all.iter().enumerate() {
         if i > 0 {
             out.push('\n');

@@ -12,6 +12,9 @@ pub use tls::ClientTlsArgs;
 
 mod serve;
 mod tls;
+mod usage;
+
+pub use usage::{one_line_error, usage_hint};
 
 /// Shortest sampling interval accepted.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -351,24 +354,6 @@ pub fn parse_speed(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A usage error as one line (DESIGN.md §4): clap's message and tips, without the usage block.
-pub fn one_line_error(e: &clap::Error) -> String {
-    e.render()
-        .to_string()
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .filter(|l| !l.is_empty())
-        .map(|l| l.trim_start_matches("error: "))
-        .fold(String::new(), |mut out, l| {
-            if !out.is_empty() {
-                out.push_str(if out.ends_with(':') { " " } else { "; " });
-            }
-            out.push_str(l);
-            out
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,28 +376,5 @@ mod tests {
         assert_eq!(parse_history("10m"), Ok(Duration::from_secs(600)));
         assert!(parse_speed("NaN").is_err());
         assert!(parse_speed("0").is_err());
-    }
-
-    #[test]
-    fn usage_errors_are_one_line_with_their_tips() {
-        use clap::Parser;
-        for args in [
-            &["gpumon", "--frobnicate"][..],
-            &["gpumon", "--interval", "-5s"],
-            &["gpumon", "--demo", "--replay", "x"],
-            &["gpumon", "--interval", "5s", "record", "x.ndjson"],
-        ] {
-            let e = Cli::try_parse_from(args).unwrap_err();
-            let line = one_line_error(&e);
-            assert!(!line.is_empty() && !line.contains('\n'), "{args:?}: {line}");
-            assert!(
-                !line.contains("Usage") && !line.starts_with("error"),
-                "{line}"
-            );
-        }
-        let e = Cli::try_parse_from(["gpumon", "--speed", "2"]).unwrap_err();
-        assert!(one_line_error(&e).ends_with("provided: <--replay <REPLAY>|--demo>"));
-        let e = Cli::try_parse_from(["gpumon", "--intervl", "1s"]).unwrap_err();
-        assert!(one_line_error(&e).contains("tip: a similar argument exists: '--interval'"));
     }
 }

@@ -108,13 +108,15 @@ fn exit_status(r: &mut Roff) {
         (
             "1",
             "A failure at run time: a file that cannot be read or written, a server that cannot \
-             be reached. gpumon explain: a file given could not be read (the others are still \
-             reported).",
+             be reached. gpumon explain: a file given could not be read, or is of a kind it does \
+             not read (a snapshot, a binary file); the others are still reported. A cut or empty \
+             file is read and said in the report, with 0.",
         ),
         (
             "2",
-            "Bad usage (a flag, a value, a file of the wrong kind, a recording that cannot be \
-             replayed), or no usable GPU or NVML; the message says which.",
+            "Bad usage (a flag, a value, a file of the wrong kind for --replay, snapshot \
+             --replay or diff, a recording that cannot be replayed), or no usable GPU or NVML; \
+             the message says which. A usage error ends with the command's usage.",
         ),
         (
             "128+N",
@@ -134,8 +136,11 @@ fn exit_status(r: &mut Roff) {
     )]);
 }
 
-/// `gpumon man DIR`: every page written into DIR (atomically, mode 0600), their names on stderr.
+/// `gpumon man DIR`: every page written into DIR (created with its parents, as `mkdir -p` does,
+/// when missing; each page atomically, mode 0600), their names on stderr.
 pub(super) fn write_pages(dir: &Path) -> Result<ExitCode, Fail> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Fail::runtime(format!("cannot create {}: {e}", dir.display())))?;
     let pages = pages();
     for (name, text) in &pages {
         crate::snapshot::write_atomic(dir.join(name), text.as_bytes()).map_err(Fail::runtime)?;

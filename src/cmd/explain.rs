@@ -51,6 +51,8 @@ struct Raised {
 struct Replayed {
     file: String,
     samples: u64,
+    /// Replayed to its end (not cut off).
+    whole: bool,
     /// The line the recording was cut off in: replayed up to the last whole line before it.
     #[serde(skip_serializing_if = "Option::is_none")]
     cut_at_line: Option<usize>,
@@ -112,7 +114,7 @@ fn read(path: &Path) -> Result<Given, String> {
     }
     let name = input.name.clone();
     let log = read_log(&name, input.reader()).map_err(|e| format!("cannot read {name}: {e}"))?;
-    if let Some(line) = log.cut_at {
+    if let Some(line) = log.read.cut_at_line {
         eprintln!(
             "gpumon: {name} is cut off at line {line} (its compressed stream ends mid-frame): \
              read up to there"
@@ -201,6 +203,7 @@ fn replay(input: Input) -> Result<Replayed, String> {
         ));
     }
     Ok(Replayed {
+        whole: source.cut_off().is_none(),
         cut_at_line: source.cut_off(),
         file: name,
         samples,

@@ -1,5 +1,6 @@
 //! What a file is, told from its first bytes (decompressed): a gpumon recording or snapshot by
-//! its `schema`, other JSON, a text log, or a binary file and why.
+//! its `schema`, other JSON, a text log, or a binary file and why. Runs of NUL bytes are holes,
+//! not evidence (logrotate's `copytruncate` leaves KiBs of them at the start of a log).
 
 /// What the first bytes of an input say it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,13 +36,21 @@ impl Kind {
 
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
-/// Past this share of bytes that are not text (in the first block), a file is binary.
+/// Past this share of bytes that are not text (in the first block, its holes left out), a file is
+/// binary.
 const NOT_TEXT_PERCENT: usize = 30;
+
+/// NUL bytes this many in a row or more are a hole (a sparse file's, a truncated log's); fewer
+/// count as bytes that are not text.
+const HOLE: usize = 8;
 
 /// The kind of the input whose first bytes are `head` (`ended`: the input ends there).
 pub fn kind(head: &[u8], ended: bool) -> Kind {
     let text = head.strip_prefix(BOM).unwrap_or(head);
-    let Some(start) = text.iter().position(|b| !b.is_ascii_whitespace()) else {
+    let Some(start) = text
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && *b != 0)
+    else {
         return if ended { Kind::Empty } else { Kind::Log };
     };
     let body = &text[start..];
@@ -105,14 +114,26 @@ fn first_key_schema(body: &[u8]) -> Option<(&[u8], usize)> {
     (body[from + len] == b'"').then(|| (&body[from..from + len], from + len))
 }
 
-/// Why `head` is not text: a NUL byte, or too many bytes that are neither UTF-8 text nor the
-/// control characters logs hold (tab, newline, carriage return, form feed, backspace, escape).
+/// Why `head` is not text: too many bytes that are neither UTF-8 text nor the control characters
+/// logs hold (tab, newline, carriage return, form feed, backspace, escape). Runs of NULs
+/// (`HOLE` or more) are left out of the count, both sides; a lone NUL counts against it.
 pub fn binary(head: &[u8]) -> Option<String> {
-    if let Some(at) = head.iter().position(|b| *b == 0) {
-        return Some(format!("a NUL byte at offset {at}"));
+    let mut kept = Vec::with_capacity(head.len());
+    let mut i = 0;
+    while let Some(b) = head.get(i) {
+        let nuls = head[i..].iter().take_while(|b| **b == 0).count();
+        if nuls == 0 {
+            kept.push(*b);
+            i += 1;
+        } else {
+            if nuls < HOLE {
+                kept.extend_from_slice(&head[i..i + nuls]);
+            }
+            i += nuls;
+        }
     }
     let mut odd = 0;
-    for chunk in head.utf8_chunks() {
+    for chunk in kept.utf8_chunks() {
         odd += chunk
             .valid()
             .chars()
@@ -122,10 +143,10 @@ pub fn binary(head: &[u8]) -> Option<String> {
             .count();
         odd += chunk.invalid().len();
     }
-    (odd * 100 > head.len() * NOT_TEXT_PERCENT).then(|| {
+    (odd * 100 > kept.len() * NOT_TEXT_PERCENT).then(|| {
         format!(
             "{} % of its first {} bytes are not text",
-            odd * 100 / head.len(),
+            odd * 100 / kept.len(),
             head.len()
         )
     })
@@ -163,7 +184,7 @@ mod tests {
             (b"epoch 1 loss 0.3\n\x1b[32mok\x1b[0m\r\n", Kind::Log),
             (
                 b"\x7fELF\x02\x01\x01\x00\x00\x00",
-                Kind::Binary("a NUL byte at offset 7".into()),
+                Kind::Binary("70 % of its first 10 bytes are not text".into()),
             ),
             (
                 b"\x01\x02\x03\x04\xff\xfe text",
@@ -181,5 +202,18 @@ mod tests {
         let mut latin1 = b"caf\xe9 au lait, ".repeat(20);
         latin1.extend_from_slice(b"\x07 bell\n");
         assert_eq!(kind(&latin1, true), Kind::Log);
+    }
+
+    #[test]
+    fn nul_runs_are_holes_not_evidence() {
+        // logrotate's copytruncate: 4 KiB of NULs, then the writer's next lines.
+        let mut log = vec![0; 4096];
+        log.extend_from_slice(b"step 9\ntorch.OutOfMemoryError: CUDA out of memory.\n");
+        assert_eq!(kind(&log, true), Kind::Log);
+        assert_eq!(kind(&[0; 8192], false), Kind::Log, "a hole, more to come");
+        assert_eq!(kind(&[0; 100], true), Kind::Empty);
+        // UTF-16 text: lone NULs between its characters are evidence.
+        let utf16: Vec<u8> = "step 1 loss 0.3\n".bytes().flat_map(|b| [b, 0]).collect();
+        assert!(matches!(kind(&utf16, true), Kind::Binary(_)));
     }
 }

@@ -14,7 +14,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-/// Compressed as `gpumon record` writes it: a frame every 10 lines.
+/// Compressed as `gpumon record` writes it: a frame every 5 lines (5 s of 1 s samples).
 fn zstd(bytes: &[u8]) -> Vec<u8> {
     let mut enc = zst::Encoder::new(Vec::new(), 1000);
     for line in bytes.split_inclusive(|b| *b == b'\n') {

@@ -1,4 +1,6 @@
-//! Splits a byte stream into lines, keeping at most a bounded prefix of an overlong line.
+//! Splits a byte stream into lines, keeping at most a bounded prefix of an overlong line; NUL
+//! bytes are holes (logrotate's `copytruncate` leaves KiBs of them where the writer's next line
+//! lands), left out of the lines.
 
 use crate::oom::MAX_LINE;
 
@@ -34,9 +36,11 @@ impl LineSplitter {
     }
 
     fn keep(&mut self, bytes: &[u8]) {
-        let room = MAX_LINE.saturating_sub(self.partial.len());
-        self.partial
-            .extend_from_slice(bytes.get(..room).unwrap_or(bytes));
+        for run in bytes.split(|b| *b == 0) {
+            let room = MAX_LINE.saturating_sub(self.partial.len());
+            self.partial
+                .extend_from_slice(run.get(..room).unwrap_or(run));
+        }
     }
 }
 
@@ -57,5 +61,18 @@ mod tests {
         assert_eq!(got[0], (1, b"abc".to_vec()));
         assert_eq!(got[1], (2, MAX_LINE.to_le_bytes().to_vec()));
         assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn nul_runs_are_holes() {
+        let mut s = LineSplitter::default();
+        let mut got = Vec::new();
+        let mut led = vec![0; 3 * MAX_LINE];
+        led.extend_from_slice(b"torch.OutOfMemoryError\n\0\0ok\n");
+        s.push(&led, |n, l| got.push((n, l.to_vec())));
+        assert_eq!(
+            got,
+            [(1, b"torch.OutOfMemoryError".to_vec()), (2, b"ok".to_vec())]
+        );
     }
 }

@@ -1,6 +1,6 @@
-//! What NCCL's communicators hold outside a framework's pool, as measured: the one place for the
-//! figures, which the detail pane (and any text form) reads, so a re-measurement changes them
-//! once.
+//! What NCCL's communicators hold outside a framework's pool, as measured once elsewhere: the
+//! one place for the reference figures, which the detail pane (and any text form) reads, labelled
+//! as a reference (they are not this process's), so a re-measurement changes them once.
 
 use super::units;
 
@@ -47,15 +47,18 @@ pub fn total() -> u64 {
     STEPS.iter().map(|s| s.bytes).sum()
 }
 
-/// "+372M at init, +474M at the first all_reduce, +446M at the first all_to_all, 1.3G in all (2
-/// H100s, torch 2.11, NVLS off)": NCCL's share of a rank's memory outside the pool, as measured.
-pub fn steps_text() -> String {
+/// "NCCL outside the pool, a reference measured elsewhere (2 H100s, torch 2.11, NVLS off), not
+/// this process: +372M at init, +474M at the first all_reduce, +446M at the first all_to_all,
+/// 1.3G in all": what NCCL may hold of a rank's memory outside the pool, labelled as the
+/// reference it is (gpumon does not measure it per process).
+pub fn reference_text() -> String {
     let steps: Vec<String> = STEPS
         .iter()
         .map(|s| format!("+{} at {}", units::compact(s.bytes), s.when))
         .collect();
     format!(
-        "{}, {} in all ({MEASURED_ON})",
+        "NCCL outside the pool, a reference measured elsewhere ({MEASURED_ON}), not this \
+         process: {}, {} in all",
         steps.join(", "),
         units::compact(total())
     )
@@ -69,9 +72,10 @@ mod tests {
     fn the_measured_steps_say_their_figures_once() {
         assert_eq!(total(), 1292 * MIB);
         assert_eq!(
-            steps_text(),
-            "+372M at init, +474M at the first all_reduce, +446M at the first all_to_all, \
-             1.3G in all (2 H100s, torch 2.11, NVLS off)"
+            reference_text(),
+            "NCCL outside the pool, a reference measured elsewhere (2 H100s, torch 2.11, NVLS \
+             off), not this process: +372M at init, +474M at the first all_reduce, +446M at the \
+             first all_to_all, 1.3G in all"
         );
         // 630 MiB before NCCL, 1922 MiB after the first all_to_all, as measured.
         assert_eq!(630 + total() / MIB, 1922);

@@ -1,6 +1,7 @@
 //! zstd-compressed recordings (`*.zst`), in pure Rust (ruzstd): a reader of one or more
-//! concatenated frames, and a writer that closes a frame every few lines so that a killed
-//! `gpumon record` leaves a file that reads up to its last complete frame.
+//! concatenated frames that reads a frame cut off as far as its blocks were decoded, and a writer
+//! that closes a frame every few seconds of samples so that a killed `gpumon record` loses at most
+//! those.
 
 use std::io::{self, BufRead, Read, Write};
 
@@ -10,7 +11,7 @@ use ruzstd::encoding::{CompressionLevel, compress};
 
 /// A frame is closed at least this often (in recorded time), so a killed `record` loses at most
 /// the samples of the last this many milliseconds (or the last sample, for longer intervals).
-pub const FRAME_MS: u64 = 10_000;
+pub const FRAME_MS: u64 = 5_000;
 
 /// Reads the decompressed bytes of a zstd stream: frames one after another (skippable frames
 /// skipped), as `zstd` and `gpumon record` write them.
@@ -19,7 +20,14 @@ pub struct Decoder<R> {
     frame: FrameDecoder,
     /// Inside a frame whose end has not been reached.
     open: bool,
+    /// The input ended inside a frame: what was decoded is read, then the cut is the error.
+    cut: bool,
 }
+
+/// A last, empty raw block (and a checksum, read only where the frame has one): it ends a frame
+/// cut off between or inside blocks, so that what its whole blocks decoded can be read out
+/// (ruzstd keeps a window of the decoded bytes back until the frame ends).
+const LAST_BLOCK: [u8; 7] = [1, 0, 0, 0, 0, 0, 0];
 
 impl<R: BufRead> Decoder<R> {
     pub fn new(input: R) -> Self {
@@ -27,6 +35,7 @@ impl<R: BufRead> Decoder<R> {
             input,
             frame: FrameDecoder::new(),
             open: false,
+            cut: false,
         }
     }
 
@@ -48,19 +57,37 @@ impl<R: BufRead> Decoder<R> {
                         return Err(corrupt("a skippable frame is cut off"));
                     }
                 }
-                Err(e) => return Err(self.fault(e)),
+                // Cut inside its header: no block of it was decoded.
+                Err(_) if self.input.fill_buf().is_ok_and(<[u8]>::is_empty) => {
+                    self.cut = true;
+                    return Err(cut_off());
+                }
+                Err(e) => return Err(corrupt(e)),
             }
         }
     }
 }
 
 impl<R: BufRead> Decoder<R> {
-    /// A frame the input ends in the middle of was cut off, not damaged.
-    fn fault(&mut self, e: FrameDecoderError) -> io::Error {
+    /// A frame the input ends in the middle of was cut off, not damaged: it is ended where its
+    /// last whole block ended, and read to there.
+    fn fault(&mut self, e: FrameDecoderError) -> io::Result<()> {
         if self.input.fill_buf().is_ok_and(<[u8]>::is_empty) {
-            cut_off()
+            self.end_cut_frame()
         } else {
-            corrupt(e)
+            Err(corrupt(e))
+        }
+    }
+
+    /// Ends the frame the input was cut in (a failed block left the decoded ones as they were).
+    fn end_cut_frame(&mut self) -> io::Result<()> {
+        self.cut = true;
+        match self
+            .frame
+            .decode_blocks(&LAST_BLOCK[..], BlockDecodingStrategy::UptoBlocks(1))
+        {
+            Ok(_) => Ok(()),
+            Err(_) => Err(cut_off()),
         }
     }
 }
@@ -86,6 +113,9 @@ impl<R: BufRead> Read for Decoder<R> {
         }
         loop {
             if !self.open {
+                if self.cut {
+                    return Err(cut_off());
+                }
                 if !self.next_frame()? {
                     return Ok(0);
                 }
@@ -99,13 +129,14 @@ impl<R: BufRead> Read for Decoder<R> {
                 continue;
             }
             if self.input.fill_buf()?.is_empty() {
-                return Err(cut_off());
+                self.end_cut_frame()?;
+                continue;
             }
             if let Err(e) = self
                 .frame
                 .decode_blocks(&mut self.input, BlockDecodingStrategy::UptoBlocks(1))
             {
-                return Err(self.fault(e));
+                self.fault(e)?;
             }
         }
     }
@@ -183,7 +214,7 @@ mod tests {
 
     #[test]
     fn frames_every_few_lines_read_back_as_one_text() {
-        let mut enc = Encoder::new(Vec::new(), 4_000);
+        let mut enc = Encoder::new(Vec::new(), 2_500);
         assert_eq!(enc.lines, 2);
         let mut text = Vec::new();
         for i in 0..5 {
@@ -217,5 +248,22 @@ mod tests {
             junk.to_string().starts_with("not a valid zstd stream"),
             "{junk}"
         );
+    }
+
+    #[test]
+    fn a_frame_cut_off_reads_to_its_last_whole_block_then_says_so() {
+        let text: Vec<u8> = (0..40_000)
+            .flat_map(|i| format!("{{\"at_ms\": {i}, \"x\": {}}}\n", i * 7919 % 1013).into_bytes())
+            .collect();
+        let mut one = Vec::new();
+        compress(text.as_slice(), &mut one, CompressionLevel::Fastest);
+        assert_eq!(decode(&one).unwrap(), text);
+        for end in [one.len() / 2, one.len() - 1] {
+            let mut got = Vec::new();
+            let err = Decoder::new(&one[..end]).read_to_end(&mut got).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{end}: {err}");
+            assert!(got.len() > text.len() / 4, "{end}: {} decoded", got.len());
+            assert!(text.starts_with(&got), "{end}: a prefix of the text");
+        }
     }
 }

@@ -19,6 +19,7 @@ pub mod printable;
 pub mod process_end;
 pub mod ras;
 pub mod request;
+mod shift;
 pub use health::{GpuEvent, Health};
 pub use job::{Inside, Launcher, Rank};
 pub use placement::Placement;

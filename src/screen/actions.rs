@@ -91,6 +91,14 @@ impl State {
                 }
             }
             Action::CycleSort => self.screen.sort = self.screen.sort.next(),
+            // With no distributed job in view there is nothing to group: said, not retitled.
+            Action::ToggleJobs if !self.screen.by_job && self.machine().jobs.is_empty() => {
+                self.screen.status = Some(
+                    "no distributed job here: J groups a job's ranks (by their launchers' \
+                     variables or probes)"
+                        .into(),
+                );
+            }
             Action::ToggleJobs => self.screen.by_job = !self.screen.by_job,
             Action::TogglePause => {
                 self.screen.paused = !self.screen.paused;

@@ -58,9 +58,11 @@ impl NvmlReader {
     /// Starts NVML; the error says in one line why it could not (no driver, no GPU, ...).
     /// `GPUMON_NVML_LIB` names another libnvidia-ml to load (non-standard driver installs).
     pub fn new() -> Result<Self, SourceError> {
-        let unavailable = |e: NvmlError| SourceError::Unavailable(startup_message(&e));
-        let nvml = match std::env::var_os(LIB_ENV) {
-            Some(path) => Nvml::builder().lib_path(&path).init(),
+        let lib = std::env::var_os(LIB_ENV);
+        let unavailable =
+            |e: NvmlError| SourceError::Unavailable(startup_message(&e, lib.as_deref()));
+        let nvml = match &lib {
+            Some(path) => Nvml::builder().lib_path(path).init(),
             None => Nvml::init(),
         }
         .map_err(unavailable)?;

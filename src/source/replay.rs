@@ -25,8 +25,9 @@ pub struct ReplaySource<R> {
     /// Time of this lap's first and last sample, as recorded.
     first_ms: Option<u64>,
     last_ms: u64,
-    /// Added to every time: the laps played so far, so time keeps moving forward.
-    offset_ms: u64,
+    /// Added to every time: the laps played so far, so time keeps moving forward (whole
+    /// seconds: a process's start time is kept in seconds and moves with the rest).
+    offset_s: u64,
     /// Which pass over the recording this is (1: the first).
     lap: u32,
     /// The time of the latest sample handed out (shifted by `offset_ms`): the replay's clock.
@@ -48,7 +49,7 @@ impl<R: BufRead> ReplaySource<R> {
             again: None,
             first_ms: None,
             last_ms: 0,
-            offset_ms: 0,
+            offset_s: 0,
             lap: 1,
             clock_ms: 0,
             failed: None,
@@ -124,24 +125,23 @@ impl<R: BufRead> ReplaySource<R> {
         };
         let (_, reader) = Reader::open(self.name.clone(), again())?;
         self.reader = reader;
-        self.offset_ms += self.last_ms.saturating_sub(first) + self.header.interval_ms;
+        let lap_ms = self.last_ms.saturating_sub(first) + self.header.interval_ms;
+        self.offset_s += lap_ms.div_ceil(1000);
         self.first_ms = None;
         self.lap += 1;
         Ok(true)
     }
 
-    /// The next sample, shifted by the laps played; at the end of a looping replay, `Lapped`
-    /// once (the screen starts clean) and then the new lap's first sample.
+    /// The next sample, every time in it shifted by the laps played (`Sample::shift`); at the end
+    /// of a looping replay, `Lapped` once (the screen starts clean) and then the new lap's first
+    /// sample.
     fn sample_or_end(&mut self) -> Result<Sample, SourceError> {
         let mut s = match self.next_sample()? {
             Some(s) => s,
             None if self.lap()? => return Err(SourceError::Lapped(self.lap)),
             None => return Err(SourceError::Ended),
         };
-        s.at_ms = s.at_ms.saturating_add(self.offset_ms);
-        for f in &mut s.failures {
-            f.at_ms = f.at_ms.saturating_add(self.offset_ms);
-        }
+        s.shift(self.offset_s);
         self.clock_ms = s.at_ms;
         Ok(s)
     }
@@ -203,7 +203,12 @@ mod tests {
         assert_eq!(lap, 2);
         assert_eq!(demo.now_ms(), last);
         let again = demo.sample().unwrap().at_ms;
-        assert_eq!(again, last + demo.header().interval_ms, "time goes on");
+        let step = demo.header().interval_ms;
+        assert!(
+            again >= last + step && again < last + step + 1000,
+            "time goes on, by whole seconds: {again} after {last}"
+        );
+        assert_eq!((again - first) % 1000, 0);
     }
 
     #[test]

@@ -109,7 +109,8 @@ pub(super) fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
         .collect();
     let all_fit = heights.iter().sum::<usize>() <= height;
     let mut top = 0;
-    for (i, h) in heights.into_iter().enumerate() {
+    let shown = listed(heights.len(), height);
+    for (i, h) in heights.into_iter().take(shown).enumerate() {
         top += if all_fit { h } else { 1 };
         if row < top {
             return Some(i);
@@ -138,13 +139,16 @@ pub fn wanted(state: &State, width: u16) -> usize {
         .max(1)
 }
 
-/// Every alert, one per line, wrapped when they all fit that way.
+/// Every alert, one per line, wrapped when they all fit that way; when even one a line they do
+/// not, the last line says how many more there are.
 fn list(alerts: &[&Alert], theme: &Theme, width: usize, height: usize) -> Vec<Line<'static>> {
     let wrapped: Vec<Vec<String>> = alerts.iter().map(|a| wrap(&summary(a), width)).collect();
     let all_fit = wrapped.iter().map(Vec::len).sum::<usize>() <= height;
-    alerts
+    let shown = listed(alerts.len(), height);
+    let mut lines: Vec<Line<'static>> = alerts
         .iter()
         .zip(wrapped)
+        .take(shown)
         .flat_map(|(a, lines)| {
             let style = level_style(a, theme);
             let lines = if all_fit {
@@ -154,7 +158,22 @@ fn list(alerts: &[&Alert], theme: &Theme, width: usize, height: usize) -> Vec<Li
             };
             lines.into_iter().map(move |l| Line::styled(l, style))
         })
-        .collect()
+        .collect();
+    if shown < alerts.len() {
+        let more = format!("+{} more{}a lists them", alerts.len() - shown, theme.g.sep);
+        lines.push(Line::styled(fit(&more, width, theme.g.ellipsis), theme.na));
+    }
+    lines
+}
+
+/// How many of `len` alerts the list shows one a line in `height` rows: all, or one row fewer
+/// than there are, the last row saying how many more.
+fn listed(len: usize, height: usize) -> usize {
+    if len <= height {
+        len
+    } else {
+        height.saturating_sub(1)
+    }
 }
 
 pub(super) fn level_style(a: &Alert, theme: &Theme) -> Style {

@@ -6,7 +6,8 @@
 //! and the detail and alerts panels side by side. The table gets a row per process, and in the
 //! job view one per job (up to what leaves the bottom panels their minimum), the bottom panels
 //! what their text needs (at least their minimum; on a tall screen at most half when a probed
-//! process's pool is charted), and the chart the rest. With the chart emphasised (`c`) the table keeps three
+//! process's pool is charted; at most what leaves the chart its least rows where both fit, the
+//! alerts pane aside), and the chart the rest. With the chart emphasised (`c`) the table keeps three
 //! rows and the chart takes the others (and, on a small screen, the bottom panels' too).
 
 use ratatui::layout::Rect;
@@ -14,7 +15,7 @@ use ratatui::text::Line;
 
 use super::theme::Theme;
 use super::{alerts, detail, gpus, header};
-use crate::screen::{Emphasis, State};
+use crate::screen::{Emphasis, Pane, State};
 
 /// Rows the table needs besides its processes: its borders and header.
 const TABLE_CHROME: u16 = 3;
@@ -191,6 +192,17 @@ fn heights(rest: u16, state: &State, theme: &Theme, width: u16) -> (u16, u16, u1
             .is_some_and(|c| c.pool.is_some())
     {
         text = text.min(bottom.div_ceil(2).max(MIN_BOTTOM));
+    }
+    // On a tall screen the chart keeps its least rows where the panels keep theirs beside it: a
+    // selection whose text is long (a rank's, a process on its second GPU) is cut at its
+    // panel's end rather than take the chart away and leave rows empty below. The alerts pane
+    // (`a`) keeps the alert's text: it was asked for.
+    if chart
+        && rest >= TALL
+        && state.screen.pane != Pane::Alerts
+        && bottom + 1 >= MIN_CHART + MIN_BOTTOM
+    {
+        text = text.min(bottom + 1 - MIN_CHART);
     }
     let chart_h = (bottom + 1).saturating_sub(text);
     if chart && chart_h >= MIN_CHART {

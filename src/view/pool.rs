@@ -94,8 +94,8 @@ pub fn lines(t: &ProcessTrack, theme: &Theme, width: u16) -> Vec<Line<'static>> 
         |_| units::compact(rest),
     );
     // NCCL's communicators hold memory the pool never sees: where the probe saw a NCCL process
-    // group, the line says so with the measured figures (an unprobed rank says nothing: its
-    // backend is not known).
+    // group, the line says so with the reference figures, measured elsewhere and labelled so (an
+    // unprobed rank says nothing: its backend is not known).
     let nccl = t
         .sample
         .rank
@@ -109,10 +109,7 @@ pub fn lines(t: &ProcessTrack, theme: &Theme, width: u16) -> Vec<Line<'static>> 
         size(p.limit)
     )));
     if nccl {
-        out.push(Line::raw(format!(
-            "NCCL outside the pool, measured: {}",
-            crate::model::nccl::steps_text()
-        )));
+        out.push(Line::raw(crate::model::nccl::reference_text()));
     }
     let retries = p
         .alloc_retries

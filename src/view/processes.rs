@@ -56,8 +56,26 @@ fn empty_reason(state: &State, theme: &Theme) -> String {
 }
 
 pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
-    let block = block.title(title(state, theme)).padding(Padding::right(1));
+    let mut block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
+    let selected = state
+        .screen
+        .selected
+        .as_ref()
+        .and_then(|k| state.screen.rows.iter().position(|r| r == k))
+        .map(|row| state.screen.line_of(row));
+    // Only the lines on screen are built (formatting every process's cells each frame cost
+    // more than the rest of the frame together); the others are counted on the border.
+    let on = on_screen(
+        state.screen.table_len(),
+        selected,
+        inner.height.saturating_sub(1),
+    );
+    let more = state.screen.table_len() - on.len();
+    if more > 0 {
+        block =
+            block.title_top(Line::styled(format!(" +{more} more "), theme.title).right_aligned());
+    }
     frame.render_widget(block, area);
     let shown = || {
         state
@@ -102,19 +120,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         );
         return;
     }
-    let selected = state
-        .screen
-        .selected
-        .as_ref()
-        .and_then(|k| state.screen.rows.iter().position(|r| r == k))
-        .map(|row| state.screen.line_of(row));
-    // Only the lines on screen are built (formatting every process's cells each frame cost
-    // more than the rest of the frame together).
-    let shown = on_screen(
-        state.screen.table_len(),
-        selected,
-        inner.height.saturating_sub(1),
-    );
+    let shown = on;
     let lines: Vec<Shown> = shown
         .clone()
         .filter_map(|l| match state.screen.table_line(l)? {

@@ -61,7 +61,8 @@ fn nothing_found_a_cut_stream_and_unreadable_files() {
         }
     }
     let log = read_log("cut.log.gz", Cut(false)).unwrap();
-    assert_eq!(log.cut_at, Some(3));
+    assert_eq!(log.read.cut_at_line, Some(3));
+    assert_eq!(log.read.lines, 2, "the cut line is not read");
     let gone = Unreadable {
         file: "/nonexistent/x.log".into(),
         error: "cannot read /nonexistent/x.log: No such file or directory".into(),

@@ -21,8 +21,40 @@ pub const UTIL_NOT_READ: &str = "not read";
 /// Linux's largest possible PID (`PID_MAX_LIMIT` on 64-bit); anything above is garbage.
 const PID_MAX_LIMIT: u32 = 4_194_304;
 
-/// One line a person understands for an `Nvml::init()` or start-up `device_count()` failure.
-pub fn startup_message(e: &NvmlError) -> String {
+/// One line a person understands for an `Nvml::init()` or start-up `device_count()` failure;
+/// `lib` is the library `GPUMON_NVML_LIB` named, when it named one (the message names it).
+pub fn startup_message(e: &NvmlError, lib: Option<&std::ffi::OsStr>) -> String {
+    let named = lib.map(|l| std::path::Path::new(l).display().to_string());
+    match (e, named) {
+        (NvmlError::LibloadingError(why), Some(lib)) => {
+            let why = why.to_string().replace('\n', " ");
+            format!(
+                "NVML library not found: {lib}, named by GPUMON_NVML_LIB, cannot be loaded \
+                 ({why})"
+            )
+        }
+        (NvmlError::LibloadingError(_) | NvmlError::LibraryNotFound, _) => {
+            "NVML library not found (libnvidia-ml.so.1 missing): no NVIDIA driver installed".into()
+        }
+        // Not even NVML's first call: the library is no NVML at all.
+        (NvmlError::FailedToLoadSymbol(s), named) if s.contains("nvmlInit") => format!(
+            "{} is not an NVML library (it has no nvmlInit_v2){}",
+            named.as_deref().unwrap_or("libnvidia-ml.so.1"),
+            if lib.is_some() {
+                ", named by GPUMON_NVML_LIB"
+            } else {
+                ""
+            }
+        ),
+        (NvmlError::FailedToLoadSymbol(s), Some(lib)) => {
+            format!("the NVML library {lib}, named by GPUMON_NVML_LIB, is too old for gpumon: {s}")
+        }
+        (e, _) => other_startup_message(e),
+    }
+}
+
+/// The start-up failures whose words do not depend on the library named.
+fn other_startup_message(e: &NvmlError) -> String {
     match e {
         NvmlError::LibloadingError(_) | NvmlError::LibraryNotFound => {
             "NVML library not found (libnvidia-ml.so.1 missing): no NVIDIA driver installed".into()

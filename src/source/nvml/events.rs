@@ -108,8 +108,9 @@ impl EventSource for NvmlEvents {
     }
 
     fn run(self: Box<Self>, sink: &Sink) {
-        let nvml = match std::env::var_os(super::LIB_ENV) {
-            Some(path) => Nvml::builder().lib_path(&path).init(),
+        let lib = std::env::var_os(super::LIB_ENV);
+        let nvml = match &lib {
+            Some(path) => Nvml::builder().lib_path(path).init(),
             None => Nvml::init(),
         };
         let nvml = match nvml {
@@ -117,7 +118,7 @@ impl EventSource for NvmlEvents {
             Err(e) => {
                 sink.send(Report::Notice(format!(
                     "GPU events not heard: {}",
-                    startup_message(&e)
+                    startup_message(&e, lib.as_deref())
                 )));
                 return;
             }

@@ -76,6 +76,19 @@ def map_device(index, uuid):
             "stranding_sites": None, "unattributed": None, "shapes": None, "free_blocks": None}
 
 
+def torch_uuid(probe, cuda, index):
+    """torch's ``get_device_properties(index).uuid`` in NVML's form (``GPU-…``), cached (the
+    figures and the maps both name a device by it)."""
+    key = ("torch", index)
+    if key not in probe.uuids:
+        try:
+            found = str(cuda.get_device_properties(index).uuid)
+        except Exception:
+            return None
+        probe.uuids[key] = found if found.startswith("GPU-") else "GPU-" + found
+    return probe.uuids[key]
+
+
 def part(name):
     """A part of the probe (``_gpumon_probe.<name>``), imported at its first use."""
     full = __package__ + "." + name

@@ -6,7 +6,7 @@ largest free block from a rare, timed ``memory_snapshot()`` (docs/probe-format.m
 import os
 import time
 
-from .common import device, loaded, num
+from .common import device, loaded, num, torch_uuid
 from .torch_history import history_on
 
 _STRANDED_FOR_SNAPSHOT = 256 << 20
@@ -25,7 +25,7 @@ def read(probe, torch):
         peak_reserved = num(stats.get("reserved_bytes.all.peak"))
         if not (allocated or reserved or peak_reserved):
             continue  # a device this process's allocator never used
-        dev = device(i, uuid(probe, cuda, i), allocated, reserved)
+        dev = device(i, torch_uuid(probe, cuda, i), allocated, reserved)
         dev.update(stranded=num(stats.get("inactive_split_bytes.all.current")),
                    limit=limit(cuda, i),
                    peak_allocated=num(stats.get("allocated_bytes.all.peak")),
@@ -35,18 +35,6 @@ def read(probe, torch):
         devices.append(dev)
     _largest_free(probe, cuda, devices)
     return devices
-
-
-def uuid(probe, cuda, index):
-    """``get_device_properties(index).uuid`` in NVML's form (``GPU-…``), cached."""
-    key = ("torch", index)
-    if key not in probe.uuids:
-        try:
-            found = str(cuda.get_device_properties(index).uuid)
-        except Exception:
-            return None
-        probe.uuids[key] = found if found.startswith("GPU-") else "GPU-" + found
-    return probe.uuids[key]
 
 
 def limit(cuda, index):

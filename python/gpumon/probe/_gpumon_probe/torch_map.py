@@ -6,8 +6,7 @@ hold the memory (from the blocks' frames, when history is recorded) and that str
 
 import os
 
-from .common import attr, loaded, map_device, num
-from .read_torch import uuid
+from .common import attr, loaded, map_device, num, torch_uuid
 from .sites import Sites, own_frame, site_key
 
 _BIG_BLOCK = 64 << 20  # a block this large is a run of its own
@@ -33,7 +32,7 @@ def map_devices(probe, torch, budget, snapshot=None):
     recording = probe.recording_on()
     devices = []
     for index in sorted(by_device):
-        dev = map_device(index, uuid(probe, cuda, index))
+        dev = map_device(index, torch_uuid(probe, cuda, index))
         dev.update(summarise(by_device[index], budget // len(by_device), dirs, recording))
         devices.append(dev)
     return devices

@@ -27,15 +27,34 @@ fn startup_messages_name_the_cause() {
     else {
         panic!("a missing library cannot load");
     };
-    assert!(startup_message(&missing).contains("no NVIDIA driver installed"));
-    assert!(startup_message(&NvmlError::DriverNotLoaded).contains("driver not loaded"));
-    assert!(startup_message(&NvmlError::NoPermission).contains("no permission"));
+    assert!(startup_message(&missing, None).contains("no NVIDIA driver installed"));
+    // The path the user set is named, not the default's.
+    let set = std::ffi::OsStr::new("/nonexistent/x");
+    let said = startup_message(&missing, Some(set));
+    assert!(
+        said.starts_with(
+            "NVML library not found: /nonexistent/x, named by GPUMON_NVML_LIB, cannot be loaded ("
+        ) && !said.contains("libnvidia-ml.so.1 missing"),
+        "{said}"
+    );
+    // A library without NVML's first call is no NVML, not an old one.
+    let no_init =
+        NvmlError::FailedToLoadSymbol("/lib/libz.so.1: undefined symbol: nvmlInit_v2".into());
+    assert_eq!(
+        startup_message(&no_init, Some(std::ffi::OsStr::new("/lib/libz.so.1"))),
+        "/lib/libz.so.1 is not an NVML library (it has no nvmlInit_v2), named by GPUMON_NVML_LIB"
+    );
+    let old = NvmlError::FailedToLoadSymbol("undefined symbol: nvmlDeviceGetMemoryInfo_v2".into());
+    assert!(startup_message(&old, None).starts_with("NVML library too old for gpumon"));
+    assert!(startup_message(&NvmlError::DriverNotLoaded, None).contains("driver not loaded"));
+    assert!(startup_message(&NvmlError::NoPermission, None).contains("no permission"));
     assert!(!NO_GPU.is_empty());
     for e in [
         NvmlError::Unknown,
         NvmlError::FailedToLoadSymbol("x".into()),
+        missing,
     ] {
-        assert!(!startup_message(&e).contains('\n'));
+        assert!(!startup_message(&e, Some(set)).contains('\n'));
     }
 }
 
