@@ -11,7 +11,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
-            eprintln!("gpumon: {}", gpumon::cli::one_line_error(&e));
+            gpumon::say!("gpumon: {}", gpumon::cli::one_line_error(&e));
             return ExitCode::from(2);
         }
     };
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     match gpumon::cmd::dispatch(cli) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("gpumon: {}", f.message);
+            gpumon::say!("gpumon: {}", f.message);
             ExitCode::from(f.code)
         }
     }

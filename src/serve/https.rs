@@ -38,7 +38,7 @@ pub async fn handshake(
             // A client that closes without a word (a port check) is not worth a line.
             if let Some(tls) = faults::rustls_error(&e) {
                 let why = faults::describe(tls, Side::Server);
-                eprintln!("gpumon: TLS handshake with {peer} failed: {why}");
+                crate::say!("gpumon: TLS handshake with {peer} failed: {why}");
             }
             None
         }
@@ -47,7 +47,7 @@ pub async fn handshake(
 }
 
 async fn plain_http(mut stream: TcpStream, peer: SocketAddr, within: Duration) {
-    eprintln!("gpumon: {peer} sent plain http to the https port; answered 400");
+    crate::say!("gpumon: {peer} sent plain http to the https port; answered 400");
     let answer = format!(
         "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{PLAIN_ANSWER}",
