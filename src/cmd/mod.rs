@@ -162,13 +162,17 @@ pub(crate) fn signal_code(n: i32) -> ExitCode {
     ExitCode::from(u8::try_from(128 + n).unwrap_or(1))
 }
 
-/// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped) or SIGINT.
+/// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped), SIGINT, SIGQUIT or
+/// SIGUSR1: each ends gpumon through its front end, which puts the terminal back (the default
+/// action of the last two would leave it in the alternate screen with the mouse captured).
 pub(crate) async fn shutdown_signal() -> i32 {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut hup), Ok(mut int), Ok(mut quit), Ok(mut usr1)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::quit()),
+        signal(SignalKind::user_defined1()),
     ) else {
         return std::future::pending().await;
     };
@@ -176,6 +180,8 @@ pub(crate) async fn shutdown_signal() -> i32 {
         _ = term.recv() => 15,
         _ = hup.recv() => 1,
         _ = int.recv() => 2,
+        _ = quit.recv() => 3,
+        _ = usr1.recv() => 10,
     }
 }
 
