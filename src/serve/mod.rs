@@ -8,6 +8,7 @@ pub mod exposition;
 pub mod http;
 pub mod https;
 pub mod metrics;
+pub mod slots;
 #[cfg(test)]
 mod tests;
 pub mod web_config;
