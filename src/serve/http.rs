@@ -104,19 +104,26 @@ pub async fn serve(
         let Some((mut slot, evicted)) = slots.admit(peer.ip()) else {
             continue; // Every slot holds a client that spoke: this one is closed unanswered.
         };
+        // A client whose request came with its connection speaks now, before the next accept
+        // (a burst of silent ones accepted before its task runs must not close it).
+        if sent_already(&stream) {
+            slot.speaks();
+        }
         let (latest, config, tls) = (latest.clone(), Arc::clone(&config), tls.clone());
         // A panic in the task unwinds it (its slot is given back) and tokio keeps running.
         tokio::spawn(PEER.scope(peer, async move {
             // Nothing is read for a connection until it sends: a silent one is closed after
             // `first_byte`, or sooner when its slot is taken for a newer connection.
             let mut first = [0u8; 1];
-            tokio::select! {
-                sent = tokio::time::timeout(limits.first_byte, stream.peek(&mut first)) => {
-                    if !matches!(sent, Ok(Ok(1..))) || !slot.speaks() {
-                        return;
+            if !slot.spoke() {
+                tokio::select! {
+                    sent = tokio::time::timeout(limits.first_byte, stream.peek(&mut first)) => {
+                        if !matches!(sent, Ok(Ok(1..))) || !slot.speaks() {
+                            return;
+                        }
                     }
+                    _ = evicted => return,
                 }
-                _ = evicted => return,
             }
             let within = limits.header_timeout;
             match tls {
@@ -130,6 +137,16 @@ pub async fn serve(
             drop(slot);
         }));
     }
+}
+
+/// Whether the client's first bytes are already there (a peek that does not wait).
+fn sent_already(stream: &tokio::net::TcpStream) -> bool {
+    use rustix::net::{RecvFlags, recv};
+    let mut first = [0u8; 1];
+    matches!(
+        recv(stream, &mut first, RecvFlags::PEEK | RecvFlags::DONTWAIT),
+        Ok((1.., _))
+    )
 }
 
 async fn connection<S>(stream: S, latest: Latest, config: Arc<Config>)

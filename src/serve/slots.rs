@@ -120,6 +120,11 @@ impl Inner {
 }
 
 impl Slot {
+    /// Whether the connection has sent something (and so keeps its slot).
+    pub fn spoke(&self) -> bool {
+        self.spoke
+    }
+
     /// The connection sent its first byte: it keeps its slot from now on. False if the slot
     /// was taken for a newer connection just before (the connection is to close).
     pub fn speaks(&mut self) -> bool {
