@@ -8,6 +8,7 @@ pub mod exposition;
 pub mod http;
 pub mod https;
 pub mod metrics;
+pub mod said;
 pub mod slots;
 #[cfg(test)]
 mod tests;
