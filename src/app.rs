@@ -157,6 +157,23 @@ where
                     }
                     dirty = true;
                 }
+                Some(Ok(Event::Paste(text))) => {
+                    // Text for an open prompt, never keys: a question or the signal dialog
+                    // takes none.
+                    let prompt = state.screen.prompt.is_some()
+                        && !state.asking()
+                        && state.screen.signal.is_none();
+                    let actions = input::map_paste(&text, prompt);
+                    if actions.is_empty() {
+                        continue;
+                    }
+                    for action in actions {
+                        if act(terminal, state, action, &options, &status_tx)? {
+                            return Ok(Exit::Quit);
+                        }
+                    }
+                    dirty = true;
+                }
                 Some(Ok(Event::Resize(width, height))) => {
                     fit(terminal, width, height)?;
                     dirty = true;

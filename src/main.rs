@@ -12,8 +12,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(),
         Err(e) => {
-            eprintln!("gpumon: {}", gpumon::cli::one_line_error(&e));
-            eprintln!("{}", gpumon::cli::usage_hint(&e));
+            gpumon::say!("gpumon: {}", gpumon::cli::one_line_error(&e));
+            gpumon::say!("{}", gpumon::cli::usage_hint(&e));
             return ExitCode::from(2);
         }
     };
@@ -21,7 +21,7 @@ fn main() -> ExitCode {
     match gpumon::cmd::dispatch(cli) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("gpumon: {}", f.message);
+            gpumon::say!("gpumon: {}", f.message);
             ExitCode::from(f.code)
         }
     }

@@ -1,11 +1,13 @@
 //! The only code that changes the terminal: raw mode, the alternate screen, the cursor, mouse
-//! capture, and putting all of it back on quit, on error, on a panic in any thread, and on
-//! signals.
+//! capture, bracketed paste (a paste arrives as one text event, never as keys), and putting all
+//! of it back on quit, on error, on a panic in any thread, and on signals.
 
 use std::io::{self, Stdout, stdout};
 
 use crossterm::cursor::{Hide, Show};
-use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -27,7 +29,7 @@ pub fn enter(mouse: bool) -> io::Result<Guard> {
     install_panic_hook();
     enable_raw_mode()?;
     let guard_on_error = RestoreOnDrop;
-    execute!(stdout(), EnterAlternateScreen, Hide)?;
+    execute!(stdout(), EnterAlternateScreen, Hide, EnableBracketedPaste)?;
     if mouse {
         execute!(stdout(), EnableMouseCapture)?;
     }
@@ -43,12 +45,18 @@ pub fn enter(mouse: bool) -> io::Result<Guard> {
     Ok(Guard { terminal })
 }
 
-/// Cooked mode, main screen, cursor shown, mouse released. Safe to call more than once (and
+/// Cooked mode, main screen, cursor shown, mouse released, bracketed paste off. Safe to call more than once (and
 /// without the mouse captured: terminals ignore a release they did not need); errors are
 /// ignored because the terminal may already be gone (a dropped SSH link).
 pub fn restore() {
     let _ = disable_raw_mode();
-    let _ = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);
+    let _ = execute!(
+        stdout(),
+        DisableBracketedPaste,
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        Show
+    );
 }
 
 /// Ctrl-Z: puts the terminal back, stops gpumon with SIGTSTP as the terminal's own Ctrl-Z would
@@ -60,7 +68,7 @@ pub fn suspend(mouse: bool) -> io::Result<()> {
     // The stop takes effect before `kill` returns: this line runs again after SIGCONT.
     kill_process(getpid(), Signal::TSTP)?;
     enable_raw_mode()?;
-    execute!(stdout(), EnterAlternateScreen, Hide)?;
+    execute!(stdout(), EnterAlternateScreen, Hide, EnableBracketedPaste)?;
     if mouse {
         execute!(stdout(), EnableMouseCapture)?;
     }

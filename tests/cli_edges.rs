@@ -48,6 +48,27 @@ fn a_replay_keeps_its_recorded_interval_and_says_so() {
     assert!(err.contains("not a terminal"), "{err}");
 }
 
+/// `--log` with a replay or the demo (on the screen or in `serve`) is refused in words, never
+/// silently ignored (issue 40).
+#[test]
+fn a_log_with_a_replay_is_refused_not_ignored() {
+    for args in [
+        &["--demo", "--log", "/tmp/train.log"][..],
+        &["--replay", DEMO, "--log", "/tmp/train.log"],
+        &["serve", "--demo", "--log", "/tmp/train.log"],
+        &["serve", "--replay", DEMO, "--log", "/tmp/train.log"],
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("--log /tmp/train.log follows a log while the GPUs are read live")
+                && err.contains("gpumon explain /tmp/train.log"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn a_bad_duration_is_one_clean_sentence() {
     for (value, why) in [

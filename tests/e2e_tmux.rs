@@ -111,7 +111,13 @@ fn unwritable_snapshot_dir_is_reported_and_the_screen_keeps_running() {
 
 #[test]
 fn signals_restore_the_terminal() {
-    for (sig, status) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
+    for (sig, status) in [
+        ("TERM", 143),
+        ("HUP", 129),
+        ("INT", 130),
+        ("QUIT", 131),
+        ("USR1", 138),
+    ] {
         let s = Session::start(&format!("sig{sig}"), "--demo", (100, 30));
         s.wait_for(|t| t.contains("processes"), "the demo");
         let pid = s.gpumon_pid();
@@ -122,6 +128,38 @@ fn signals_restore_the_terminal() {
             .unwrap();
         s.assert_restored(status);
     }
+}
+
+/// A paste is text: `x\nq` pasted into the filter prompt (tmux's `paste-buffer -p` brackets it,
+/// as the terminal does once gpumon asked for bracketed paste) is typed into the prompt, and a
+/// paste outside a prompt presses nothing.
+#[test]
+fn a_paste_never_presses_a_key() {
+    let s = Session::start("paste", "--demo", (100, 30));
+    s.wait_for(|t| t.contains("processes"), "the demo");
+    let paste = |text: &str| {
+        let buffer = format!("{}-buffer", s.name);
+        Command::new("tmux")
+            .args(["set-buffer", "-b", &buffer, text])
+            .status()
+            .unwrap();
+        Command::new("tmux")
+            .args(["paste-buffer", "-p", "-d", "-b", &buffer, "-t", &s.name])
+            .status()
+            .unwrap();
+    };
+    paste("q");
+    s.keys(&["/"]);
+    paste("x\nq");
+    s.wait_for(
+        |t| t.contains("filter: xq"),
+        "the paste in the prompt as text",
+    );
+    s.keys(&["Escape"]);
+    s.keys(&["p"]);
+    s.wait_for(|t| t.contains("PAUSED"), "still answering keys");
+    s.keys(&["q"]);
+    s.assert_restored(0);
 }
 
 fn resize(s: &Session, (x, y): (u16, u16)) {

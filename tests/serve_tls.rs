@@ -173,3 +173,57 @@ fn a_key_that_is_not_the_certificates_or_no_pem_stops_the_start_in_one_line() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+/// Issue 40: a FIFO put in the certificate's place never hangs the server (it is refused in one
+/// line, the previous pair still served, http answered on), and a flood of bad handshakes is
+/// logged at most ten lines a minute, the rest counted.
+#[test]
+fn a_fifo_certificate_and_a_flood_of_bad_handshakes() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ca = Ca::new("gpumon test CA");
+    let first = ca.leaf("first");
+    let cert = write(d, "server.pem", &first.cert);
+    let key = write(d, "server.key", &first.key);
+    let server = Server::start(&[
+        "--demo",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    healthy(&server, &ca.pem());
+    std::fs::remove_file(&cert).unwrap();
+    let made = Command::new("mkfifo").arg(&cert).status().unwrap();
+    assert!(made.success());
+    assert_eq!(healthy(&server, &ca.pem()).server_cert, first.der());
+    let line = server.log_line("a FIFO, not a regular file");
+    assert!(
+        line.ends_with("the previous certificate is still served"),
+        "{line}"
+    );
+
+    for _ in 0..200 {
+        if let Ok(mut s) = std::net::TcpStream::connect(server.addr) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            // A handshake record holding garbage.
+            let _ = s.write_all(b"\x16\x03\x01\x00\x08garbage!");
+            let mut rest = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut s, &mut rest);
+        }
+    }
+    healthy(&server, &ca.pem());
+    let mut lines = vec![server.log_line("TLS handshake with")];
+    while let Ok(l) = server.log.recv_timeout(Duration::from_millis(500)) {
+        lines.push(l);
+    }
+    let failures = lines.iter().filter(|l| l.contains("TLS handshake")).count();
+    assert!(failures <= 10, "{failures} lines: {lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("more this minute are counted")),
+        "{lines:#?}"
+    );
+}

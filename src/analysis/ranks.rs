@@ -30,15 +30,21 @@ pub fn stands_for(raised: &str, asked: &str) -> bool {
     raised == GROWS_ALONE && STANDS_FOR.contains(&asked)
 }
 
-/// Whether a job's `ranks-grow-alike` (`raised`, of `job`) stands for an alert of class `asked`
-/// of a process that is one of its ranks: it is every rank's `leak` and `fragmentation-risk`,
-/// and no rank of it grows alone.
-pub fn stands_for_job(raised: &Alert, machine: &Machine, pid: u32, asked: &str) -> bool {
-    raised.class == GROW_ALIKE
-        && (STANDS_FOR.contains(&asked) || asked == GROWS_ALONE)
-        && machine
-            .job_of(pid)
-            .is_some_and(|(j, _)| raised.job.as_deref() == Some(j.id.as_str()))
+/// Whether a job's `ranks-grow-alike`, raised before or in this scan (`fresh`), stands for an
+/// alert of class `asked` of `pid`, one of its ranks: it is every rank's `leak` and
+/// `fragmentation-risk`, and no rank of it grows alone.
+pub fn alike_stands_for(machine: &Machine, fresh: &[Alert], pid: u32, asked: &str) -> bool {
+    if !(STANDS_FOR.contains(&asked) || asked == GROWS_ALONE) {
+        return false;
+    }
+    let Some((job, _)) = machine.job_of(pid) else {
+        return false;
+    };
+    machine
+        .alerts
+        .iter()
+        .chain(fresh)
+        .any(|a| a.class == GROW_ALIKE && a.job.as_deref() == Some(job.id.as_str()))
 }
 
 /// Whether a job alert of a class is new: asked with (class, pid, GPU) only once the numbers say

@@ -58,18 +58,10 @@ pub fn scan(machine: &Machine, fresh: &[Alert], at_ms: u64) -> Vec<Alert> {
             && a.gpu_uuid.as_deref() == Some(gpu)
     };
     // A job's ranks growing alike stand for each rank's own growth alerts.
-    let alike = |a: &Alert, class: &str, pid: Option<u32>| {
-        pid.is_some_and(|p| ranks::stands_for_job(a, machine, p, class))
-    };
     let raised = |out: &[Alert], class: &str, pid: Option<u32>, gpu: &str| {
         alerts_of(pid).any(|a| same(a, class, pid, gpu))
-            || out
-                .iter()
-                .any(|a| same(a, class, pid, gpu) || alike(a, class, pid))
-            || machine
-                .alerts
-                .iter()
-                .any(|a| a.class == ranks::GROW_ALIKE && alike(a, class, pid))
+            || out.iter().any(|a| same(a, class, pid, gpu))
+            || pid.is_some_and(|p| ranks::alike_stands_for(machine, out, p, class))
     };
     // A rank of a job whose failure was read has its end told there (a consequence, or the
     // root cause whose line was not joined to it).

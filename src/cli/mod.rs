@@ -97,6 +97,20 @@ pub fn replay_interval_refused(interval: Option<Duration>) -> Option<String> {
     })
 }
 
+/// Why `--log` cannot go with a replay (or the demo): a log is followed while the GPUs are read
+/// live; a recording holds the failures of the logs followed when it was made. `None` when no
+/// log was given.
+pub fn replay_log_refused(logs: &[std::path::PathBuf]) -> Option<String> {
+    logs.first().map(|log| {
+        format!(
+            "--log {} follows a log while the GPUs are read live; a replay holds the failures its \
+             recording's logs had (to read a log's failures: `gpumon explain {}`)",
+            log.display(),
+            log.display()
+        )
+    })
+}
+
 impl LiveArgs {
     /// The time between samples: `--interval`, or 1 s.
     pub fn every(&self) -> Duration {

@@ -138,7 +138,7 @@ pub(super) fn diff(
         ),
         Format::Json => snapshot::diff::render_json(&d),
     };
-    print_out(&text)
+    print_out(&text, format)
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ pub(super) fn write_pages(dir: &Path) -> Result<ExitCode, Fail> {
     for (name, text) in &pages {
         crate::snapshot::write_atomic(dir.join(name), text.as_bytes()).map_err(Fail::runtime)?;
     }
-    eprintln!(
+    crate::say!(
         "gpumon: {} man pages written to {}",
         pages.len(),
         dir.display()

@@ -69,7 +69,7 @@ pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fai
             Ok(Given::Log(log)) => logs.push(log),
             Ok(Given::Recording(r)) => replayed.push(r),
             Err(error) => {
-                eprintln!("gpumon: {error}");
+                crate::say!("gpumon: {error}");
                 unreadable.push(Unreadable {
                     file: path.display().to_string(),
                     error,
@@ -95,7 +95,7 @@ pub(super) fn explain(paths: &[PathBuf], format: Format) -> Result<ExitCode, Fai
             text: text(&replayed),
         })
     };
-    print_out(&render(&logs, format, extra))?;
+    print_out(&render(&logs, format, extra), format)?;
     Ok(status)
 }
 
@@ -115,7 +115,7 @@ fn read(path: &Path) -> Result<Given, String> {
     let name = input.name.clone();
     let log = read_log(&name, input.reader()).map_err(|e| format!("cannot read {name}: {e}"))?;
     if let Some(line) = log.read.cut_at_line {
-        eprintln!(
+        crate::say!(
             "gpumon: {name} is cut off at line {line} (its compressed stream ends mid-frame): \
              read up to there"
         );

@@ -26,7 +26,7 @@ pub(super) fn export(pid: u32, output: Option<&Path>) -> Result<ExitCode, Fail> 
     let requests =
         sources::requests(true).ok_or_else(|| Fail::runtime("requests to probes are off"))?;
     let path = run(requests.as_ref(), pid, to, WAIT, POLL).map_err(Fail::runtime)?;
-    eprintln!("gpumon: pid {pid}'s export written to {}", path.display());
+    crate::say!("gpumon: pid {pid}'s export written to {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 

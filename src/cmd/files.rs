@@ -32,7 +32,7 @@ pub(super) fn replay_recording<R: BufRead>(
         each(&machine);
     }
     if let Some(line) = source.cut_off() {
-        eprintln!("gpumon: {}", cut_notice(source.name(), line));
+        crate::say!("gpumon: {}", cut_notice(source.name(), line));
     }
     Ok(machine)
 }
@@ -66,15 +66,17 @@ pub(super) fn take_snapshot(
     };
     let now = machine.last_sample_ms.unwrap_or(machine.now_ms);
     let snap = snapshot::Snapshot::of_machine(&machine, now);
-    let bytes = match format {
-        Format::Json => snap.to_json(),
-        Format::Text => snapshot::text::render(&snap).into_bytes(),
+    let text = match format {
+        Format::Json => String::from_utf8_lossy(&snap.to_json()).into_owned(),
+        Format::Text => snapshot::text::render(&snap),
     };
     match output {
-        None => print_out(&String::from_utf8_lossy(&bytes)),
-        Some(p) if p == Path::new("-") => print_out(&String::from_utf8_lossy(&bytes)),
+        None => print_out(&text, format),
+        Some(p) if p == Path::new("-") => print_out(&text, format),
         Some(p) => {
-            snapshot::write_atomic(p, &bytes).map_err(Fail::runtime)?;
+            // Escaped in a file too: it is read with `cat` as often as by a program.
+            let text = crate::format::escape(&text, format);
+            snapshot::write_atomic(p, text.as_bytes()).map_err(Fail::runtime)?;
             Ok(ExitCode::SUCCESS)
         }
     }

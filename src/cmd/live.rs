@@ -27,6 +27,9 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
         if let Some(why) = crate::cli::replay_interval_refused(args.interval).filter(|_| alone) {
             return Err(Fail::usage(why));
         }
+        if let Some(why) = crate::cli::replay_log_refused(&args.logs) {
+            return Err(Fail::usage(why));
+        }
     }
     let replay = if args.demo {
         let mut source = ReplaySource::demo().map_err(Fail::runtime)?;

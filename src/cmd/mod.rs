@@ -20,7 +20,7 @@ mod serve;
 use std::io::Write;
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, Format};
 use crate::record;
 
 const HINT: &str = "hint: `gpumon --demo` shows a real recording without a GPU";
@@ -65,7 +65,7 @@ pub fn exit_on_panic() {
                 .map(|l| format!(" at {}:{}", l.file(), l.line()))
                 .unwrap_or_default();
             let what = what.lines().next().unwrap_or_default();
-            eprintln!(
+            crate::say!(
                 "gpumon: answering {peer} panicked ({what}{at}); that connection is closed, the server goes on"
             );
             return;
@@ -108,9 +108,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
                     other => Fail::runtime(other),
                 })?;
             let n = recorded.samples;
-            eprintln!("gpumon: {n} samples written to {}", file.display());
+            crate::say!("gpumon: {n} samples written to {}", file.display());
             for alert in &recorded.alerts {
-                eprintln!("gpumon: alert: {alert}");
+                crate::say!("gpumon: alert: {alert}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -133,8 +133,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode, Fail> {
             tls,
         }) => diff::diff(&a, &b, format, token_file.as_deref(), &tls),
         Some(Command::Explain { logs, format }) => explain::explain(&logs, format),
-        Some(Command::Completions { shell }) => print_out(&docs::completions(shell)),
-        Some(Command::Man { dir: None }) => print_out(&docs::man()),
+        Some(Command::Completions { shell }) => print_out(&docs::completions(shell), Format::Text),
+        Some(Command::Man { dir: None }) => print_out(&docs::man(), Format::Text),
         Some(Command::Man { dir: Some(dir) }) => docs::write_pages(&dir),
         Some(Command::Run {
             log_dir,
@@ -162,13 +162,17 @@ pub(crate) fn signal_code(n: i32) -> ExitCode {
     ExitCode::from(u8::try_from(128 + n).unwrap_or(1))
 }
 
-/// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped) or SIGINT.
+/// Resolves with the signal number on SIGTERM, SIGHUP (SSH link dropped), SIGINT, SIGQUIT or
+/// SIGUSR1: each ends gpumon through its front end, which puts the terminal back (the default
+/// action of the last two would leave it in the alternate screen with the mouse captured).
 pub(crate) async fn shutdown_signal() -> i32 {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut hup), Ok(mut int)) = (
+    let (Ok(mut term), Ok(mut hup), Ok(mut int), Ok(mut quit), Ok(mut usr1)) = (
         signal(SignalKind::terminate()),
         signal(SignalKind::hangup()),
         signal(SignalKind::interrupt()),
+        signal(SignalKind::quit()),
+        signal(SignalKind::user_defined1()),
     ) else {
         return std::future::pending().await;
     };
@@ -176,11 +180,15 @@ pub(crate) async fn shutdown_signal() -> i32 {
         _ = term.recv() => 15,
         _ = hup.recv() => 1,
         _ = int.recv() => 2,
+        _ = quit.recv() => 3,
+        _ = usr1.recv() => 10,
     }
 }
 
-/// Writes to stdout; a closed pipe (`| head`) is not an error worth a message.
-pub(crate) fn print_out(text: &str) -> Result<ExitCode, Fail> {
+/// Writes to stdout, escaped as `form` escapes (`format::escape`: nothing from data reaches the
+/// terminal as a control); a closed pipe (`| head`) is not an error worth a message.
+pub(crate) fn print_out(text: &str, form: Format) -> Result<ExitCode, Fail> {
+    let text = crate::format::escape(text, form);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Fail::runtime(e)),

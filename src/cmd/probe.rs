@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{Fail, print_out, sources};
-use crate::cli::ProbeCommand;
+use crate::cli::{Format, ProbeCommand};
 use crate::run::hook_dir;
 use crate::run::probe::{ProbeEnv, private_dir};
 
@@ -28,12 +28,12 @@ pub(super) fn probe(what: ProbeCommand) -> Result<ExitCode, Fail> {
             let env = prepare(hook_dir, probe_dir, ms)
                 .map_err(Fail::runtime)?
                 .recording(record);
-            print_out(&env.exports())
+            print_out(&env.exports(), Format::Text)
         }
         ProbeCommand::Hook { dir } => {
             let loader = hook_dir::write_plain(&dir)
                 .map_err(|e| Fail::runtime(format!("{}: {e}", dir.display())))?;
-            print_out(&format!("{}\n", loader.display()))
+            print_out(&format!("{}\n", loader.display()), Format::Text)
         }
     }
 }

@@ -62,7 +62,7 @@ pub(super) async fn run_command(
         .collect();
     let command = short_command(&line.join(" "));
     let pid = child.id();
-    eprintln!("gpumon: {command} (pid {pid}) writes to {}", log.shown);
+    crate::say!("gpumon: {command} (pid {pid}) writes to {}", log.shown);
 
     let ms = u64::try_from(args.every().as_millis()).unwrap_or(1000);
     let history = args.history.unwrap_or(Duration::from_secs(600));
@@ -93,16 +93,16 @@ pub(super) async fn run_command(
     // the terminal itself is gone, SIGHUP).
     if matches!(exit, Ok(Exit::Quit) | Ok(Exit::Signal(2 | 15))) {
         let report = state.run_report(&run_filter);
-        let _ = std::io::Write::write_all(&mut std::io::stdout(), report.as_bytes());
+        let _ = super::print_out(&report, crate::cli::Format::Text);
     }
     let left = || {
-        eprintln!(
+        crate::say!(
             "gpumon: {command} (pid {pid}) is still running; its output goes to {}",
             log.shown
         );
     };
     let ended = |end: RunEnd| {
-        eprintln!("gpumon: {command} {}", end.describe());
+        crate::say!("gpumon: {command} {}", end.describe());
         ExitCode::from(end.code())
     };
     match exit {

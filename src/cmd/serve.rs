@@ -13,6 +13,11 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     {
         return Err(Fail::usage(why));
     }
+    if (args.demo || args.replay.is_some())
+        && let Some(why) = crate::cli::replay_log_refused(&args.logs)
+    {
+        return Err(Fail::usage(why));
+    }
     let (factory, spacing) = match (&args.replay, args.demo) {
         (Some(path), _) => {
             let source = sources::open_replay(path)?.source;

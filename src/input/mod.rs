@@ -1,8 +1,10 @@
-//! Keys to actions: one keymap table, also read by the help overlay.
+//! Keys to actions: one keymap table, also read by the help overlay; a paste to typed text.
 
 pub mod keymap;
+pub mod paste;
 
 pub use keymap::{KEYMAP, map, map_answer, map_signal};
+pub use paste::{PROMPT_MAX, map_paste};
 
 /// Everything a key can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

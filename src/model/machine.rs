@@ -3,6 +3,7 @@
 //!
 //! The screen's state (selection, filter, sort, …) lives in `screen` and only refers to machines.
 
+pub mod exits;
 pub mod gpu;
 pub mod held;
 
@@ -273,23 +274,11 @@ impl Machine {
                 self.processes.insert(key, track);
             }
         }
-        for t in self.processes.values_mut() {
-            if t.last_seen_ms < at && t.exited_ms.is_none() {
-                t.exited_ms = Some(at);
-            }
-        }
+        exits::mark(&mut self.processes, at, self.config.keep_exited_ms);
         // After the sample's processes: an end is often told once its track is marked exited.
         crate::model::process::hear(&mut self.processes, &lives);
-        let keep = self.config.keep_exited_ms;
-        self.processes
-            .retain(|_, t| t.exited_ms.is_none_or(|e| at.saturating_sub(e) <= keep));
         self.ready_probe_ooms(at);
-        let processes = &self.processes;
-        self.maps.retain(|(pid, start), _| {
-            processes
-                .keys()
-                .any(|k| k.pid == *pid && k.start_time.is_some_and(|s| s.abs_diff(*start) <= 1))
-        });
+        exits::keep_maps(&mut self.maps, &self.processes);
 
         for track in self.gpus.values_mut() {
             let (sum, unknown) = processes_on(&self.processes, &track.sample.uuid)

@@ -11,9 +11,8 @@ pub const MAX_FUNCTION: usize = 128;
 pub fn printable(text: &str, max: usize) -> String {
     let mut out = String::new();
     for c in text.chars().take(max) {
-        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-            | '\u{2060}'..='\u{2069}' | '\u{feff}' | '\u{061c}');
-        if c.is_control() || invisible {
+        // A line break too: a name from a job's stack is one line.
+        if c.is_control() || crate::format::is_unsafe(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);

@@ -58,7 +58,7 @@ impl State {
             }
             Action::PromptChar(c) => {
                 if let Some(p) = &mut self.screen.prompt
-                    && p.chars().count() < 64
+                    && p.chars().count() < crate::input::PROMPT_MAX
                     && !c.is_control()
                 {
                     p.push(c);

@@ -1,8 +1,9 @@
 //! The HTTP/1 server of `gpumon serve` (hyper on the tokio runtime, over TLS when configured):
 //! GET `/metrics`, `/snapshot` (`?history=0`: the compact one a fleet's overview asks for;
 //! `?tiers=0`: the fine history without the days of coarse tiers, what a fleet's open host gets) and
-//! `/healthz` from the latest published snapshot, with bounded connections, header size, header
-//! read time and connection lifetime, and the optional bearer token or basic-auth users. Each
+//! `/healthz` from the latest published snapshot, with bounded connections (room kept for
+//! clients that speak: `slots`), a first-byte wait, header size, header read time and connection
+//! lifetime, and the optional bearer token or basic-auth users. Each
 //! connection is its own task: a panic while answering one ends that one only (the panic hook logs
 //! it, `connection_peer` tells it apart).
 
@@ -20,12 +21,12 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
 use super::auth::Token;
 use super::basic::Users;
 use super::metrics::{self, Select};
+use super::slots::Slots;
 use super::{Latest, Published};
 use super::{exposition, https};
 use crate::snapshot::SourceDoc;
@@ -38,8 +39,13 @@ const GRACE: Duration = Duration::from_secs(5);
 /// Bounds on what clients may hold.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Open connections; more are closed as soon as accepted.
+    /// Open connections; past it, the oldest that has sent nothing is closed for a new one, and
+    /// a new one is closed as soon as accepted only when every one open has spoken (`slots`).
     pub max_connections: usize,
+    /// Open connections of one client address, bounded the same way.
+    pub per_client: usize,
+    /// A connection that has sent nothing by then is closed.
+    pub first_byte: Duration,
     /// A request's headers must arrive within this (slow clients are dropped).
     pub header_timeout: Duration,
     /// Read buffer, hence the largest request head (431 above it).
@@ -52,6 +58,8 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 256,
+            per_client: 64,
+            first_byte: Duration::from_secs(2),
             header_timeout: Duration::from_secs(5),
             max_buf: 16 * 1024,
             lifetime: Duration::from_secs(60),
@@ -86,19 +94,38 @@ pub async fn serve(
     config: Arc<Config>,
     tls: Option<TlsAcceptor>,
 ) {
-    let permits = Arc::new(Semaphore::new(config.limits.max_connections));
+    let limits = config.limits;
+    let slots = Slots::new(limits.max_connections, limits.per_client);
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             tokio::time::sleep(ACCEPT_BACKOFF).await;
             continue;
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            continue; // Too many connections: this one is closed unanswered.
+        let Some((mut slot, evicted)) = slots.admit(peer.ip()) else {
+            continue; // Every slot holds a client that spoke: this one is closed unanswered.
         };
+        // A client whose request came with its connection speaks now, before the next accept
+        // (a burst of silent ones accepted before its task runs must not close it).
+        if sent_already(&stream) {
+            slot.speaks();
+        }
         let (latest, config, tls) = (latest.clone(), Arc::clone(&config), tls.clone());
-        // A panic in the task unwinds it (its permit is given back) and tokio keeps running.
+        // A panic in the task unwinds it (its slot is given back) and tokio keeps running.
         tokio::spawn(PEER.scope(peer, async move {
-            let within = config.limits.header_timeout;
+            // Nothing is read for a connection until it sends: a silent one is closed after
+            // `first_byte`, or sooner when its slot is taken for a newer connection.
+            let mut first = [0u8; 1];
+            if !slot.spoke() {
+                tokio::select! {
+                    sent = tokio::time::timeout(limits.first_byte, stream.peek(&mut first)) => {
+                        if !matches!(sent, Ok(Ok(1..))) || !slot.speaks() {
+                            return;
+                        }
+                    }
+                    _ = evicted => return,
+                }
+            }
+            let within = limits.header_timeout;
             match tls {
                 None => connection(stream, latest, config).await,
                 Some(acceptor) => {
@@ -107,9 +134,19 @@ pub async fn serve(
                     }
                 }
             }
-            drop(permit);
+            drop(slot);
         }));
     }
+}
+
+/// Whether the client's first bytes are already there (a peek that does not wait).
+fn sent_already(stream: &tokio::net::TcpStream) -> bool {
+    use rustix::net::{RecvFlags, recv};
+    let mut first = [0u8; 1];
+    matches!(
+        recv(stream, &mut first, RecvFlags::PEEK | RecvFlags::DONTWAIT),
+        Ok((1.., _))
+    )
 }
 
 async fn connection<S>(stream: S, latest: Latest, config: Arc<Config>)

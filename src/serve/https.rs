@@ -1,5 +1,6 @@
 //! The TLS side of a `serve` connection: the handshake within the header time, each failure one
-//! log line saying whose certificate or what protocol was wrong; a plain-HTTP client on the TLS
+//! log line saying whose certificate or what protocol was wrong (at most `said::PER_MINUTE` a
+//! minute, the rest counted); a plain-HTTP client on the TLS
 //! port gets a 400 that says to use https. The server goes on answering the others.
 
 use std::net::SocketAddr;
@@ -11,7 +12,11 @@ use tokio::time::timeout;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
+use super::said::Limited;
 use crate::tls::faults::{self, Side};
+
+/// The lines a client's bad handshake or plain http makes, under one budget.
+static SAID: Limited = Limited::new();
 
 const PLAIN_ANSWER: &str = "this port speaks https only: use an https:// URL\n";
 
@@ -38,7 +43,9 @@ pub async fn handshake(
             // A client that closes without a word (a port check) is not worth a line.
             if let Some(tls) = faults::rustls_error(&e) {
                 let why = faults::describe(tls, Side::Server);
-                eprintln!("gpumon: TLS handshake with {peer} failed: {why}");
+                SAID.say(format_args!(
+                    "gpumon: TLS handshake with {peer} failed: {why}"
+                ));
             }
             None
         }
@@ -47,7 +54,9 @@ pub async fn handshake(
 }
 
 async fn plain_http(mut stream: TcpStream, peer: SocketAddr, within: Duration) {
-    eprintln!("gpumon: {peer} sent plain http to the https port; answered 400");
+    SAID.say(format_args!(
+        "gpumon: {peer} sent plain http to the https port; answered 400"
+    ));
     let answer = format!(
         "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{PLAIN_ANSWER}",

@@ -8,6 +8,8 @@ pub mod exposition;
 pub mod http;
 pub mod https;
 pub mod metrics;
+pub mod said;
+pub mod slots;
 #[cfg(test)]
 mod tests;
 pub mod web_config;
@@ -175,7 +177,7 @@ pub async fn run(
         .as_ref()
         .is_some_and(|t| matches!(t.clients, Some((_, ClientAuth::Require))));
     if token.is_none() && web.users.is_none() && !verified && !addr.ip().is_loopback() {
-        eprintln!(
+        crate::say!(
             "gpumon: warning: no --token-file: anyone who can reach {addr} reads process, user and GPU data"
         );
     }
@@ -213,7 +215,7 @@ pub async fn run(
         return Err(ServeError::Start(reason.clone()));
     }
     let scheme = if tls.is_some() { "https" } else { "http" };
-    eprintln!("gpumon: serving {scheme}://{addr}/metrics, /snapshot and /healthz");
+    crate::say!("gpumon: serving {scheme}://{addr}/metrics, /snapshot and /healthz");
     let tls = tls.map(tokio_rustls::TlsAcceptor::from);
     let server = tokio::spawn(http::serve(listener, latest, Arc::new(config), tls));
     let live = recorded_ms.is_none();

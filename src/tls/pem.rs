@@ -1,8 +1,10 @@
 //! PEM files: certificate chains and private keys, read with a size bound; every fault one line
-//! naming the file. A private key readable by every user is refused, as `--token-file` is.
+//! naming the file. A private key readable by every user is refused, as `--token-file` is; so is
+//! anything but a regular file (opened without waiting: a FIFO put in a certificate's place never
+//! blocks the server, which re-reads these files during a handshake).
 
 use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use rustls::pki_types::pem::{self, PemObject};
@@ -19,6 +21,8 @@ pub enum PemError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{}: {kind}, not a regular file", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error("{}: larger than {} MiB, not a PEM file", path.display(), MAX_PEM >> 20)]
     TooLarge { path: PathBuf },
     #[error("{}: no {what} in it (PEM `-----BEGIN {what}-----` blocks expected)", path.display())]
@@ -35,8 +39,30 @@ fn read(path: &Path, private: bool) -> Result<Vec<u8>, PemError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mode = file.metadata().map_err(io)?.permissions().mode();
+    // Non-blocking: opening a FIFO for reading would wait for a writer.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let kind = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a device"
+        };
+        return Err(PemError::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        });
+    }
+    let mode = meta.permissions().mode();
     if private && mode & 0o004 != 0 {
         return Err(PemError::WorldReadable {
             path: path.to_path_buf(),

@@ -131,12 +131,12 @@ impl Reloading {
             match load(&self.cert, &self.key, &self.provider) {
                 Ok(pair) => {
                     state.served = pair;
-                    eprintln!(
+                    crate::say!(
                         "gpumon: TLS: {} changed: serving the new certificate",
                         self.cert.display()
                     );
                 }
-                Err(e) => eprintln!("gpumon: TLS: {e}; the previous certificate is still served"),
+                Err(e) => crate::say!("gpumon: TLS: {e}; the previous certificate is still served"),
             }
         }
         Arc::clone(&state.served)

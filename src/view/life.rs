@@ -119,6 +119,7 @@ mod tests {
             notices: Vec::new(),
             events: Vec::new(),
             probes,
+            ras: None,
         })));
     }
 

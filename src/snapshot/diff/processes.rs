@@ -3,7 +3,10 @@
 //! process without a partner is: one more of the same command on one side, one that exited there
 //! (after an OOM, if one was raised), or one the other side never ran.
 
+use std::collections::{HashMap, VecDeque};
+
 use super::{Difference, Topic, explain, failures, label};
+use crate::sample::Framework;
 use crate::snapshot::lines::size;
 use crate::snapshot::{Process, Snapshot};
 
@@ -30,77 +33,94 @@ fn listed(s: &Snapshot, exited: bool) -> Vec<&Process> {
     v
 }
 
-/// Whether two processes run the same thing: framework and a known command line.
-fn same(x: &Process, y: &Process) -> bool {
-    x.command.is_some() && x.command == y.command && x.framework == y.framework
+/// Whether two processes run the same thing, as a key: framework and a known command line
+/// (`None` without one: such a process is the same as nothing).
+type Kind<'a> = (&'a str, Option<Framework>);
+
+fn kind(p: &Process) -> Option<Kind<'_>> {
+    Some((p.command.as_deref()?, p.framework))
+}
+
+/// One side's processes indexed once, so that each lookup is constant time: its running ones
+/// counted by kind, its exited ones by kind (in the order they started) and by (pid, kind).
+struct Side<'a> {
+    name: &'static str,
+    snap: &'a Snapshot,
+    running: HashMap<Kind<'a>, usize>,
+    exited_by_kind: HashMap<Kind<'a>, &'a Process>,
+    exited_by_pid: HashMap<(u32, Kind<'a>), &'a Process>,
+}
+
+impl<'a> Side<'a> {
+    fn new(name: &'static str, snap: &'a Snapshot, running: &[&'a Process]) -> Side<'a> {
+        let mut side = Side {
+            name,
+            snap,
+            running: HashMap::new(),
+            exited_by_kind: HashMap::new(),
+            exited_by_pid: HashMap::new(),
+        };
+        for k in running.iter().filter_map(|p| kind(p)) {
+            *side.running.entry(k).or_default() += 1;
+        }
+        for q in listed(snap, true) {
+            if let Some(k) = kind(q) {
+                side.exited_by_kind.entry(k).or_insert(q);
+                side.exited_by_pid.entry((q.pid, k)).or_insert(q);
+            }
+        }
+        side
+    }
 }
 
 /// Matches the running processes of both sides and compares each pair; a process without a
-/// partner is said to be on one side, with why.
+/// partner is said to be on one side, with why. Linear in the processes: B's are queued by kind,
+/// and A's n-th of a kind takes B's n-th.
 pub(super) fn compare(a: &Snapshot, b: &Snapshot, out: &mut Vec<Difference>) {
     let (run_a, run_b) = (listed(a, false), listed(b, false));
+    let mut queued: HashMap<Kind<'_>, VecDeque<usize>> = HashMap::new();
+    for (j, pb) in run_b.iter().enumerate() {
+        if let Some(k) = kind(pb) {
+            queued.entry(k).or_default().push_back(j);
+        }
+    }
     let mut partner: Vec<Option<&Process>> = vec![None; run_a.len()];
     let mut taken = vec![false; run_b.len()];
     for (i, pa) in run_a.iter().enumerate() {
         // The first of B's not yet matched with the same command: the n-th with the n-th.
-        if let Some(j) = (0..run_b.len()).find(|&j| !taken[j] && same(pa, run_b[j])) {
+        if let Some(j) = kind(pa).and_then(|k| queued.get_mut(&k)?.pop_front()) {
             taken[j] = true;
             partner[i] = Some(run_b[j]);
         }
     }
+    let (side_a, side_b) = (Side::new("A", a, &run_a), Side::new("B", b, &run_b));
     for (pa, pb) in run_a.iter().zip(&partner) {
         match pb {
             Some(pb) => explain::pair(a, pa, b, pb, out),
-            None => out.push(alone(Side::A, pa, a, b, &run_a, &run_b)),
+            None => out.push(alone(pa, &side_a, &side_b)),
         }
     }
     for (pb, _) in run_b.iter().zip(&taken).filter(|(_, t)| !**t) {
-        out.push(alone(Side::B, pb, b, a, &run_b, &run_a));
+        out.push(alone(pb, &side_b, &side_a));
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    A,
-    B,
-}
-
-impl Side {
-    fn other(self) -> Side {
-        match self {
-            Side::A => Side::B,
-            Side::B => Side::A,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Side::A => "A",
-            Side::B => "B",
-        }
-    }
-}
-
-/// A process running on `side` (snapshot `here`) with no partner on the other (`there`).
-fn alone(
-    side: Side,
-    p: &Process,
-    here: &Snapshot,
-    there: &Snapshot,
-    running_here: &[&Process],
-    running_there: &[&Process],
-) -> Difference {
-    let shown = format!("{}, {}", place(here, p), size(p.device_memory));
-    let (other, who) = (side.other().name(), side.name());
+/// A process running on `here` with no partner on the other side (`there`).
+fn alone(p: &Process, here: &Side<'_>, there: &Side<'_>) -> Difference {
+    let shown = format!("{}, {}", place(here.snap, p), size(p.device_memory));
+    let (other, who) = (there.name, here.name);
     // The same process (same PID and command) exited on the other side, else one of its command.
-    let exited = listed(there, true);
-    let gone = exited
-        .iter()
-        .find(|q| q.pid == p.pid && same(p, q))
-        .or_else(|| exited.iter().find(|q| same(p, q)));
+    let k = kind(p);
+    let gone = k.and_then(|k| {
+        there
+            .exited_by_pid
+            .get(&(p.pid, k))
+            .or_else(|| there.exited_by_kind.get(&k))
+    });
+    let there_snap = there.snap;
     let (there_text, topic, effect) = if let Some(q) = gone {
         let when = q.exited_at.as_deref().map_or("n/a", failures::clock);
-        let oom = failures::of_process(there, q.pid)
+        let oom = failures::of_process(there_snap, q.pid)
             .map(|f| {
                 format!(
                     ", after its OOM at {} ({})",
@@ -110,7 +130,7 @@ fn alone(
             })
             .unwrap_or_default();
         (
-            format!("{}, exited at {when}{oom}", place(there, q)),
+            format!("{}, exited at {when}{oom}", place(there_snap, q)),
             Topic::ProcessExited,
             format!(
                 "It had exited on {other}'s side{oom}, so it holds no device memory there: its \
@@ -118,10 +138,8 @@ fn alone(
             ),
         )
     } else {
-        let (n_here, n_there) = (
-            running_here.iter().filter(|q| same(p, q)).count(),
-            running_there.iter().filter(|q| same(p, q)).count(),
-        );
+        let count = |side: &Side<'_>| k.and_then(|k| side.running.get(&k)).copied().unwrap_or(0);
+        let (n_here, n_there) = (count(here), count(there));
         let effect = if n_there > 0 {
             format!(
                 "{who} runs {n_here} processes with this framework and command line, {other} \
@@ -135,9 +153,10 @@ fn alone(
         };
         ("absent".to_string(), Topic::ProcessOnOneSide, effect)
     };
-    let (a, b, a_bytes, b_bytes) = match side {
-        Side::A => (shown, there_text, p.device_memory, None),
-        Side::B => (there_text, shown, None, p.device_memory),
+    let (a, b, a_bytes, b_bytes) = if here.name == "A" {
+        (shown, there_text, p.device_memory, None)
+    } else {
+        (there_text, shown, None, p.device_memory)
     };
     Difference {
         topic,

@@ -13,6 +13,8 @@ use crate::pipeline;
 use crate::sample::{ProbeNews, Sample};
 use crate::source::scripted::build::{GIB, MIB, gpu, machine};
 
+mod holes;
+
 #[test]
 fn rank_0_growing_130_mib_a_second_beside_a_flat_rank_1_is_one_alert_for_the_job() {
     // The real run's figures: rank 0 keeps part of each step's logits, rank 1 stays at 9 GiB of
@@ -405,17 +407,4 @@ fn a_leak_that_fragments_on_one_rank_is_its_job_alert_with_the_holes_second() {
     );
     assert!(of(&alerts, "fragmentation-risk").is_empty(), "{alerts:#?}");
     assert!(of(&alerts, "leak").is_empty(), "{alerts:#?}");
-}
-
-#[test]
-fn holes_that_build_on_one_rank_are_its_fragmentation_not_work_only_it_does() {
-    // Rank 0 keeps nothing more, but the holes in its pool grow 100 MiB a second.
-    let mut specs = [
-        Spec::new(1446, 0, |_| 3 * GIB),
-        Spec::new(1447, 1, |_| 3 * GIB),
-    ];
-    specs[0].stranded = Box::new(|k| 600 * MIB + k.saturating_sub(10) * 100 * MIB);
-    let (_, alerts) = run(45, 2, 2, &specs, &none);
-    assert!(of(&alerts, super::GROWS_ALONE).is_empty(), "{alerts:#?}");
-    assert_eq!(of(&alerts, "fragmentation-risk").len(), 1, "{alerts:#?}");
 }
