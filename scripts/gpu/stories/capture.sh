@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The job-end stories of issue 39 on a 2-GPU machine, each under `gpumon record` with the allocator
 # probe, their logs kept byte for byte: every rank leaking alike under torch.multiprocessing.spawn
-# (common), a rank whose data loader blocks (stuck), a healthy torchrun job killed from outside
-# (outside), a JAX job that survives an allocation failure (survived), a healthy job that ends
-# near its cap (nearcap). Usage (repo root, target/release/gpumon carried):
-#   bash scripts/gpu/stories/capture.sh OUT [RUN...]   (RUN: common stuck outside survived nearcap)
+# (common) and started rank by rank (alike), a rank whose data loader blocks (stuck), a healthy
+# torchrun job killed from outside (outside), a JAX job that survives an allocation failure
+# (survived), a healthy job that ends near its cap (nearcap). Usage (repo root, target/release/gpumon carried):
+#   bash scripts/gpu/stories/capture.sh OUT [RUN...]   (RUN: common alike stuck outside survived nearcap)
 set -u
 export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 o=$1; shift; mkdir -p "$o"; bin=$PWD/target/release/gpumon; here=$PWD/scripts/gpu/stories
-runs=${*:-common stuck outside survived nearcap}
+runs=${*:-common alike stuck outside survived nearcap}
 eval "$("$bin" probe env --interval 500ms)"
 export GPUMON_PROBE_STILL_S=5
 record() {  # record NAME SECONDS CMD...: CMD runs while gpumon records at 1 s
@@ -31,6 +31,8 @@ for run in $runs; do
   case $run in
     common)
       record common 150 sh -c "CAP_GIB=12 python3 $here/torch_job.py common >job.log 2>&1" ;;
+    alike)
+      record alike 150 sh -c "for r in 0 1; do RANK=\$r LOCAL_RANK=\$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=29544 SLURM_JOB_ID=4343 SLURM_STEP_ID=0 SLURM_PROCID=\$r SLURM_LOCALID=\$r SLURM_NODEID=0 SLURM_NTASKS=2 CAP_GIB=12 python3 $here/torch_job.py alike >rank\$r.log 2>&1 & done; wait" ;;
     stuck)
       record stuck 200 sh -c "STUCK_AT=40 NCCL_TIMEOUT_S=45 TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 torchrun --nproc-per-node 2 $here/torch_job.py stuck >torchrun.log 2>&1" ;;
     outside)

@@ -3,7 +3,9 @@
 modes:
   common   started by torch.multiprocessing.spawn (no torchrun): GPT-2 (6 layers) under DDP and
            every rank keeps a slice of each step's logits (a view that keeps the whole tensor),
-           capped at CAP_GIB: every rank runs out of memory of its own, within a second or two.
+           capped at CAP_GIB; spawn ends the other ranks when the first fails.
+  alike    the same, every rank started by hand with its launcher's variables (srun's shape):
+           each rank runs out of memory of its own, within a second or two.
   stuck    under torchrun: at step STUCK_AT rank 1's data loader blocks (next_batch sleeps) while
            rank 0 waits in its all-reduce until NCCL's watchdog (NCCL_TIMEOUT_S) aborts it.
   healthy  under torchrun: the same job, balanced, RUN_S seconds (killed from outside by the
@@ -100,4 +102,4 @@ if __name__ == "__main__":
     elif mode == "nearcap":
         nearcap()
     else:
-        train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), keep=False)
+        train(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), keep=mode == "alike")
