@@ -26,12 +26,13 @@ os.wait4). Standard library only, no GPU.
 
 --tick loads this checkout's probe package in-process (never started: its ticks are called from
 a thread of this script, as its own thread would run them, with no framework loaded) and times,
-in that thread's CPU time, median of N batches (default 7) of 2000: a whole tick (figures read,
-``<pid>.json`` written to a temporary directory) with the main thread's watch on and off (off:
-``where`` not looked at), and with the end hooks installed (the chained ``sys.excepthook``) and
-not; the watch alone while the main thread waits in one place (reported: its 8 frames read
-every tick) and while it runs (compared only); and the last write at exit (``write_last``), once
-per process."""
+in that thread's CPU time, median of N batches (default 7) of 2000, the variants' batches
+interleaved: a whole tick (figures read, ``<pid>.json`` written to a temporary directory) with
+the main thread's watch on and off (off: ``where`` not looked at) and with the end hooks
+installed (the chained ``sys.excepthook``) and not, first while the main thread waits in one
+place (``where`` written every tick: its frames read and encoded), then while it runs (its key
+only compared, the usual case); the watch alone in both; and the last write at exit
+(``write_last``), once per process."""
 import os
 import shutil
 import statistics
@@ -133,23 +134,37 @@ def tick_bench(runs):
         probe.start_time = probe_mod.start_time()
         real_where = probe.where
 
+        def interleaved(variants, plain_hook):
+            """Each variant's median, their batches interleaved (the machine's drift shared)."""
+            batches = {label: [] for label, _, _ in variants}
+            for _ in range(runs):
+                for label, watched, hooked in variants:
+                    probe.where = real_where if watched else (lambda at_ms: None)
+                    sys.excepthook = ending._hook if hooked else plain_hook
+                    batches[label].append(_thread_us(probe.tick, count, 1))
+            probe.where = real_where
+            rows.extend((label, statistics.median(batches[label])) for label, _, _ in variants)
+
         def measure():
             now = lambda: time.time_ns() // 1000000  # noqa: E731
-            ticks = lambda label: rows.append((label, _thread_us(probe.tick, count, runs)))  # noqa
-            probe.where = real_where
-            ticks("tick, where watched (main thread waiting)")
-            probe.where = lambda at_ms: None
-            ticks("tick, where not watched")
+            plain_hook = sys.excepthook
             ending.install()
-            ticks("tick, not watched, end hooks installed")
-            probe.where = real_where
-            ticks("tick, watched, end hooks installed")
-            rows.append(("where alone, main thread waiting (reported)",
+            for _ in range(200):
+                probe.tick()  # warm: the parts imported, the file and directory cached
+            # the main thread waits in one place: its frames are read and written every tick
+            interleaved([("tick, main thread waiting: where written", True, False),
+                         ("tick, where not watched", False, False),
+                         ("tick, not watched, end hooks installed", False, True),
+                         ("tick, where written, end hooks installed", True, True)], plain_hook)
+            rows.append(("where alone, main thread waiting (written)",
                          _thread_us(lambda: main_thread.where(probe, now()), count, runs)))
             moving[0] = False
             still.set()
             time.sleep(0.05)
             probe.watch = None
+            # the main thread runs: the watch only compares its key
+            interleaved([("tick, main thread running: where compared", True, True),
+                         ("tick, where not watched", False, True)], plain_hook)
             rows.append(("where alone, main thread running (compared)",
                          _thread_us(lambda: main_thread.where(probe, now()), count, runs)))
             probe.end = ending.exception_end(RuntimeError, RuntimeError("bench"))

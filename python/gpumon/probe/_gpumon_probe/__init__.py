@@ -7,7 +7,8 @@ Started, it runs one daemon thread, "gpumon-probe", which every GPUMON_PROBE_INT
 process has loaded and initialised, and its rank when it has joined a distributed job. Each tick
 it also looks for a request from gpumon (``<pid>.request``; docs/memory-map-format.md) and
 answers in the next file: ``map`` writes ``<pid>.map.json``, ``record-on``/``record-off`` start
-and stop PyTorch's allocation history, ``export`` writes the pool in the framework's own format.
+and stop PyTorch's allocation history, ``export`` writes the pool in the framework's own format,
+``where`` writes where the main thread stands. Its last file says how the process ended.
 
 The parts, each imported at its first use (only ``lifecycle``, ``probe``, ``files``,
 ``common`` and ``ending`` at start-up):
