@@ -55,6 +55,18 @@ const CASES: &[Case] = &[
             "last enqueued NCCL work #280",
         ],
     },
+    // Every rank keeping logits slices alike, started rank by rank (srun's variables): each
+    // rank's own OOM, one cause for both.
+    Case {
+        files: &["h200-alike/rank0.log", "h200-alike/rank1.log"],
+        finding: "common-cause",
+        root: Some((Some(0), Some("fragmentation"))),
+        consequences: 0,
+        says: &[
+            "ranks 0 and 1 each ran out of memory of their own: one cause in code every rank runs",
+            "serves all 2 ranks",
+        ],
+    },
     // A healthy torchrun job whose torchrun got SIGTERM after 35 s.
     Case {
         files: &["h200-outside/torchrun.log"],
@@ -71,7 +83,7 @@ const CASES: &[Case] = &[
         root: Some((Some(0), Some("fragmentation"))),
         consequences: 1,
         says: &[
-            "rank 0 failed first: PyTorch fragmentation (certain); 1 rank followed",
+            "rank 0 failed first: PyTorch fragmentation (likely); 1 rank followed",
             "rank 0 is torchrun's root cause (first observed failure) at 09:35:39",
             "rank 1 stopped by torchrun with SIGTERM at 09:35:40",
         ],
@@ -86,7 +98,7 @@ const CASES: &[Case] = &[
         // root cause, not counted among the ranks that followed (issue 39: counts agree).
         consequences: 1,
         says: &[
-            "failed first: PyTorch fragmentation (certain); 1 rank followed",
+            "failed first: PyTorch fragmentation (likely); 1 rank followed",
             "rank 1 stopped by torchrun with SIGTERM at 11:08:24",
             "rank 0 is torchrun's root cause (first observed failure) at 11:08:24",
         ],
@@ -134,7 +146,7 @@ const CASES: &[Case] = &[
         finding: "root-cause",
         root: Some((Some(3), Some("split"))),
         consequences: 7,
-        says: &["rank 3 failed first: PyTorch split (certain); 7 ranks followed"],
+        says: &["rank 3 failed first: PyTorch split (likely); 7 ranks followed"],
     },
     Case {
         files: &["torchrun-two-ranks.log"],

@@ -77,8 +77,13 @@ impl Leak {
     }
 
     /// The remedy: what keeps the memory, at `site` when a block map names it.
-    pub fn remedy(&self, pid: u32, site: Option<&str>) -> String {
-        let r = growth::leak_remedy_at(pid, site);
+    pub fn remedy(
+        &self,
+        pid: u32,
+        site: Option<&str>,
+        fw: Option<crate::sample::Framework>,
+    ) -> String {
+        let r = growth::leak_remedy_at(pid, site, fw);
         if self.probed() {
             r
         } else {

@@ -10,15 +10,15 @@ use std::io::Read;
 
 use serde::Serialize;
 
-use crate::analysis::classify::{Confidence, classify};
-use crate::analysis::context::Context;
-use crate::analysis::remedy::remedy;
+use crate::analysis::classify::Confidence;
 use crate::logs::lines::LineSplitter;
 use crate::oom::OomParser;
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
+use alone::explained;
 use jobs::JobExplained;
 use kernel::XidLine;
 
+mod alone;
 mod input;
 mod jobs;
 mod kernel;
@@ -131,56 +131,6 @@ impl Logs {
             jobs,
         }
     }
-}
-
-/// Each failure classified: a memory fault joined with an Xid line, an OOM by its numbers. A
-/// distributed job's events are told in its section, not as allocation failures.
-fn explained(failures: Vec<Failure>, xids: &[XidLine]) -> Vec<Explained> {
-    failures
-        .into_iter()
-        .filter(|f| f.dist.is_none())
-        .map(|f| {
-            let ctx = Context::default();
-            let (class, confidence, evidence, remedy, xid) = match f.fault {
-                Some(kind) => {
-                    let xid = kernel::joined(kind, xids).cloned();
-                    let (class, evidence, remedy) = kernel::verdict(kind, xid.as_ref());
-                    let sure = if xid.is_some() {
-                        Confidence::Certain
-                    } else {
-                        Confidence::Likely
-                    };
-                    (class, sure, evidence, remedy, xid)
-                }
-                None => {
-                    let v = classify(&f, &ctx);
-                    let remedy = remedy(&f, &v, &ctx);
-                    (
-                        v.class.as_str().to_string(),
-                        v.confidence,
-                        v.evidence,
-                        remedy,
-                        None,
-                    )
-                }
-            };
-            Explained {
-                remedy,
-                rank: f.rank,
-                local_rank: f.local_rank,
-                log: f.log,
-                line: f.line,
-                source: f.source,
-                allocator: f.allocator,
-                class,
-                confidence,
-                numbers: f.numbers,
-                evidence,
-                message: f.message,
-                xid,
-            }
-        })
-        .collect()
 }
 
 /// The report on `logs`, followed by `extra`; without logs, the text is `extra`'s alone.

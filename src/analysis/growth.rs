@@ -335,7 +335,7 @@ pub fn risk(t: &ProcessTrack, pool: &Pool, g: &GpuTrack, now_ms: u64) -> Option<
             .as_ref()
             .map_or_else(String::new, |s| format!("; {}", s.title))
     );
-    let mut remedy = leak_remedy(pid);
+    let mut remedy = leak_remedy(pid, t.sample.framework.get());
     if let Some(s) = &second {
         remedy = format!("{remedy} {}", s.remedy);
     }

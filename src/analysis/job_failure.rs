@@ -128,7 +128,7 @@ pub fn judge(machine: &Machine, failures: Vec<Failure>, at_ms: u64) -> Judged {
                     at_ms: ended,
                     failure: None,
                     unjoined: None,
-                    ending: None,
+                    ending: ending(machine, row.pid, Some(ended), at_ms),
                     survived: false,
                 },
             );

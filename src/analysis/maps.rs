@@ -117,7 +117,7 @@ pub fn site_risks(machine: &Machine) -> Vec<Risk> {
                     "leak-site",
                     format!("pid {pid} {fw} leak: {} climbs between its maps", s.label),
                     risk_evidence(machine, t, "leak"),
-                    at_site(&remedy, pid, s),
+                    at_site(&remedy, pid, s, Some(view.framework)),
                 )
             }),
             "fragmentation-risk" if !view.stranding.is_empty() && leaking => {
@@ -129,7 +129,11 @@ pub fn site_risks(machine: &Machine) -> Vec<Risk> {
                         s.label
                     ),
                     risk_evidence(machine, t, "fragmentation-risk"),
-                    crate::analysis::growth::leak_remedy_at(pid, Some(&site_words(s))),
+                    crate::analysis::growth::leak_remedy_at(
+                        pid,
+                        Some(&site_words(s)),
+                        Some(view.framework),
+                    ),
                 ))
             }
             "fragmentation-risk" if !view.stranding.is_empty() => Some((
@@ -187,13 +191,18 @@ pub fn with_site(machine: &Machine, pid: u32, gpu: &str, remedy: &str) -> String
         .iter()
         .filter(|((p, _), _)| *p == pid)
         .find_map(|(_, t)| crate::model::maps::view_for(&t.views, gpu).and_then(climbing));
-    site.map_or_else(|| remedy.to_string(), |s| at_site(remedy, pid, s))
+    let fw = machine
+        .processes
+        .values()
+        .find(|t| t.sample.pid == pid)
+        .and_then(|t| t.sample.framework.get());
+    site.map_or_else(|| remedy.to_string(), |s| at_site(remedy, pid, s, fw))
 }
 
 /// A leak's remedy with the line that climbs first: the leak alert's own remedy after its first
 /// sentence (what an allocator setting would buy, where it says).
-fn at_site(remedy: &str, pid: u32, s: &SiteRow) -> String {
-    let first = crate::analysis::growth::leak_remedy_at(pid, Some(&site_words(s)));
+fn at_site(remedy: &str, pid: u32, s: &SiteRow, fw: Option<crate::sample::Framework>) -> String {
+    let first = crate::analysis::growth::leak_remedy_at(pid, Some(&site_words(s)), fw);
     match remedy.find(" An allocator setting will not help.") {
         Some(i) => format!(
             "{first}{}",

@@ -130,7 +130,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
             evidence.insert(1, l.evidence());
             remedy = format!(
                 "{remedy} Then, if pid {pid}'s own growth was not meant: {}",
-                growth::find_what_keeps(pid)
+                growth::find_what_keeps(pid, ctx.framework)
             );
         }
     } else if let Some(l) = &leak
@@ -154,7 +154,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
                 crate::model::units::duration_ms(s.buys_ms)
             ))
         );
-        remedy = l.remedy(pid, site.as_deref());
+        remedy = l.remedy(pid, site.as_deref(), ctx.framework);
         if let Some(s) = second {
             evidence.insert(1, s.evidence);
             remedy = format!("{remedy} {}", s.remedy);
@@ -164,9 +164,9 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
         evidence.insert(0, l.evidence());
         remedy = match (v.class, v.holders.is_empty()) {
             (classify::Class::DeviceFull, false) => {
-                format!("{} {remedy}", l.remedy(pid, site.as_deref()))
+                format!("{} {remedy}", l.remedy(pid, site.as_deref(), ctx.framework))
             }
-            _ => l.remedy(pid, site.as_deref()),
+            _ => l.remedy(pid, site.as_deref(), ctx.framework),
         };
     } else if let Some(grew) = causes::peaked(f, &v, &ctx, machine) {
         after = " after a growing peak".into();

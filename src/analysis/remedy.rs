@@ -42,8 +42,9 @@ fn torch_conf(ctx: &Context) -> Option<(&'static str, &str)> {
 pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
     let fw = framework(f, ctx);
     match v.class {
-        Class::Fragmentation | Class::Split => defragment(fw, ctx),
-        Class::Leak => leak_remedy(f.pid.unwrap_or_default()),
+        Class::Fragmentation => defragment(fw, ctx),
+        Class::Split => join_free(fw, ctx),
+        Class::Leak => leak_remedy(f.pid.unwrap_or_default(), ctx.framework),
         Class::PoolLimit => raise_limit(f.numbers.allowed.map(|a| a.to_string()), fw, ctx),
         Class::DeviceFull if !v.holders.is_empty() => format!(
             "Free or move the other processes on this GPU: {}.",
@@ -102,6 +103,16 @@ pub fn defragment(fw: Option<Dialect>, ctx: &Context) -> String {
     }
 }
 
+/// A split: the pool's free part and the GPU's free memory would have fit together, neither
+/// alone (not fragmentation: the remedy says what joins the two, or lowers the peak).
+fn join_free(fw: Option<Dialect>, ctx: &Context) -> String {
+    match fw {
+        Some(Dialect::Pytorch) if !expandable(ctx) => "Lower the peak (a smaller batch), or call torch.cuda.empty_cache() before the step that peaks so the cache's free part goes back to the GPU; with PYTORCH_ALLOC_CONF=expandable_segments:True (PYTORCH_CUDA_ALLOC_CONF for torch < 2.9) a segment grows into the GPU's free memory, so the two can serve one request.".into(),
+        Some(Dialect::Pytorch) => defragment(fw, ctx),
+        _ => "Lower the peak (a smaller batch): the pool's free part and the GPU's free memory together would have fit, neither alone.".into(),
+    }
+}
+
 /// `allowed`: PyTorch's per-process cap as its message printed it, when known.
 pub fn raise_limit(allowed: Option<String>, fw: Option<Dialect>, ctx: &Context) -> String {
     let now = |k: &str| setting(ctx, k).map_or_else(String::new, |v| format!(" (now {v})"));
@@ -128,27 +139,39 @@ pub fn raise_limit(allowed: Option<String>, fw: Option<Dialect>, ctx: &Context) 
 }
 
 /// The remedy for a leak: never an allocator setting.
-pub fn leak_remedy(pid: u32) -> String {
-    leak_remedy_at(pid, None)
+pub fn leak_remedy(pid: u32, fw: Option<Framework>) -> String {
+    leak_remedy_at(pid, None, fw)
 }
 
 /// The remedy for a leak whose kept tensor a block map names at `site` ("keepers.py:11 remember
-/// (7.99 GiB, 667 blocks)"), where allocation history is recorded.
-pub fn leak_remedy_at(pid: u32, site: Option<&str>) -> String {
+/// (7.99 GiB, 667 blocks)"), where allocation history is recorded; in `fw`'s words (JAX keeps
+/// arrays, PyTorch tensors).
+pub fn leak_remedy_at(pid: u32, site: Option<&str>, fw: Option<Framework>) -> String {
+    let drop = match fw {
+        Some(Framework::Jax) => {
+            "keep jax.device_get copies of what you need, del the arrays, or a bounded window"
+        }
+        _ => "keep .item() or .detach().cpu() copies, or a bounded window",
+    };
     match site {
         Some(site) => format!(
-            "Find what keeps memory alive from step to step in pid {pid}, starting at {site}, the line whose blocks climb in its block maps: drop what it keeps (keep .item() or .detach().cpu() copies, or a bounded window). An allocator setting will not help."
+            "Find what keeps memory alive from step to step in pid {pid}, starting at {site}, the line whose blocks climb in its block maps: drop what it keeps ({drop}). An allocator setting will not help."
         ),
         None => format!(
             "{} An allocator setting will not help.",
-            find_what_keeps(pid)
+            find_what_keeps(pid, fw)
         ),
     }
 }
 
-/// Where to look for what a leak keeps.
-pub fn find_what_keeps(pid: u32) -> String {
-    format!(
-        "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
-    )
+/// Where to look for what a leak keeps, in `fw`'s words.
+pub fn find_what_keeps(pid: u32, fw: Option<Framework>) -> String {
+    match fw {
+        Some(Framework::Jax) => format!(
+            "Find what keeps memory alive from step to step in pid {pid}: arrays kept in a list or a dict, results of jitted steps stored beyond the step, caches keyed by shape; drop them (del, or keep jax.device_get copies)."
+        ),
+        _ => format!(
+            "Find what keeps memory alive from step to step in pid {pid}: outputs or losses kept in a list, tensors stored without .detach() or .item(), caches keyed by shape, a context that only grows."
+        ),
+    }
 }

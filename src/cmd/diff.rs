@@ -76,7 +76,7 @@ fn from_file(path: &Path) -> Result<(Snapshot, bool), String> {
     }
     let name = input.name.clone();
     let mut source = ReplaySource::read(&name, input.reader()).map_err(|e| e.to_string())?;
-    let machine = files::replay_recording(&mut source, |_| {}).map_err(|e| e.to_string())?;
+    let machine = files::replay_recording(&mut source, |_, _| {}).map_err(|e| e.to_string())?;
     let Some(at) = machine.last_sample_ms else {
         return Err(format!(
             "{name}: a recording without samples, nothing to compare"

@@ -136,8 +136,8 @@ fn replay(input: Input) -> Result<Replayed, String> {
     // Each job failure's alert, by where it stands in `alerts`: amended as the ranks' later
     // failures come, it is reported as it ended.
     let mut jobs: Vec<((Group, u64), usize)> = Vec::new();
-    let end = super::files::replay_recording(&mut source, |machine| {
-        samples += 1;
+    let end = super::files::replay_recording(&mut source, |machine, sample| {
+        samples += u64::from(sample);
         let total = added(machine);
         let new = usize::try_from(total - seen).unwrap_or(usize::MAX);
         seen = total;

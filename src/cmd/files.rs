@@ -16,11 +16,12 @@ use crate::{pipeline, snapshot};
 const HISTORY_MS: u64 = 600_000;
 
 /// Replays a recording through the pipeline, one sample at a time (memory holds the machine,
-/// never the recording), calling `each` after every sample; the caller words the errors. A
+/// never the recording), calling `each` after every sample (`true`) and once more after its end
+/// (`false`: what waited for more samples judged then); the caller words the errors. A
 /// recording cut off is replayed up to its last whole line, and stderr says where it was cut.
 pub(super) fn replay_recording<R: BufRead>(
     source: &mut ReplaySource<R>,
-    mut each: impl FnMut(&Machine),
+    mut each: impl FnMut(&Machine, bool),
 ) -> Result<Machine, RecordingError> {
     let mut machine = Machine::new(Config::new(source.header().interval_ms, HISTORY_MS));
     pipeline::apply(
@@ -29,8 +30,12 @@ pub(super) fn replay_recording<R: BufRead>(
     );
     while let Some(s) = source.next_sample()? {
         pipeline::apply(&mut machine, Event::Sample(s));
-        each(&machine);
+        each(&machine, true);
     }
+    // The recording is over: what waited for more is judged now (an OOM line waiting for its
+    // writer's count, seconds before the recording ended, was never judged otherwise).
+    pipeline::apply(&mut machine, Event::SourceEnded);
+    each(&machine, false);
     if let Some(line) = source.cut_off() {
         crate::say!("gpumon: {}", cut_notice(source.name(), line));
     }
@@ -45,11 +50,7 @@ pub(super) fn take_snapshot(
     let machine = match replay {
         Some(path) => {
             let mut source = sources::open_replay(path)?.source;
-            let mut machine =
-                replay_recording(&mut source, |_| {}).map_err(|e| Fail::usage(e.to_string()))?;
-            // The recording is over: the snapshot says so (and raises what waited for more).
-            pipeline::apply(&mut machine, Event::SourceEnded);
-            machine
+            replay_recording(&mut source, |_, _| {}).map_err(|e| Fail::usage(e.to_string()))?
         }
         None => {
             let start = |e: crate::source::SourceError| Fail::usage(format!("{e}\n{HINT}"));

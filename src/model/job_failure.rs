@@ -23,7 +23,8 @@ pub enum Group {
 /// How a rank's process ended, by what its allocator probe recorded from inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
-    /// The interpreter exited normally (`code`: its exit status, where the probe could know it).
+    /// The interpreter exited: the script's end, `sys.exit(n)` (`code`: its exit status, where the
+    /// probe could know it; a status of 0 is a normal end).
     Exit { code: Option<i32> },
     /// An uncaught exception ended it (`kind`: its module-qualified type).
     Raised { kind: String, message: String },
@@ -68,7 +69,9 @@ impl Ending {
         match self {
             Ending::Exit { code: Some(0) } => "exited normally (status 0)".into(),
             Ending::Exit { code: Some(c) } => format!("exited with status {c}"),
-            Ending::Exit { code: None } => "exited normally".into(),
+            Ending::Exit { code: None } => {
+                "exited through the interpreter (its exit status is not known from inside)".into()
+            }
             Ending::Raised { kind, message } if message.is_empty() => format!("raised {kind}"),
             Ending::Raised { kind, message } => format!("raised {kind}: {message}"),
             Ending::Unrecorded => {

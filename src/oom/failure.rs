@@ -55,7 +55,7 @@ impl Failure {
     pub fn is_allocator_warning(&self) -> bool {
         self.dist.is_none()
             && self.fault.is_none()
-            && self.source == Some(Dialect::Tensorflow)
+            && matches!(self.source, Some(Dialect::Tensorflow | Dialect::Jax))
             && self
                 .message
                 .contains("ran out of memory trying to allocate")

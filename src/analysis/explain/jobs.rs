@@ -387,15 +387,18 @@ fn section(failures: &[Failure], explained: &[Explained]) -> Option<JobExplained
 }
 
 /// Whether a failure is one its process ran on after, from the log alone: XLA's allocator's
-/// warning (`Allocator (GPU_2_bfc) ran out of memory trying to allocate …`) with no exception
-/// from the same log after it (JAX raises one only when a failed result is read).
-fn survived(f: &Failure, all: &[Failure]) -> bool {
-    f.is_allocator_warning()
-        && !all.iter().any(|g| {
-            g.log == f.log
-                && g.line > f.line
-                && g.dist.is_none()
-                && (g.source == Some(crate::oom::failure::Dialect::Jax)
-                    || g.message.contains("RESOURCE_EXHAUSTED"))
-        })
+/// warning (`Allocator (GPU_2_bfc) ran out of memory trying to allocate …`) logged again later in
+/// the same log (the process went on to allocate again), and no exception anywhere in that log
+/// (JAX raises one only when a failed result is read; the parser folds an exception that follows
+/// a warning at once into the warning's failure, whose message then names it). One warning alone
+/// tells nothing of what came after it.
+pub(super) fn survived(f: &Failure, all: &[Failure]) -> bool {
+    let same_log = || all.iter().filter(|g| g.log == f.log && g.dist.is_none());
+    let raised = same_log().any(|g| {
+        g.source == Some(crate::oom::failure::Dialect::Jax)
+            || g.message.contains("RESOURCE_EXHAUSTED")
+            || g.numbers.request.is_some() && !g.is_allocator_warning()
+    });
+    let warnings = same_log().filter(|g| g.is_allocator_warning()).count();
+    f.is_allocator_warning() && warnings >= 2 && !raised
 }

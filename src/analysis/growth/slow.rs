@@ -267,7 +267,7 @@ pub fn probed(t: &ProcessTrack, pool: &Pool, g: &GpuTrack) -> Option<Risk> {
             per_time(tr.rate)
         ),
         evidence: ev,
-        remedy: leak_remedy(pid),
+        remedy: leak_remedy(pid, t.sample.framework.get()),
     })
 }
 
@@ -297,7 +297,7 @@ pub fn unprobed(t: &ProcessTrack, g: &GpuTrack) -> Option<Risk> {
             duration_ms(eta)
         ),
         evidence: ev,
-        remedy: leak_remedy(pid),
+        remedy: leak_remedy(pid, t.sample.framework.get()),
     })
 }
 

@@ -44,8 +44,12 @@ pub enum Role {
     Outside,
     /// An allocation failure the process ran on after.
     Survived,
-    /// The process ended normally, by its probe's record.
+    /// The process ended normally (status 0), by its probe's record.
     Normal,
+    /// The process ended through the interpreter, its status unknown (a normal end, or a
+    /// `sys.exit(1)` after an error it caught): never a root cause, and after one never called
+    /// its consequence outright.
+    Exited,
     /// The rank waited, lost its peer, was stopped, or ended with no line.
     Followed,
 }
@@ -59,9 +63,8 @@ fn cancelled_from_outside(due: Option<&str>) -> bool {
 pub fn role(e: &RankEvent) -> Role {
     let Some(f) = &e.failure else {
         return match &e.ending {
-            Some(Ending::Exit {
-                code: Some(0) | None,
-            }) => Role::Normal,
+            Some(Ending::Exit { code: Some(0) }) => Role::Normal,
+            Some(Ending::Exit { code: None }) => Role::Exited,
             Some(Ending::Exit { code: Some(_) }) => Role::Own(0),
             Some(end) if end.raised_oom() => Role::Own(2),
             Some(end @ Ending::Raised { .. }) if !end.raised_by_peers() => Role::Own(1),

@@ -101,11 +101,17 @@ fn ended_otherwise(rec: &JobFailure, v: &Verdict, who: &[Who]) -> Vec<String> {
     });
     let later = v.later.iter().map(|i| {
         let e = &rec.events[*i];
-        format!(
-            "{} ended{} with no line of its own and no end record: how it ended is not known",
-            who[*i].label(),
-            at(e)
-        )
+        match &e.ending {
+            Some(_) => format!(
+                "{}, long after: not called a consequence",
+                words::words(e, who[*i], &at(e), None)
+            ),
+            None => format!(
+                "{} ended{} with no line of its own and no end record: how it ended is not known",
+                who[*i].label(),
+                at(e)
+            ),
+        }
     });
     normal.chain(later).collect()
 }
@@ -132,7 +138,14 @@ fn rooted(
 ) -> Alert {
     let e = &rec.events[i];
     let w = who[i];
-    let n = v.followed_ranks(&rec.events, who);
+    let mut n = v.followed_ranks(&rec.events, who);
+    // A root of no known rank is one of the job's ranks: they cannot all have followed it.
+    if let (Who::Unknown, Group::Job(id)) = (w, &rec.group)
+        && let Some(job) = machine.jobs.iter().find(|j| j.id == *id)
+        && n >= job.ranks.len()
+    {
+        n = job.ranks.len().saturating_sub(1);
+    }
     let root = format!("{}{}", words::root_phrase(e, w), at(e));
     let followed = consequences(rec, v, who, Some(root));
     let naming: Vec<String> = v

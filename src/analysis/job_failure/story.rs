@@ -94,7 +94,12 @@ pub fn judge(events: &[RankEvent]) -> Verdict {
             _ => {}
         }
         let e = &events[i];
-        let silent = e.failure.is_none() && e.ending.is_none();
+        // No line, and no record or an interpreter exit whose status is unknown.
+        let silent = e.failure.is_none()
+            && matches!(
+                e.ending,
+                None | Some(crate::model::Ending::Exit { code: None })
+            );
         if silent && first_ms.is_some_and(|f| e.at_ms > f.saturating_add(LATER_MS)) {
             later.push(i);
             continue;

@@ -184,7 +184,7 @@ pub fn root_phrase(e: &RankEvent, who: Who) -> String {
 pub fn against_root(said: String, role: Role, root: Option<&str>) -> String {
     match (root, role) {
         (None, _) => said,
-        (Some(r), Role::Own(_)) => format!("{said}, after {r}"),
+        (Some(r), Role::Own(_) | Role::Exited) => format!("{said}, after {r}"),
         (Some(r), Role::Named(_)) => {
             format!("{said}; the first failure with a line of its own is {r}")
         }

@@ -55,7 +55,7 @@ fn failure_risk(
             "{} kept from step to step, then fragmentation: {why}",
             l.rate_words()
         );
-        remedy = l.remedy(pid, None);
+        remedy = l.remedy(pid, None, Some(pool.framework));
         if let Some(s) = second {
             evidence.insert(0, s.evidence);
             remedy = format!("{remedy} {}", s.remedy);

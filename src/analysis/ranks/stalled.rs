@@ -61,11 +61,14 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: super::IsNew) -> 
     }
     let idle_ms = machine.gpu(&r.gpu).map_or(0, |g| g.idle_for(at_ms));
     let others: Vec<String> = busy.iter().map(|b| rank_word(b)).collect();
+    let (list, wait) = match others.as_slice() {
+        [one] => (one.clone(), "waits"),
+        _ => (others.join(", "), "wait"),
+    };
     let mut evidence = vec![format!(
-        "{} idle for {} while {} of the job's other ranks are busy (NCCL's kernels spin while they wait in a collective)",
+        "{} idle for {} while the GPUs of the job's other ranks ({list}) are busy: NCCL's kernels spin while they wait in a collective",
         gpu_name(machine, &r.gpu),
         duration_ms(idle_ms),
-        others.join(", ")
     )];
     let mut title = format!(
         "{} (pid {}) has not reached the collective its job's other ranks wait in",
@@ -91,7 +94,7 @@ pub fn alert(machine: &Machine, job: &Job, at_ms: u64, is_new: super::IsNew) -> 
     if let Some(words) = &ras {
         evidence.push(words.clone());
     }
-    title.push_str(&format!("; {} wait for it", others.join(", ")));
+    title.push_str(&format!("; {list} {wait} for it"));
     evidence.push(job_line(job));
     Some(Alert {
         at_ms,

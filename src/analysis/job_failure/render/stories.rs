@@ -25,10 +25,30 @@ pub(super) fn from_told(
     };
     let e = &rec.events[lead];
     let pid = e.pid.or_else(|| pid_of(machine, rec, who[lead]));
-    let mut evidence: Vec<String> = told
-        .iter()
-        .map(|i| words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None))
-        .collect();
+    // One line a rank: a failure survived again and again is said with how often.
+    let mut evidence: Vec<String> = Vec::new();
+    for (k, i) in told.iter().enumerate() {
+        if told[..k]
+            .iter()
+            .any(|j| who[*j] == who[*i] && who[*i] != Who::Unknown)
+        {
+            continue;
+        }
+        let same: Vec<usize> = told[k..]
+            .iter()
+            .copied()
+            .filter(|j| who[*j] == who[*i] && who[*i] != Who::Unknown)
+            .collect();
+        let said = words::words(&rec.events[*i], who[*i], &at(&rec.events[*i]), None);
+        evidence.push(match same.last() {
+            Some(l) if same.len() > 1 => format!(
+                "{said}, {} times in all to {}",
+                same.len(),
+                crate::model::units::clock(rec.events[*l].at_ms)
+            ),
+            _ => said,
+        });
+    }
     let of = match &v.story {
         Story::Stuck { .. } => Some(format!(
             "{} never reaching the collective",

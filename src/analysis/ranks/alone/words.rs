@@ -164,7 +164,7 @@ impl Grown<'_> {
 
 /// What to do about a rank that keeps what the others do not.
 fn remedy(r: &RankRow, fw: Option<Framework>) -> String {
-    let keeps = growth::leak_remedy(r.pid);
+    let keeps = growth::leak_remedy(r.pid, fw);
     match (r.rank, fw) {
         (Some(0), Some(Framework::Pytorch) | None) => format!(
             "Keep what only rank 0 does off the GPU or short-lived: evaluate and log on CPU or every N steps (log loss.item(), not the tensor), gather a full state dict with FullStateDictConfig(rank0_only=True, offload_to_cpu=True) (pytorch#75908), and drop what rank 0 keeps from step to step (outputs or logits in a list). {keeps}"
