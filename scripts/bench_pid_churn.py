@@ -115,6 +115,33 @@ def serve(binary, rec):
     return ended, scrape, peak / 1024
 
 
+def snapshot_of(binary, work, name, first_pid, n):
+    """A snapshot of `n` running processes, pids from `first_pid`: gpumon writes one of a few
+    (a recording's line is bounded at 16 MiB), and its process is copied `n` times."""
+    one = os.path.join(work, f"one-{name}.ndjson")
+    with open(one, "w") as out:
+        out.write(json.dumps(header()) + "\n")
+        out.write(json.dumps(sample(T0, [process(first_pid, T0)])) + "\n")
+    small = os.path.join(work, f"small-{name}.json")
+    subprocess.run([binary, "snapshot", "--replay", one, "--output", small], check=True,
+                   stderr=subprocess.DEVNULL)
+    with open(small) as f:
+        doc = json.load(f)
+    model = doc["processes"][0]
+    # As `serve`'s compact /snapshot?history=0 carries it: a snapshot is at most 256 MiB.
+    model.pop("history_tiers", None)
+    model["unavailable"] = {}
+    procs = []
+    for pid in range(first_pid, first_pid + n):
+        p = dict(model, pid=pid, command=f"python3 job.py --task {pid}")
+        procs.append(p)
+    doc["processes"] = procs
+    path = os.path.join(work, f"snap-{name}.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release", "gpumon"))
@@ -145,16 +172,8 @@ def main():
         for n in [int(x) for x in args.diff_sizes.split(",") if x]:
             sides = []
             for side in "ab":
-                one = os.path.join(work, f"one-{side}.ndjson")
-                with open(one, "w") as out:
-                    out.write(json.dumps(header()) + "\n")
-                    base = 100_000 if side == "a" else 100_000 + n // 2
-                    out.write(json.dumps(sample(T0, [process(base + j, T0)
-                                                     for j in range(n)])) + "\n")
-                snap = os.path.join(work, f"snap-{side}-{n}.json")
-                subprocess.run([args.bin, "snapshot", "--replay", one, "--output", snap],
-                               check=True, stderr=subprocess.DEVNULL)
-                sides.append(snap)
+                base = 100_000 if side == "a" else 100_000 + n // 2
+                sides.append(snapshot_of(args.bin, work, f"{side}-{n}", base, n))
             took, peak, code = measure([args.bin, "diff", *sides])
             print(f"{'diff of ' + str(n) + ' processes':34} {took:7.2f} s  {peak:7.1f} MiB "
                   f"peak RSS  (exit {code})")

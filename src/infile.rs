@@ -1,7 +1,8 @@
 //! Every file gpumon is given (`explain`, `diff`, `snapshot --replay`, `--replay`,
 //! `serve --replay`) goes through this one reader: opened once, so a pipe, a named FIFO,
 //! `/dev/stdin` or `<(zcat train.log.gz)` reads like a file, and `-` is standard input;
-//! decompressed when its first bytes are a gzip or zstd stream, whatever its name; and told by its
+//! decompressed when its first bytes are a gzip or zstd stream, whatever its name (gzip as `zcat`
+//! reads it, trailing zeros or garbage ignored: `gz.rs`); and told by its
 //! first block (kept, and read again by whoever reads the input) what it is (`sniff.rs`).
 
 use std::fs::File;
@@ -11,6 +12,7 @@ use std::path::Path;
 
 use crate::recording::{file::tail_at_ms, zst};
 
+mod gz;
 mod sniff;
 
 pub use sniff::Kind;
@@ -94,9 +96,7 @@ impl Input {
         let raw = Cursor::new(magic).chain(raw);
         let mut stream: Box<dyn BufRead + Send> = match compression {
             Compression::Plain => Box::new(raw),
-            Compression::Gzip => {
-                Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(raw)))
-            }
+            Compression::Gzip => Box::new(BufReader::new(gz::Members::new(&name, raw))),
             Compression::Zstd => Box::new(BufReader::new(zst::Decoder::new(raw))),
         };
         let (head, ended, fault) = match fill(&mut stream, BLOCK, enough) {

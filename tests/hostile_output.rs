@@ -183,6 +183,21 @@ fn diff_against_a_server_with_a_hostile_host_name() {
     }
 }
 
+/// A bad value on the command line (a name pasted with its escapes) is said escaped too.
+#[test]
+fn command_line_errors_are_escaped() {
+    for args in [
+        &["--interval", EVIL][..],
+        &["diff", EVIL, "http://\x1b]0;x\x07:9477"],
+        &["serve", "--listen", EVIL],
+    ] {
+        let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| os(a)).collect();
+        let (code, _, err) = run(&args);
+        assert_ne!(code, 0);
+        assert!(err.starts_with("gpumon: "), "{err}");
+    }
+}
+
 /// Every line gpumon writes goes through `format::terminal`: no other `print!` or `eprint!` in
 /// the sources (tests aside), so a new message cannot skip the escape.
 #[test]

@@ -267,3 +267,24 @@ fn reset_peaks_and_identity_by_start_time() {
         "both on screen, the old one as exited"
     );
 }
+
+/// A paste into the filter prompt is typed text (`x\nq` is `xq`, no Enter, no quit), and the
+/// same paste with no prompt open is nothing.
+#[test]
+fn a_paste_is_text_in_the_prompt_and_nothing_outside() {
+    use gpumon::input::map_paste;
+    let mut s = state();
+    s.update(Msg::from(Event::Sample(sample(0))));
+    for a in map_paste("x\nq", s.screen.prompt.is_some()) {
+        assert!(s.update(Msg::Action(a)).is_none(), "{a:?} did something");
+    }
+    assert_eq!(s.screen.prompt, None);
+    act(&mut s, &[Action::FilterPrompt]);
+    for a in map_paste("fine\ntune\x1b[2J", s.screen.prompt.is_some()) {
+        assert!(s.update(Msg::Action(a)).is_none());
+    }
+    assert_eq!(s.screen.prompt.as_deref(), Some("finetune[2J"));
+    act(&mut s, &[Action::PromptBackspace; 4]);
+    act(&mut s, &[Action::PromptApply]);
+    assert_eq!(pids(&s), [200]);
+}

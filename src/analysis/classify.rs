@@ -140,6 +140,13 @@ pub fn classify(f: &Failure, ctx: &Context) -> Verdict {
         certain: true,
         evidence: Vec::new(),
     };
+    if let (None, Some(text)) = (f.numbers.request, &f.numbers.request_unreadable) {
+        r.note(format!(
+            "the request printed, `{text}`, is no size a program can ask for (negative, not a \
+             number, or an exabyte and more)"
+        ));
+        return r.done(Class::Unknown, "the request size is unreadable".into());
+    }
     let Some(req) = f.numbers.request else {
         r.note("the message prints no request size".into());
         return r.done(Class::Unknown, "no numbers in the message".into());

@@ -66,6 +66,9 @@ pub fn remedy(f: &Failure, v: &Verdict, ctx: &Context) -> String {
             Some(Dialect::Jax | Dialect::Tensorflow) if preallocating(f, ctx) => {
                 "Keep the allocator's dump in the log (TF_CPP_MIN_LOG_LEVEL=0) or run with XLA_PYTHON_CLIENT_ALLOCATOR=platform / TF_FORCE_GPU_ALLOW_GROWTH=true so gpumon can compare the request with free memory.".into()
             }
+            _ if f.numbers.request_unreadable.is_some() => {
+                "The size the program asked for was computed wrong (an overflow, or a negative or NaN dimension): check the shapes of the tensor it allocates at that line.".into()
+            }
             Some(Dialect::Pytorch) if f.numbers.request.is_none() => {
                 "Upgrade PyTorch: this version's message carries no numbers to diagnose.".into()
             }

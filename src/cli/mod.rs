@@ -7,9 +7,11 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 pub use crate::format::Format;
+pub use replay::{replay_interval_refused, replay_log_refused};
 pub use serve::ServeArgs;
 pub use tls::ClientTlsArgs;
 
+mod replay;
 mod serve;
 mod tls;
 mod usage;
@@ -88,28 +90,6 @@ pub struct LiveArgs {
 
 /// The sampling interval when none is given.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
-
-/// Why `--interval` cannot go with a replay: its samples keep the spacing they were recorded
-/// with (`--speed` changes their pace). `None` when it was not given.
-pub fn replay_interval_refused(interval: Option<Duration>) -> Option<String> {
-    interval.map(|_| {
-        "--interval sets how often the GPUs are read; a replay keeps the interval it was recorded at (--speed plays it faster or slower)".to_string()
-    })
-}
-
-/// Why `--log` cannot go with a replay (or the demo): a log is followed while the GPUs are read
-/// live; a recording holds the failures of the logs followed when it was made. `None` when no
-/// log was given.
-pub fn replay_log_refused(logs: &[std::path::PathBuf]) -> Option<String> {
-    logs.first().map(|log| {
-        format!(
-            "--log {} follows a log while the GPUs are read live; a replay holds the failures its \
-             recording's logs had (to read a log's failures: `gpumon explain {}`)",
-            log.display(),
-            log.display()
-        )
-    })
-}
 
 impl LiveArgs {
     /// The time between samples: `--interval`, or 1 s.

@@ -160,6 +160,10 @@ pub struct Numbers {
     /// What the allocator asked for (PyTorch: the segment size; TF: the rounded request).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub request: Option<Size>,
+    /// The request as printed when it is no readable size (negative, not a number, or past
+    /// 16 EiB): the code that asked computed it wrong; `request` is then absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_unreadable: Option<String>,
     /// The device ordinal inside the process (after `CUDA_VISIBLE_DEVICES`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<u32>,
@@ -257,6 +261,9 @@ impl Numbers {
             }
         }
         fill(&mut self.request, o.request);
+        if self.request.is_none() {
+            fill(&mut self.request_unreadable, o.request_unreadable);
+        }
         fill(&mut self.device, o.device);
         fill(&mut self.total, o.total);
         fill(&mut self.free, o.free);

@@ -21,8 +21,9 @@ pub(super) enum LaneKey {
     None,
     Rank(u32),
     Local(u32),
-    /// A prefix whose number is no rank: its lines together.
-    Unread,
+    /// A prefix whose number is no rank: the lines of that prefix as printed (a hash of it)
+    /// together, apart from every other prefix's.
+    Unread(u64),
 }
 
 #[derive(Debug, Clone, PartialEq)]

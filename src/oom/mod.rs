@@ -196,7 +196,7 @@ impl OomParser {
                 let key = match (p.rank, p.local_rank) {
                     (Some(r), _) => LaneKey::Rank(r),
                     (None, Some(l)) => LaneKey::Local(l),
-                    _ => LaneKey::Unread,
+                    _ => LaneKey::Unread(unread_key(&p.text)),
                 };
                 (p.body, key, p.rank, p.local_rank)
             }
@@ -396,6 +396,14 @@ pub fn parse_all(text: &[u8]) -> Vec<Parsed> {
     }
     p.flush(&mut out);
     out
+}
+
+/// A lane's key for a prefix whose number is no rank: its text, hashed.
+fn unread_key(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]

@@ -20,8 +20,8 @@
 const HEAD: usize = 96;
 /// Digits read after `[rank`: more is no rank.
 const MAX_DIGITS: usize = 12;
-/// The largest rank gpumon believes (a million ranks).
-pub const MAX_RANK: u32 = 1 << 20;
+/// The largest rank gpumon believes (ranks below 2^20, a million ranks).
+pub const MAX_RANK: u32 = (1 << 20) - 1;
 /// Characters of the prefix kept.
 const MAX_PREFIX: usize = 48;
 
@@ -144,7 +144,8 @@ mod tests {
         assert_eq!(p.text, "[rank99999999999]:");
         let p = split("[rank1048577]: x").unwrap();
         assert_eq!(p.rank, None);
-        assert_eq!(split("[rank1048576]: x").unwrap().rank, Some(MAX_RANK));
+        assert_eq!(split("[rank1048576]: x").unwrap().rank, None);
+        assert_eq!(split("[rank1048575]: x").unwrap().rank, Some(MAX_RANK));
         let huge = format!("[rank{}]: x", "9".repeat(40));
         assert_eq!(split(&huge).unwrap().rank, None);
         assert!(split(&huge).unwrap().text.chars().count() <= MAX_PREFIX);

@@ -9,13 +9,16 @@ use super::sizes::parse_human;
 use super::{Event, Family, Kind, re};
 use crate::oom::failure::{Allocator, Dialect, Holder, Numbers};
 
-const SIZE: &str = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB)";
+const SIZE: &str = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB)";
+/// A request as printed, readable or not: a size the caller computed wrong prints as
+/// `-5.00 GiB`, `1e308 GiB`, `NaN GiB` or `16.00 EiB`.
+const REQ: &str = r"[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?) (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB)";
 /// Process entries kept from one message.
 const MAX_HOLDERS: usize = 32;
 
 static NEW: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:(?:CUDA|XPU) out|Out) of memory\. Tried to allocate (?P<req>{SIZE})\. (?:GPU|Device) (?P<dev>\d+) has a total capac(?:i)?ty of (?P<total>{SIZE}) of which (?P<free>{SIZE}) ?is free\."
+        r"(?:(?:CUDA|XPU) out|Out) of memory\. Tried to allocate (?P<req>{REQ})\. (?:GPU|Device) (?P<dev>\d+) has a total capac(?:i)?ty of (?P<total>{SIZE}) of which (?P<free>{SIZE}) ?is free\."
     ))
 });
 static ALLOWED: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"(?P<allowed>{SIZE}) allowed;")));
@@ -31,19 +34,34 @@ static PROC: LazyLock<Regex> = LazyLock::new(|| {
 });
 static OLD: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"Tried to allocate (?P<req>{SIZE}) \(GPU (?P<dev>\d+); (?P<total>{SIZE}) total capacity; (?P<alloc>{SIZE}) already allocated; (?P<free>{SIZE}) free; (?:(?P<allowed>{SIZE}) allowed; )?(?P<res>{SIZE}) (?P<kind>reserved in total by PyTorch|cached)\)"
+        r"Tried to allocate (?P<req>{REQ}) \(GPU (?P<dev>\d+); (?P<total>{SIZE}) total capacity; (?P<alloc>{SIZE}) already allocated; (?P<free>{SIZE}) free; (?:(?P<allowed>{SIZE}) allowed; )?(?P<res>{SIZE}) (?P<kind>reserved in total by PyTorch|cached)\)"
     ))
 });
 /// Whatever survives of a truncated message.
 static BARE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:(?:CUDA|XPU) out|Out|out) of memory\. Tried to allocate (?P<req>{SIZE})(?:\.? \(?(?:GPU|Device) (?P<dev>\d+))?"
+        r"(?:(?:CUDA|XPU) out|Out|out) of memory\. Tried to allocate (?P<req>{REQ})(?:\.? \(?(?:GPU|Device) (?P<dev>\d+))?"
     ))
+});
+/// PyTorch's own check on a request of an exabyte or more (`size < one_exa_bytes`).
+static EXA: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?:(?:CUDA|XPU) out|Out|out) of memory\. Tried to allocate more than 1EB memory")
 });
 static THC: LazyLock<Regex> = LazyLock::new(|| re(r"cuda runtime error \(2\) : out of memory"));
 
 fn size(c: &regex_lite::Captures, name: &str) -> Option<super::sizes::Size> {
     c.name(name).and_then(|m| parse_human(m.as_str()))
+}
+
+/// The request and, when it was printed but is no readable size, its text.
+fn request(c: &regex_lite::Captures) -> (Option<super::sizes::Size>, Option<String>) {
+    let Some(text) = c.name("req").map(|m| m.as_str()) else {
+        return (None, None);
+    };
+    match parse_human(text) {
+        Some(s) => (Some(s), None),
+        None => (None, Some(text.to_string())),
+    }
 }
 
 fn ordinal(c: &regex_lite::Captures) -> Option<u32> {
@@ -52,8 +70,10 @@ fn ordinal(c: &regex_lite::Captures) -> Option<u32> {
 
 pub(super) fn parse(line: &str) -> Option<Event> {
     let (start, numbers) = if let Some(c) = NEW.captures(line) {
+        let (request, request_unreadable) = request(&c);
         let mut n = Numbers {
-            request: size(&c, "req"),
+            request,
+            request_unreadable,
             device: ordinal(&c),
             total: size(&c, "total"),
             free: size(&c, "free"),
@@ -82,8 +102,10 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         let res = size(&c, "res");
         let old_cache = c.name("kind").is_some_and(|k| k.as_str() == "cached");
         let (cached, reserved) = if old_cache { (res, None) } else { (None, res) };
+        let (request, request_unreadable) = request(&c);
         let n = Numbers {
-            request: size(&c, "req"),
+            request,
+            request_unreadable,
             device: ordinal(&c),
             total: size(&c, "total"),
             free: size(&c, "free"),
@@ -94,9 +116,18 @@ pub(super) fn parse(line: &str) -> Option<Event> {
             ..Numbers::default()
         };
         (start_of_phrase(line, c.get(0)?.start()), n)
-    } else if let Some(c) = BARE.captures(line) {
+    } else if let Some(m) = EXA.find(line) {
+        // An exabyte or more: no size a program means, as a negative one is not.
         let n = Numbers {
-            request: size(&c, "req"),
+            request_unreadable: Some("more than 1EB".into()),
+            ..Numbers::default()
+        };
+        (m.start(), n)
+    } else if let Some(c) = BARE.captures(line) {
+        let (request, request_unreadable) = request(&c);
+        let n = Numbers {
+            request,
+            request_unreadable,
             device: ordinal(&c),
             ..Numbers::default()
         };
@@ -206,5 +237,26 @@ mod tests {
         assert_eq!(n.device, Some(0));
         assert!(parse("CUDA out of memory. Tried to allocate").is_none());
         assert!(parse("If reserved but unallocated memory is large try setting").is_none());
+    }
+
+    /// Issue 40: PyTorch's exabyte check is found, and a request no program means (negative,
+    /// past 16 EiB, not a number) is kept as printed instead of read as no request.
+    #[test]
+    fn unreadable_requests_and_the_exabyte_check() {
+        let exa =
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate more than 1EB memory.";
+        let n = parse(exa).unwrap().numbers;
+        assert_eq!(n.request_unreadable.as_deref(), Some("more than 1EB"));
+        for req in ["-5.00 GiB", "1e308 GiB", "NaN GiB", "16.00 EiB", "inf GiB"] {
+            let line = format!(
+                "CUDA out of memory. Tried to allocate {req}. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is free."
+            );
+            let n = parse(&line).unwrap().numbers;
+            assert_eq!(n.request, None, "{req}");
+            assert_eq!(n.request_unreadable.as_deref(), Some(req));
+            assert_eq!(n.total, gib("79.19 GiB"), "the rest is read");
+        }
+        let big = "CUDA out of memory. Tried to allocate 15.00 EiB. GPU 0 has a total capacity of 79.19 GiB of which 1.00 GiB is free.";
+        assert_eq!(parse(big).unwrap().numbers.request, gib("15.00 EiB"));
     }
 }
