@@ -192,7 +192,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_replays_failure_is_timed_by_the_replay_not_the_wall_clock() {
-        let demo = std::str::from_utf8(crate::source::replay::DEMO).unwrap();
+        let demo = std::str::from_utf8(crate::source::replay::demo()).unwrap();
         let mut text: String = demo.lines().take(3).map(|l| format!("{l}\n")).collect();
         // A bad line in the middle (a line cut off at the end may be the writer killed).
         text.push_str("{\"at_ms\": oops\n");

@@ -78,7 +78,7 @@ fn no_nvml_exits_2_with_the_reason_and_the_demo_hint() {
 #[test]
 fn a_bad_recording_names_its_line() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = gpumon::source::replay::DEMO;
+    let demo = gpumon::source::replay::demo();
     let first_line = demo.split(|b| *b == b'\n').next().unwrap();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("empty", vec![], "empty file"),

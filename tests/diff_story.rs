@@ -8,13 +8,13 @@ use gpumon::pipeline;
 use gpumon::sample::{Framework, Sample};
 use gpumon::snapshot::Snapshot;
 use gpumon::snapshot::diff::{Difference, Topic, diff, render_text};
-use gpumon::source::replay::{DEMO, ReplaySource};
+use gpumon::source::replay::{ReplaySource, demo};
 use gpumon::source::scripted::build::{GIB, gpu, machine, process};
 
 /// The demo replayed through the pipeline for its first `n` samples, as `serve --demo`'s
 /// `/snapshot` would have it then.
 fn demo_at(n: usize) -> Snapshot {
-    let mut source = ReplaySource::read("demo", DEMO).unwrap();
+    let mut source = ReplaySource::read("demo", demo()).unwrap();
     let mut m = Machine::new(Config::new(source.header().interval_ms, 600_000));
     pipeline::apply(&mut m, Event::Started(source.header().machine.clone()));
     for s in source.samples().take(n) {

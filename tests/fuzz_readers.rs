@@ -8,7 +8,7 @@ use std::path::Path;
 use gpumon::model::{Config, Event};
 use gpumon::screen::{Msg, State};
 use gpumon::snapshot::{self, Snapshot};
-use gpumon::source::replay::{DEMO, ReplaySource};
+use gpumon::source::replay::{ReplaySource, demo};
 use proptest::prelude::*;
 
 fn config() -> ProptestConfig {
@@ -23,7 +23,8 @@ fn config() -> ProptestConfig {
 }
 
 fn demo_lines() -> Vec<&'static [u8]> {
-    DEMO.split(|b| *b == b'\n')
+    demo()
+        .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())
         .collect()
 }
@@ -173,7 +174,7 @@ fn check_snapshot(bytes: &[u8]) {
 
 /// The snapshot of the whole demo, pretty JSON.
 fn demo_snapshot() -> Vec<u8> {
-    let mut source = ReplaySource::read("demo", DEMO).unwrap();
+    let mut source = ReplaySource::read("demo", demo()).unwrap();
     let mut st = state(source.header().interval_ms);
     st.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {

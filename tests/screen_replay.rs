@@ -28,7 +28,7 @@ fn draw(state: &State) -> String {
 
 /// The demo as `gpumon --demo` plays it: its source's samples and laps, as the sampler sends them.
 struct Demo {
-    source: ReplaySource<&'static [u8]>,
+    source: ReplaySource<gpumon::source::replay::DemoReader>,
     state: State,
 }
 

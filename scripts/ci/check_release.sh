@@ -119,7 +119,7 @@ crate() {
   cargo package --locked --allow-dirty &&
     listing=$(cargo package --locked --allow-dirty --list) || return 1
   echo "$listing"
-  ! grep -qE '^(tests|benches|scripts|docs)/' <<<"$listing" && grep -qx assets/demo.ndjson <<<"$listing"
+  ! grep -qE '^(tests|benches|scripts|docs)/' <<<"$listing" && grep -qx assets/demo.ndjson.zst <<<"$listing"
 }
 step "cargo package --locked: the crate builds from what it ships (no tests or fixtures)" crate
 

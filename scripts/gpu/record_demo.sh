@@ -16,7 +16,9 @@
 #
 # Usage (repo root, with target/release/gpumon built): bash scripts/gpu/record_demo.sh OUTDIR
 # Then check OUTDIR/maps.txt (the maps and sites `snapshot --replay` finds in the recording) and
-# copy OUTDIR/demo.ndjson to assets/demo.ndjson.
+# copy OUTDIR/demo.ndjson to assets/demo.ndjson and compress it as the binary embeds it:
+# `zstd -19 --zstd=wlog=17 -f assets/demo.ndjson` (a unit test checks that assets/demo.ndjson.zst reads back as
+# assets/demo.ndjson).
 set -u
 export PYTHONDONTWRITEBYTECODE=1  # python run in place leaves no __pycache__ in the checkout
 export PYTHONUNBUFFERED=1

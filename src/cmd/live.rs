@@ -12,8 +12,8 @@ use crate::app::{self, Exit};
 use crate::cli::LiveArgs;
 use crate::model::Config;
 use crate::screen::{Filter, Msg, State};
-use crate::source::replay::{DEMO, ReplaySource};
-use crate::{recording, sampler, terminal};
+use crate::source::replay::{ReplaySource, demo_last_at_ms};
+use crate::{sampler, terminal};
 
 /// The live screen (or a replay of a recording in it).
 pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
@@ -33,7 +33,7 @@ pub(super) async fn live(args: LiveArgs) -> Result<ExitCode, Fail> {
     }
     let replay = if args.demo {
         let mut source = ReplaySource::demo().map_err(Fail::runtime)?;
-        let span = replay_span(&mut source, recording::file::tail_at_ms(DEMO, true));
+        let span = replay_span(&mut source, demo_last_at_ms());
         let ms = source.header().interval_ms;
         Some((sources::replay_factory(source), ms, span))
     } else if let Some(path) = &args.replay {

@@ -6,8 +6,9 @@ use std::io::BufRead;
 use super::{MachineInfo, Sample, Source, SourceError};
 use crate::recording::{Header, Reader, RecordingError, cut_notice};
 
-/// The demo: a real recording made on an NVIDIA H100 (see docs/guide/files.md).
-pub const DEMO: &[u8] = include_bytes!("../../assets/demo.ndjson");
+mod demo;
+
+pub use demo::{DemoReader, demo, demo_last_at_ms};
 
 /// A recording read lazily: the header when opened, each sample when asked for, one read ahead.
 /// A bad line is an error naming the file and line when it is reached; the replay stops there.
@@ -147,9 +148,10 @@ impl<R: BufRead> ReplaySource<R> {
     }
 }
 
-impl ReplaySource<&'static [u8]> {
+impl ReplaySource<DemoReader> {
+    /// The demo, looping, read as a stream each lap.
     pub fn demo() -> Result<Self, RecordingError> {
-        Self::looping("demo", || DEMO)
+        Self::looping("demo", demo::open)
     }
 }
 
@@ -213,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_replay_that_does_not_loop_ends() {
-        let mut once = ReplaySource::read("demo", DEMO).unwrap();
+        let mut once = ReplaySource::read("demo", demo()).unwrap();
         while once.sample().is_ok() {}
         assert!(matches!(once.sample(), Err(SourceError::Ended)));
     }

@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use gpumon::source::replay::DEMO;
+use gpumon::source::replay::demo;
 
 use super::{fails_with, file, gpumon};
 
@@ -85,7 +85,7 @@ fn help_and_version_still_go_to_stdout_with_status_0() {
 #[test]
 fn a_full_disk_is_reported_not_ignored() {
     let dir = tempfile::tempdir().unwrap();
-    let demo = file(dir.path(), "demo.ndjson", DEMO);
+    let demo = file(dir.path(), "demo.ndjson", demo());
     let err = fails_with(1, &["snapshot", "--replay", &demo, "-o", "/dev/full"]);
     assert!(err.contains("/dev/full: No space left on device"), "{err}");
     assert!(std::fs::metadata("/dev/full").is_ok_and(|m| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use gpumon::recording::{MAX_LINE, RecordingError};
-use gpumon::source::replay::{DEMO, ReplaySource};
+use gpumon::source::replay::{ReplaySource, demo};
 
 use super::{TWO_GIB, fails_with, file, gpumon, sparse};
 
@@ -18,7 +18,7 @@ fn replay_all(name: &str, input: impl BufRead) -> Result<usize, RecordingError> 
 }
 
 fn header() -> Vec<u8> {
-    let line = DEMO.split(|b| *b == b'\n').next().unwrap();
+    let line = demo().split(|b| *b == b'\n').next().unwrap();
     [line, b"\n"].concat()
 }
 

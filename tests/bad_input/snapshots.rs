@@ -11,7 +11,7 @@ use super::{TWO_GIB, fails_with, file, sparse};
 
 /// A real snapshot: the end of the demo recording, pretty JSON over many lines.
 fn good() -> String {
-    let mut source = ReplaySource::read("demo", gpumon::source::replay::DEMO).unwrap();
+    let mut source = ReplaySource::read("demo", gpumon::source::replay::demo()).unwrap();
     let mut st = State::new(Config::new(source.header().interval_ms, 600_000));
     st.update(Msg::from(Event::Started(source.header().machine.clone())));
     for s in source.samples() {
