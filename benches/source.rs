@@ -1,6 +1,8 @@
 //! Source-side conversions: joining the driver's process list with /proc's facts (the live
 //! source without its readers), a sample's JSON encode/decode (recordings, replay, demo), and
-//! the /proc reader on real processes with and without its cache of what rarely changes.
+//! the /proc reader on real processes with and without its cache of what rarely changes; and
+//! a scan of 8 ranks' probe files, unchanged (checked, not read) and each rewritten (read and
+//! parsed, as when every probe has written since the last tick).
 //!
 //! `cargo bench --bench source -- --warm-up-time 1 --measurement-time 3`
 
@@ -173,5 +175,65 @@ fn proc_lookup(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, live, json, proc_lookup);
+/// A probe file of `pid` as the probe writes it (one PyTorch device).
+fn probe_doc(pid: u32, at_ms: u64) -> String {
+    format!(
+        r#"{{"schema":"gpumon.probe/1","pid":{pid},"start_time":{start},"at_ms":{at_ms},"interval_ms":1000,
+        "python":"3.12.3","stopped":null,"frameworks":[{{"name":"pytorch","version":"2.11.0","error":null,
+        "devices":[{{"index":0,"uuid":"GPU-0000000{pid}","allocated":4328521728,"reserved":9621733376,
+        "cached_free":5293211648,"stranded":5293211648,"largest_free_block":6291456,"largest_alloc":null,
+        "limit":null,"peak_allocated":4328521728,"peak_reserved":9621733376,"alloc_retries":0,"ooms":0}}]}}]}}"#,
+        start = 1_763_800_000 + u64::from(pid)
+    )
+}
+
+fn probe_scan(c: &mut Criterion) {
+    use gpumon::source::probe::PoolReader;
+    use gpumon::source::probe::dir::ProbeDirs;
+    let dir = tempfile::tempdir().unwrap();
+    let proc_root = tempfile::tempdir().unwrap();
+    let uid = rustix::process::getuid().as_raw();
+    let pids: Vec<u32> = (1..=8).collect();
+    for &pid in &pids {
+        let p = proc_root.path().join(pid.to_string());
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(
+            p.join("status"),
+            format!("Name:\tpython\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(format!("{pid}.json")), probe_doc(pid, 1)).unwrap();
+    }
+    let mut reader = ProbeDirs::new(vec![dir.path().to_path_buf()], false, uid)
+        .with_proc_root(proc_root.path().to_path_buf());
+    assert_eq!(reader.scan(0).reports.len(), 8);
+    let mut group = c.benchmark_group("probe_scan_8");
+    group.bench_function(BenchmarkId::from_parameter("unchanged"), |b| {
+        b.iter(|| black_box(reader.scan(0)));
+    });
+    let mut mtime = std::time::SystemTime::now();
+    let mut touch = || {
+        mtime += std::time::Duration::from_secs(1);
+        for &pid in &pids {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(dir.path().join(format!("{pid}.json")))
+                .unwrap();
+            f.set_modified(mtime).unwrap();
+        }
+    };
+    // What "rewritten" spends changing the files' times, not scanning: subtract it.
+    group.bench_function(BenchmarkId::from_parameter("touch only"), |b| {
+        b.iter(&mut touch);
+    });
+    group.bench_function(BenchmarkId::from_parameter("rewritten"), |b| {
+        b.iter(|| {
+            touch();
+            black_box(reader.scan(0))
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, live, json, proc_lookup, probe_scan);
 criterion_main!(benches);

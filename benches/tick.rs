@@ -6,6 +6,8 @@
 //! number of buckets).
 //!
 //! And the job view's cost: update then render at 8 ranks of one job on 8 GPUs, `J` off and on.
+//! And the model's update alone for 8 GPUs x 8 probed ranks of one job (issue #42): the
+//! screen's (`State::update`) and `serve`'s (`pipeline::apply`, no screen).
 //!
 //! `cargo bench --bench tick -- --warm-up-time 1 --measurement-time 3`
 
@@ -21,7 +23,9 @@ use gpumon::view;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use common::{SIZES, ranks_sample, sample, warm_ranks_state, warm_state};
+use common::{
+    SIZES, config, probed_ranks_sample, ranks_sample, sample, warm_ranks_state, warm_state,
+};
 
 /// Ticks of history before measuring: a full window.
 const WARM: u64 = 600;
@@ -140,5 +144,56 @@ fn jobs(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, update, after_days, churn, render, tick, jobs);
+/// The model's update alone with 8 probed ranks of one job on 8 GPUs, after a full window: the
+/// screen's update (model, analysis, rows) and `serve`'s (`pipeline::apply`: model and analysis).
+fn probed_ranks(c: &mut Criterion) {
+    let mut group = c.benchmark_group("update_8x8_probed_ranks");
+    let mut state = gpumon::screen::State::new(config());
+    let mut machine = gpumon::model::Machine::new(config());
+    state.update(Msg::from(Event::Started(
+        gpumon::source::scripted::build::machine(),
+    )));
+    gpumon::pipeline::apply(
+        &mut machine,
+        Event::Started(gpumon::source::scripted::build::machine()),
+    );
+    for k in 0..WARM {
+        state.update(Msg::from(Event::Sample(probed_ranks_sample(k))));
+        gpumon::pipeline::apply(&mut machine, Event::Sample(probed_ranks_sample(k)));
+    }
+    let mut k = WARM;
+    group.bench_function(BenchmarkId::from_parameter("screen"), |b| {
+        b.iter_batched(
+            || {
+                k += 1;
+                probed_ranks_sample(k)
+            },
+            |s| state.update(Msg::from(Event::Sample(s))),
+            BatchSize::SmallInput,
+        );
+    });
+    let mut k = WARM;
+    group.bench_function(BenchmarkId::from_parameter("serve"), |b| {
+        b.iter_batched(
+            || {
+                k += 1;
+                probed_ranks_sample(k)
+            },
+            |s| gpumon::pipeline::apply(&mut machine, Event::Sample(s)),
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    update,
+    after_days,
+    churn,
+    render,
+    tick,
+    jobs,
+    probed_ranks
+);
 criterion_main!(benches);

@@ -15,7 +15,13 @@ scraped at URL every --scrape-every seconds; the table gives its CPU%, peak RSS,
 percentile scrape time and the bytes of one scrape. --both-orders runs the list, then the list
 reversed, and prints both tables and each tool's mean of the two (so an order effect shows).
 
+With --ddp-ranks N the load is a healthy N-rank DDP job under torchrun instead (one rank a GPU,
+scripts/gpu/dist/ddp_job.py healthy, which needs transformers), every rank started with the allocator
+probe of --gpumon BIN writing into --probe-dir, which every tool is then given as GPUMON_PROBE_DIR: the
+issue-42 case (a probed job of a rank a GPU); the job is stopped, with its ranks, at the end.
+
 usage: bench_vs_rivals.py [--seconds 30] [--cols 120] [--rows 40] [--load 2] [--both-orders] NAME=CMD ...
+       bench_vs_rivals.py --ddp-ranks 4 --gpumon target/release/gpumon --load 0 --both-orders NAME=CMD ...
        bench_vs_rivals.py --serve [--seconds 30] [--load 0] [--both-orders] NAME=URL=CMD ...
   e.g. gpumon=target/release/gpumon nvtop=nvtop "nvitop=python3 -m nvitop"
        --serve "gpumon=http://127.0.0.1:9477/metrics=target/release/gpumon serve"
@@ -211,15 +217,26 @@ def main():
     ap.add_argument("--serve", action="store_true", help="tools are NAME=URL=CMD exporters, scraped")
     ap.add_argument("--scrape-every", type=float, default=1.0)
     ap.add_argument("--both-orders", action="store_true", help="run the list, then reversed")
+    ap.add_argument("--ddp-ranks", type=int, default=0, help="a probed N-rank torchrun DDP job meanwhile")
+    ap.add_argument("--gpumon", default="target/release/gpumon", help="the gpumon whose probe the job runs")
+    ap.add_argument("--probe-dir", default="/tmp/gpumon-bench/probes")
     ap.add_argument("tools", nargs="+")
     a = ap.parse_args()
     load = []
     here = os.path.dirname(os.path.abspath(__file__))
+    if a.ddp_ranks:
+        os.environ["GPUMON_PROBE_DIR"] = a.probe_dir
+        job = (f'eval "$({shlex.quote(a.gpumon)} probe env --probe-dir {shlex.quote(a.probe_dir)})"; '
+               f"RUN_S=100000 exec {shlex.quote(sys.executable)} -m torch.distributed.run --standalone "
+               f"--nproc-per-node {a.ddp_ranks} {shlex.quote(here + '/gpu/dist/ddp_job.py')} healthy")
+        load.append(subprocess.Popen(["bash", "-c", job], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True))
+        time.sleep(45)
     for i in range(a.load):
         env = dict(os.environ, GROW_GIB=str(1 + i), HOLD_S="100000")
         load.append(subprocess.Popen([sys.executable, f"{here}/gpu/torch_frag.py", "grow"], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    if load:
+    if a.load:
         time.sleep(15)
     specs = [t.split("=", 2 if a.serve else 1) for t in a.tools]
     orders = [specs, specs[::-1]] if a.both_orders else [specs]
@@ -239,9 +256,14 @@ def main():
             runs.append(rows)
     finally:
         for p in load:
-            p.kill()
+            try:
+                os.killpg(p.pid, signal.SIGTERM)  # the job's own group: torchrun and its ranks
+            except ProcessLookupError:
+                p.kill()  # a PyTorch process of --load, in this group
+            p.wait()
     what = "scraped every %.1f s" % a.scrape_every if a.serve else f"at {a.cols}x{a.rows}"
-    head = f"{a.seconds:.0f} s each {what}, {a.load} PyTorch processes started here, {time.strftime('%Y-%m-%d')}"
+    job = f"a probed {a.ddp_ranks}-rank DDP job" if a.ddp_ranks else f"{a.load} PyTorch processes"
+    head = f"{a.seconds:.0f} s each {what}, {job} started here, {time.strftime('%Y-%m-%d')}"
     for i, rows in enumerate(runs):
         print_table(f"{head}; order {i + 1}" if len(runs) > 1 else head, rows, a.serve, specs[0][0])
     if len(runs) > 1:

@@ -91,6 +91,35 @@ pub fn ranks_sample(k: u64) -> Sample {
     s
 }
 
+/// Tick `k` of 8 GPUs, one probed PyTorch rank of one torchrun job on each: `ranks_sample(k)`
+/// with every process PyTorch and its probe's pool figures (allocated climbing a little each
+/// tick, as a training step's do), what a probed 8-rank DDP job gives the model each tick.
+pub fn probed_ranks_sample(k: u64) -> Sample {
+    let mut s = ranks_sample(k);
+    for p in &mut s.processes {
+        let device = p.device_memory.get().unwrap_or(GIB);
+        let allocated = device / 2 + (k % 13) * MIB;
+        p.framework = gpumon::sample::Reading::Value(Framework::Pytorch);
+        p.pool = gpumon::sample::Reading::Value(gpumon::sample::Pool {
+            framework: Framework::Pytorch,
+            version: Some("2.11.0".into()),
+            at_ms: T0 + k * 1000 - 200,
+            allocated: Some(allocated),
+            reserved: Some(device * 3 / 4),
+            cached_free: Some(device * 3 / 4 - allocated),
+            stranded: Some(MIB),
+            largest_free_block: None,
+            largest_alloc: None,
+            limit: None,
+            peak_allocated: Some(device * 3 / 4),
+            peak_reserved: Some(device * 3 / 4),
+            alloc_retries: Some(0),
+            ooms: Some(0),
+        });
+    }
+    s
+}
+
 /// A state fed `ticks` of `ranks_sample`.
 pub fn warm_ranks_state(ticks: u64) -> State {
     let mut state = State::new(config());

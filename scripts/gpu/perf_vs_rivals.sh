@@ -12,6 +12,11 @@
 # under any screen; (5) `serve` against nvitop-exporter, scraped every second, both orders.
 # Expects, carried: target/release/gpumon, optionally more builds as target/gpumon-* (compared
 # too), and target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
+# The job: on one GPU (RANKS=1, the default on a 1-GPU machine) the busy PyTorch job; with RANKS=N
+# (the default: every GPU NVML lists, when more than one) a healthy N-rank DDP job under torchrun
+# (scripts/gpu/dist/ddp_job.py healthy: GPT-2 from its config, needs transformers), one rank a
+# GPU, every rank probed: the issue-42 case. Every tool reads every GPU of the machine (NVML is
+# not limited by CUDA_VISIBLE_DEVICES), so the 1-GPU case is run on a 1-GPU machine.
 # Usage: bash scripts/gpu/perf_vs_rivals.sh OUT   (SECONDS_EACH=30, SERVE_SECONDS=20 by default)
 set -u
 export PYTHONUNBUFFERED=1 LANG=C.UTF-8
@@ -22,11 +27,22 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site t
 { nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader
   nproc; uname -r; lscpu | grep -E 'Model name|MHz'; ls -l "$bin" target/gpumon-* 2>/dev/null; } | tee "$o/machine.txt"
 
-( eval "$("$bin" probe env --probe-dir /tmp/perfprobe/probes)"; BUSY_S=900 exec python3 "$here/torch_frag.py" busy ) \
-  > "$o/busy.log" 2>&1 &
+gpus=$(nvidia-smi -L | wc -l); ranks=${RANKS:-$gpus}
+echo "GPUs $gpus, job ranks $ranks" | tee -a "$o/machine.txt"
+if [ "$ranks" -gt 1 ]; then
+  ( eval "$("$bin" probe env --probe-dir /tmp/perfprobe/probes)"; RUN_S=1800 exec python3 -m torch.distributed.run \
+      --standalone --nproc-per-node "$ranks" "$here/dist/ddp_job.py" healthy ) > "$o/busy.log" 2>&1 &
+  settle=45
+else
+  ( eval "$("$bin" probe env --probe-dir /tmp/perfprobe/probes)"; BUSY_S=900 exec python3 "$here/torch_frag.py" busy ) \
+    > "$o/busy.log" 2>&1 &
+  settle=12
+fi
 busy=$!
+# torchrun stops its ranks when it is stopped.
 trap 'kill $busy 2>/dev/null; tmux kill-server 2>/dev/null' EXIT
-sleep 12
+sleep $settle
+ls /tmp/perfprobe/probes | tee "$o/probes.txt"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader | tee "$o/apps.txt"
 GPUMON_PROBE_DIR=/tmp/perfprobe/probes "$bin" snapshot --format text > "$o/snapshot.txt" 2>&1
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >> "$o/apps.txt"

@@ -3,8 +3,11 @@
 //! Besides its points, a ring keeps what the analysis asks of it every tick, updated as points
 //! come and go (O(1) amortised per push): the largest and the latest increase between
 //! consecutive readings, and whether its times are in order (so windows are found by binary
-//! search instead of a scan).
+//! search instead of a scan). A ring with coarse tiers also remembers the last trend found in
+//! their complete windows (`Ring::trend_memo`), asked again only once a tier's newest bucket
+//! has moved on: complete buckets never change.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +31,28 @@ struct Step {
     by: u64,
 }
 
+/// A certain climb of a ring's floors, as `analysis::growth::slow` finds it in the ring's coarse
+/// tiers: the floor rose from `from` to `to` over `windows` windows of `window_ms`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Trend {
+    pub from: u64,
+    pub to: u64,
+    pub windows: usize,
+    pub window_ms: u64,
+    /// Bytes per second.
+    pub rate: f64,
+}
+
+impl Trend {
+    pub fn span_ms(&self) -> u64 {
+        self.window_ms * (self.windows as u64).saturating_sub(1)
+    }
+}
+
+/// What a trend of the tiers' complete windows depends on: the time before which nothing counts,
+/// and each tier's newest bucket (its start) and length.
+type TrendKey = (u64, Option<u64>, Option<u64>, usize, usize);
+
 /// The newest `capacity` points, oldest first.
 #[derive(Debug, Clone)]
 pub struct Ring {
@@ -46,6 +71,8 @@ pub struct Ring {
     latest: Option<Step>,
     /// The coarse tiers behind the points (`Ring::with_tiers`), reaching back days.
     tiers: Option<Box<Tiers>>,
+    /// The last trend found in the tiers, and what it was found of.
+    trend_memo: Cell<Option<(TrendKey, Option<Trend>)>>,
 }
 
 impl PartialEq for Ring {
@@ -68,6 +95,7 @@ impl Ring {
             largest: VecDeque::new(),
             latest: None,
             tiers: None,
+            trend_memo: Cell::new(None),
         }
     }
 
@@ -88,6 +116,25 @@ impl Ring {
         }
         ring.tiers = tiers.map(Box::new);
         ring
+    }
+
+    /// The trend `find` finds in the tiers' complete windows from `since_ms` on: remembered,
+    /// and found again only once `since_ms` or a tier's newest bucket has changed (the bucket
+    /// still filling, the only one a reading changes, is never part of a complete window).
+    pub fn trend_memo(&self, since_ms: u64, find: impl FnOnce() -> Option<Trend>) -> Option<Trend> {
+        let Some(t) = &self.tiers else {
+            return find();
+        };
+        let newest = |i: usize| t.0[i].newest().map(|b| b.at_ms);
+        let key = (since_ms, newest(0), newest(1), t.0[0].len(), t.0[1].len());
+        if let Some((k, found)) = self.trend_memo.get()
+            && k == key
+        {
+            return found;
+        }
+        let found = find();
+        self.trend_memo.set(Some((key, found)));
+        found
     }
 
     /// Tier `i` (0: the finest coarse tier), when the ring has tiers.
@@ -224,6 +271,30 @@ impl Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trend_is_found_again_only_when_a_coarse_bucket_completes() {
+        let mut r = Ring::with_tiers(10);
+        let found = std::cell::Cell::new(0);
+        let find = || {
+            found.set(found.get() + 1);
+            None
+        };
+        r.push(0, Some(1));
+        r.trend_memo(0, find);
+        // Readings into the bucket still filling (10 s buckets) change no complete window.
+        for t in [1_000, 5_000, 9_999] {
+            r.push(t, Some(t));
+            r.trend_memo(0, find);
+        }
+        assert_eq!(found.get(), 1);
+        r.push(10_000, Some(3));
+        r.trend_memo(0, find);
+        r.trend_memo(30_000, find);
+        assert_eq!(found.get(), 3, "a new bucket, another start");
+        assert_eq!(Ring::new(3).trend_memo(0, find), None);
+        assert_eq!(found.get(), 4, "a ring without tiers remembers nothing");
+    }
 
     #[test]
     fn keeps_only_the_newest() {

@@ -1,9 +1,9 @@
 //! The host side of the live source: what /proc says about the PIDs NVML lists.
 //!
-//! Only the PIDs asked about are read (never a walk of /proc, never their tasks). `sysinfo`
-//! reads what it knows (VMS and RSS from /proc/PID/statm every tick; the start time, user and
-//! command line; the host name and kernel), refreshed only for these PIDs; the hand-written
-//! readers beside it read what it does not (the framework from /proc/PID/maps, memory settings
+//! Only the PIDs asked about are read (never a walk of /proc, never their tasks). Every tick,
+//! VMS and RSS from /proc/PID/statm and the start time from /proc/PID/stat, read here (`parse`);
+//! `sysinfo` reads the user and command line when they are due, and the host name and kernel;
+//! the hand-written readers beside it read what it does not (the framework from /proc/PID/maps, memory settings
 //! and launcher variables from /proc/PID/environ, read once, the container from the cgroup and NSpid). Facts that rarely change
 //! during a process's life (user, command, framework, settings, container) are read when a
 //! process (pid, start time) is first seen and again every `period::LIFETIME`. `start_time(pid)`
@@ -173,26 +173,44 @@ impl HostReader for ProcReader {
         let mut wanted: Vec<Pid> = pids.iter().map(|&p| Pid::from_u32(p)).collect();
         wanted.sort_unstable();
         wanted.dedup();
-        // Memory every tick (statm; the start time comes with /proc/PID/stat); a process gone
-        // from /proc is dropped. Without tasks: sysinfo would otherwise list /proc/PID/task, one
-        // entry per thread of a training job, each tick, for nothing gpumon shows.
-        time("sysinfo.refresh (memory)", || {
-            let memory = ProcessRefreshKind::nothing().with_memory().without_tasks();
-            system.refresh_processes_specifics(ProcessesToUpdate::Some(&wanted), true, memory)
+        // Memory and start time every tick, read here: /proc/PID/statm and /proc/PID/stat (the
+        // start time finds a PID reused by another process). sysinfo's refresh would also read
+        // /proc/PID/status, the dearest of the three to make, for nothing shown. A process that
+        // has neither has exited.
+        let page = rustix::param::page_size() as u64;
+        let fast: HashMap<u32, (Option<u64>, u64, u64)> = time("proc.statm+stat (memory)", || {
+            wanted
+                .iter()
+                .filter_map(|pid| {
+                    let pid = pid.as_u32();
+                    let (size, resident) = parse::statm_pages(&read(pid, "statm")?)?;
+                    let vms = size.saturating_mul(page);
+                    Some((pid, (start_time(pid), vms, resident.saturating_mul(page))))
+                })
+                .collect()
         });
-        let start_of = |p: &sysinfo::Process| Some(p.start_time()).filter(|t| *t > 0);
         // Command line and user for the processes seen first, reused, or due again.
         let due: Vec<Pid> = wanted
             .iter()
             .filter(|pid| {
-                system.process(**pid).is_some_and(|p| {
+                fast.get(&pid.as_u32()).is_some_and(|(start, _, _)| {
                     lifetimes
                         .get(&pid.as_u32())
-                        .is_none_or(|l| l.start_time != start_of(p) || l.period.is_due(now_ms))
+                        .is_none_or(|l| l.start_time != *start || l.period.is_due(now_ms))
                 })
             })
             .copied()
             .collect();
+        // sysinfo forgets the processes of ours that have exited.
+        let gone: Vec<Pid> = lifetimes
+            .keys()
+            .filter(|pid| !fast.contains_key(pid))
+            .map(|&pid| Pid::from_u32(pid))
+            .collect();
+        if !gone.is_empty() {
+            let nothing = ProcessRefreshKind::nothing().without_tasks();
+            system.refresh_processes_specifics(ProcessesToUpdate::Some(&gone), true, nothing);
+        }
         if !due.is_empty() {
             if users_period.due(now_ms) {
                 time("sysinfo.users", || users.refresh());
@@ -202,7 +220,7 @@ impl HostReader for ProcReader {
                     .without_tasks()
                     .with_cmd(UpdateKind::Always)
                     .with_user(UpdateKind::Always);
-                system.refresh_processes_specifics(ProcessesToUpdate::Some(&due), false, facts)
+                system.refresh_processes_specifics(ProcessesToUpdate::Some(&due), true, facts)
             });
         }
         let fresh = || {
@@ -216,20 +234,24 @@ impl HostReader for ProcReader {
                 continue;
             }
             // Gone from /proc: the process has exited.
-            let Some(process) = system.process(Pid::from_u32(pid)) else {
+            let Some(&(start_time, vms, rss)) = fast.get(&pid) else {
                 continue;
             };
-            let start_time = start_of(process);
             let is_due = due.contains(&Pid::from_u32(pid));
+            let process = system.process(Pid::from_u32(pid));
             let life = match lifetimes.entry(pid) {
-                Entry::Occupied(mut e) => {
-                    if is_due {
-                        e.insert(lifetime(pid, process, start_time, users, fresh(), host));
+                Entry::Occupied(e) if !is_due => e.into_mut(),
+                entry => {
+                    // Exited between its statm and sysinfo's read.
+                    let Some(process) = process else { continue };
+                    let life = lifetime(pid, process, start_time, users, fresh(), host);
+                    match entry {
+                        Entry::Occupied(mut e) => {
+                            e.insert(life);
+                            e.into_mut()
+                        }
+                        Entry::Vacant(e) => e.insert(life),
                     }
-                    e.into_mut()
-                }
-                Entry::Vacant(e) => {
-                    e.insert(lifetime(pid, process, start_time, users, fresh(), host))
                 }
             };
             let host = HostProcess {
@@ -238,8 +260,8 @@ impl HostReader for ProcReader {
                     .map_or_else(|| Reading::na("start time not readable"), Reading::Value),
                 user: life.user.clone(),
                 command: life.command.clone(),
-                vms: Reading::Value(process.virtual_memory()),
-                rss: Reading::Value(process.memory()),
+                vms: Reading::Value(vms),
+                rss: Reading::Value(rss),
                 framework: life.framework.clone(),
                 settings: life.settings.clone(),
                 container: life.container.clone(),

@@ -30,8 +30,9 @@ const MAX_SERVICES: usize = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RasAddr {
     At(SocketAddr),
-    /// `NCCL_RAS_ENABLE=0`, or an `NCCL_RAS_ADDR` that is not `IP:port` or `localhost:port`
-    /// (no name is looked up: the value is someone else's).
+    /// `NCCL_RAS_ENABLE=0`, or an `NCCL_RAS_ADDR` that is not `IP:port` or `localhost:port` on
+    /// this host's loopback (no name is looked up, and no other host or interface is connected
+    /// to: the value is someone else's).
     Off,
 }
 
@@ -44,7 +45,12 @@ pub fn addr(vars: &BTreeMap<String, String>) -> RasAddr {
         return RasAddr::At(DEFAULT_ADDR);
     };
     if let Ok(a) = given.parse::<SocketAddr>() {
-        return RasAddr::At(a);
+        return match a.ip() {
+            ip if ip.is_loopback() => RasAddr::At(a),
+            // Listening on every interface: loopback is one of them.
+            ip if ip.is_unspecified() => RasAddr::At(SocketAddr::new(DEFAULT_ADDR.ip(), a.port())),
+            _ => RasAddr::Off,
+        };
     }
     match given.rsplit_once(':') {
         Some((host, port)) if host.eq_ignore_ascii_case("localhost") => {

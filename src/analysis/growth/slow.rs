@@ -15,6 +15,7 @@
 //! - its last third rose at least three quarters as much as its first third (a cache filling
 //!   up slows down as it fills; a leak does not).
 
+pub use crate::model::history::Trend;
 use crate::model::units::duration_ms;
 use crate::model::{GpuTrack, Level, ProcessTrack, Ring, Tier};
 use crate::oom::sizes::human;
@@ -63,23 +64,6 @@ const MIN_RISE: u64 = 16 << 20;
 /// Windows that begin this soon after the process was first seen are its start-up (loading,
 /// compiling, first steps): never part of a trend.
 pub const SETTLE_MS: u64 = 30_000;
-
-/// A certain trend: the floor rose from `from` to `to` over `windows` windows of `window_ms`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Trend {
-    pub from: u64,
-    pub to: u64,
-    pub windows: usize,
-    pub window_ms: u64,
-    /// Bytes per second.
-    pub rate: f64,
-}
-
-impl Trend {
-    pub fn span_ms(&self) -> u64 {
-        self.window_ms * (self.windows as u64).saturating_sub(1)
-    }
-}
 
 /// The floors of the complete windows of `group` buckets of `tier` that begin at or after
 /// `since_ms`, at most `max` of them, oldest first (`None`: a window without a reading).
@@ -164,10 +148,13 @@ fn at_scale(tier: &Tier, s: &Scale, since_ms: u64) -> Option<Trend> {
 }
 
 /// The first scale, finest first, at which `ring` climbs for certain after `settled_ms`.
+/// Found once per new coarse bucket (`Ring::trend_memo`), not every tick.
 pub fn trend(ring: &Ring, settled_ms: u64) -> Option<Trend> {
-    SCALES
-        .iter()
-        .find_map(|s| at_scale(ring.tier(s.tier)?, s, settled_ms))
+    ring.trend_memo(settled_ms, || {
+        SCALES
+            .iter()
+            .find_map(|s| at_scale(ring.tier(s.tier)?, s, settled_ms))
+    })
 }
 
 /// A rate as a person says it: "150 MiB/min", "20 MiB/h", "1.2 GiB/min".

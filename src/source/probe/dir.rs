@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use super::file::{self, MAX_BYTES};
 use super::maps::{MapWatch, Stamp};
 use super::{PoolReader, ProbeReport, ProbeScan, map_file};
+use crate::clock::tick_times::time;
 use crate::sample::PoolMap;
 
 /// How often the list of directories is looked for again (new users' directories appear).
@@ -161,7 +162,7 @@ impl ProbeDirs {
             self.say(scan, path, pid, "it is not a regular file");
             return None;
         }
-        let Some(owner) = self.owner_of(pid) else {
+        let Some(owner) = time("probe.owner (/proc/PID/status)", || self.owner_of(pid)) else {
             // Its process has ended: remove the file if it is ours, else leave it alone; a
             // probe file whose end is still to be read stays for the next scan's look.
             let end_unread = self.owners.contains_key(&pid) && max == MAX_BYTES;
@@ -189,11 +190,13 @@ impl ProbeDirs {
     /// At most `max + 1` bytes of `path`, never through a link; `None` after saying why.
     fn read(&mut self, path: &Path, pid: u32, max: u64, scan: &mut ProbeScan) -> Option<Vec<u8>> {
         let mut bytes = Vec::new();
-        let read = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-            .and_then(|f| f.take(max + 1).read_to_end(&mut bytes));
+        let read = time("probe.read", || {
+            fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                .open(path)
+                .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        });
         if let Err(e) = read {
             self.say(scan, path, pid, &format!("cannot be read ({e})"));
             return None;
@@ -225,7 +228,7 @@ impl ProbeDirs {
         let Some(bytes) = self.read(path, pid, MAX_BYTES, scan) else {
             return;
         };
-        match file::parse(&bytes, pid) {
+        match time("probe.parse", || file::parse(&bytes, pid)) {
             Ok(report) => {
                 self.owners.insert(pid, (meta.uid(), report.start_time));
                 self.last.insert(pid, (stamp, report.clone()));

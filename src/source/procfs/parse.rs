@@ -1,5 +1,6 @@
-//! The text of /proc/PID/stat and /proc/stat, read into a process's start time (`kill`'s
-//! re-check); pure, and `None` (never a panic) on bad input.
+//! The text of /proc/PID/stat and /proc/stat, read into a process's start time (each tick's
+//! check for a reused PID, and `kill`'s re-check), and of /proc/PID/statm into its memory; pure,
+//! and `None` (never a panic) on bad input.
 
 /// The fields of /proc/PID/stat after the command name; field 3 (state) is index 0.
 fn stat_fields(stat: &[u8]) -> Option<impl Iterator<Item = &[u8]>> {
@@ -22,6 +23,14 @@ pub fn stat_start_ticks(stat: &[u8]) -> Option<u64> {
     number(stat_fields(stat)?.nth(22 - 3)?)
 }
 
+/// The first two fields of /proc/PID/statm: the program's size and its resident set, in pages.
+pub fn statm_pages(statm: &[u8]) -> Option<(u64, u64)> {
+    let mut fields = statm
+        .split(u8::is_ascii_whitespace)
+        .filter(|f| !f.is_empty());
+    Some((number(fields.next()?)?, number(fields.next()?)?))
+}
+
 /// The boot time in Unix seconds: the "btime N" line of /proc/stat.
 pub fn btime(proc_stat: &[u8]) -> Option<u64> {
     let line = proc_stat
@@ -37,6 +46,14 @@ mod tests {
     const STAT: &[u8] = b"4242 (python3) S 1 4242 4242 34816 4242 4194304 5000 0 12 0 \
         150 30 0 0 20 0 8 0 987654 12345678 3000 18446744073709551615 1 1 0 0 0 0 0 16781312 \
         1082 0 0 0 17 3 0 0 0 0 0\n";
+
+    #[test]
+    fn statm_gives_size_and_resident_pages_or_none() {
+        assert_eq!(statm_pages(b"2998 512 380 2 0 321 0\n"), Some((2998, 512)));
+        for bad in [&b""[..], b"12", b"x 3", b"-1 2"] {
+            assert_eq!(statm_pages(bad), None, "{bad:?}");
+        }
+    }
 
     #[test]
     fn stat_gives_start_ticks() {

@@ -309,6 +309,15 @@ fn the_address_comes_from_the_rank_environment_and_no_name_is_looked_up() {
         addr(&env(&[("NCCL_RAS_ADDR", "gpu-07:28028")])),
         RasAddr::Off
     );
+    assert_eq!(
+        addr(&env(&[("NCCL_RAS_ADDR", "0.0.0.0:5")])),
+        RasAddr::At("127.0.0.1:5".parse().unwrap())
+    );
+    assert_eq!(
+        addr(&env(&[("NCCL_RAS_ADDR", "10.1.2.3:28028")])),
+        RasAddr::Off,
+        "no other interface or host"
+    );
 }
 
 /// A service that answers at once: refused, or a status stamped with the time it was asked.
