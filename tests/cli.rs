@@ -154,7 +154,8 @@ fn explain_reads_real_logs_and_fails_on_unreadable_ones() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("fragmentation (certain)"), "{text}");
+    // A line alone is never sure of fragmentation (issue 39).
+    assert!(text.contains("fragmentation (likely)"), "{text}");
     assert!(text.contains("expandable_segments:True"), "{text}");
     let (code, err) = fails(&["explain", "/nonexistent/train.log"]);
     assert_eq!(code, 1, "{err}");

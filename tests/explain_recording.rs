@@ -206,7 +206,7 @@ fn the_demo_s_alerts_in_json_beside_the_unchanged_fields() {
 fn logs_read_as_before_and_come_first() {
     let (code, alone, err) = run(&["explain", LOG]);
     assert_eq!(code, 0, "{err}");
-    assert!(alone.contains("fragmentation (certain)"), "{alone}");
+    assert!(alone.contains("fragmentation (likely)"), "{alone}");
     let (code, both, err) = run(&["explain", DEMO, LOG]);
     assert_eq!(code, 0, "{err}");
     let rest = both.strip_prefix(&alone).expect(&both);
