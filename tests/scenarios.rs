@@ -64,7 +64,8 @@ fn remedy(v: &Value) -> &str {
 fn torch_fragmentation() {
     for (name, cached) in [("torch-fill-frag", "2.87"), ("demo-train-frag", "4.93")] {
         let v = explained(name);
-        assert_eq!(head(&v), ("pytorch", "fragmentation", "certain"), "{name}");
+        // From a log line alone, never certain (issue 39): a leak fills a cap the same way.
+        assert_eq!(head(&v), ("pytorch", "fragmentation", "likely"), "{name}");
         assert_eq!(bytes(&v, "request"), 512 * MIB);
         assert_eq!(gib(bytes(&v, "cached")), cached);
         assert!(

@@ -55,6 +55,12 @@ pub fn words(e: &RankEvent, who: Who, at: &str, class: Option<&str>) -> String {
         } => format!("{w} lost its NCCL peer{at} (remote process exited or network error)"),
         Dist::NcclError { .. } => format!("{w} hit a CUDA error inside NCCL{at}"),
         Dist::Torchrun {
+            rank_unreadable: Some(v),
+            ..
+        } if who == Who::Unknown => {
+            format!("torchrun's summary{at} names a rank that cannot be one ({v})")
+        }
+        Dist::Torchrun {
             complete: false, ..
         } if who == Who::Unknown => {
             format!("torchrun's summary{at} is cut before it says which rank an entry is")

@@ -77,6 +77,9 @@ pub enum Dist {
         /// `false`: the entry was cut before its rank and exit code (the log ended, or another
         /// line came in the middle).
         complete: bool,
+        /// What its `rank :` field said when that is no rank (`999999999999`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rank_unreadable: Option<String>,
     },
     /// torchrun's agent saw a worker fail first: `failed (exitcode: 1) local_rank: 0 (pid: 1446)`.
     AgentFailed {

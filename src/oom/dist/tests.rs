@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn read(text: &str) -> Vec<Found> {
+pub(super) fn read(text: &str) -> Vec<Found> {
     let mut r = DistReader::default();
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {

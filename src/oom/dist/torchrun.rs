@@ -150,6 +150,8 @@ struct Entry {
     host: Option<String>,
     time: Option<String>,
     traceback_lines: u32,
+    /// What its `rank :` field said, when that is no rank (a number too large, not a number).
+    rank_unreadable: Option<String>,
 }
 
 /// torchrun's failure summary, read from its `Failures:` or `Root Cause …:` line on.
@@ -217,6 +219,9 @@ impl Summary {
                             .filter(|r| *r <= crate::oom::prefix::MAX_RANK);
                         e.local_rank = r.name("l").and_then(|l| l.as_str().parse().ok());
                     }
+                    if e.rank.is_none() {
+                        e.rank_unreadable = Some(word(v));
+                    }
                 }
                 "exitcode" => {
                     if let Some(x) = EXIT.captures(v) {
@@ -251,7 +256,8 @@ impl Summary {
     /// Ends the entry being read; `whole`: it ended where an entry ends.
     fn close(&mut self, whole: bool, out: &mut Vec<Found>) {
         let Some(e) = self.entry.take() else { return };
-        let complete = whole && e.rank.is_some() && e.exitcode.is_some();
+        let complete =
+            whole && (e.rank.is_some() || e.rank_unreadable.is_some()) && e.exitcode.is_some();
         let signal = e
             .signal
             .or_else(|| e.exitcode.and_then(signal_name).map(str::to_string));
@@ -266,7 +272,10 @@ impl Summary {
         match (e.rank, e.local_rank) {
             (Some(r), Some(l)) => message.push_str(&format!("rank {r} (local_rank: {l})")),
             (Some(r), None) => message.push_str(&format!("rank {r}")),
-            _ => message.push_str("rank not said"),
+            _ => match &e.rank_unreadable {
+                Some(v) => message.push_str(&format!("a rank that cannot be one ({v})")),
+                None => message.push_str("rank not said"),
+            },
         }
         if let Some(c) = e.exitcode {
             message.push_str(&format!(", exitcode {c}"));
@@ -296,6 +305,7 @@ impl Summary {
                 host: e.host,
                 time: e.time,
                 complete,
+                rank_unreadable: e.rank_unreadable,
             },
             rank: e.rank,
             local_rank: e.local_rank,

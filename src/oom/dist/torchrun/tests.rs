@@ -82,6 +82,7 @@ fn the_summary_names_the_root_cause_and_the_others() {
             host: Some("gpu-dev-12542fe0".into()),
             time: Some("09:59:16".into()),
             complete: true,
+            rank_unreadable: None,
         }
     );
     assert!(
@@ -201,4 +202,37 @@ fn the_agent_signalled_from_outside() {
     let odd = death("Received 64 death signal, shutting down workers").unwrap();
     assert!(matches!(odd.dist, Dist::LauncherSignalled { ref signal, .. } if signal == "64"));
     assert!(death("Received a death signal").is_none());
+}
+
+#[test]
+fn an_unreadable_rank_in_the_summary_is_said_as_such_not_as_a_cut() {
+    let log = "\
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-27_18:40:02
+  host      : node12
+  rank      : 999999999999 (local_rank: 0)
+  exitcode  : 1 (pid: 1446)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+";
+    let found = crate::oom::dist::tests::read(log);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.rank, None);
+    assert!(
+        matches!(
+            &f.dist,
+            Dist::Torchrun { complete: true, rank_unreadable: Some(v), .. } if v.starts_with("999999999999")
+        ),
+        "{f:#?}"
+    );
+    assert!(
+        f.message
+            .contains("a rank that cannot be one (999999999999"),
+        "{}",
+        f.message
+    );
+    assert!(!f.message.contains("cut"), "{}", f.message);
 }
