@@ -17,8 +17,10 @@ pub const HEALTH: Duration = Duration::from_secs(10);
 /// NCCL's RAS service, while a distributed job runs (`source::ras`): its answer is a
 /// collection over every rank, so it is not asked every tick.
 pub const RAS: Duration = Duration::from_secs(10);
-/// The same after a refused connection (no NCCL >= 2.24 job there, or its RAS off).
-pub const RAS_REFUSED: Duration = Duration::from_secs(60);
+/// The same after a refused connection (no NCCL >= 2.24 job there, or its RAS off, or not yet:
+/// a job's ranks start RAS with their first communicator, seconds after they start; on 2 H200s a
+/// first ask before it and 60 s of waiting put the first answer 70 s into the job).
+pub const RAS_REFUSED: Duration = Duration::from_secs(20);
 
 /// When a slow reading is due: at its first look, then once `every` has passed since the last.
 #[derive(Debug, Clone, Copy)]

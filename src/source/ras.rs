@@ -1,5 +1,5 @@
 //! NCCL's RAS service, read only: while the machine has a distributed job, its status is asked
-//! every `period::RAS` (10 s; `period::RAS_REFUSED`, 60 s, after a refused connection), on a
+//! every `period::RAS` (10 s; `period::RAS_REFUSED`, 20 s, after a refused connection), on a
 //! thread of its own so that no tick waits for it; the answer goes out in the next sample.
 //!
 //! The service (NCCL >= 2.24, one per host, `127.0.0.1:28028` unless a rank's initial

@@ -12,9 +12,40 @@ use crate::source::scripted::build::{GIB, machine};
 
 const STALL_AT: u64 = 10;
 
+/// NCCL's RAS answer with rank 2 behind the others on AllReduce (as seen on 2 H200s: 274
+/// against 290).
+fn ras(at_ms: u64) -> crate::sample::RasStatus {
+    use crate::sample::{RasComm, RasRank, RasStatus};
+    let rank = |r: u32, n: u64| RasRank {
+        rank: r,
+        host: None,
+        pid: Some(1470 + r),
+        cuda_dev: Some(r),
+        nvml_dev: Some(r),
+        status: Vec::new(),
+        collectives: std::collections::BTreeMap::from([("AllReduce".to_string(), n)]),
+    };
+    RasStatus {
+        at_ms,
+        nccl_version: Some("2.28.9".into()),
+        comms: vec![RasComm {
+            id: "c6ca3e185233c464".into(),
+            size: Some(4),
+            ranks: vec![rank(0, 290), rank(1, 290), rank(2, 274), rank(3, 290)],
+            missing_ranks: Vec::new(),
+            most: Default::default(),
+            said: Vec::new(),
+        }],
+    }
+}
+
 /// Four ranks stepping; from `STALL_AT` rank 2's GPU idles and the others' spin at 100 %. With
 /// `still`, rank 2's probe says its main thread stands in `next_batch` from then on.
 fn run(secs: u64, still: bool) -> Vec<Alert> {
+    run_with(secs, still, false)
+}
+
+fn run_with(secs: u64, still: bool, with_ras: bool) -> Vec<Alert> {
     let specs: Vec<Spec> = (0..4)
         .map(|r| Spec::new(1470 + r, r, move |_| 6 * GIB))
         .collect();
@@ -66,7 +97,7 @@ fn run(secs: u64, still: bool) -> Vec<Alert> {
             notices: Vec::new(),
             events: Vec::new(),
             probes,
-            ras: None,
+            ras: (with_ras && k >= STALL_AT + 5).then(|| ras(T0 + k * 1000)),
         };
         pipeline::apply(&mut m, Event::Sample(sample));
     }
@@ -97,5 +128,28 @@ fn the_gpus_alone_are_not_enough() {
     assert!(
         alerts.iter().all(|a| a.class != super::STALLED),
         "{alerts:#?}"
+    );
+}
+
+#[test]
+fn nccls_ras_is_the_second_witness_without_the_probe() {
+    let alerts = run_with(45, false, true);
+    let stalled: Vec<&Alert> = alerts
+        .iter()
+        .filter(|a| a.class == super::STALLED)
+        .collect();
+    assert_eq!(stalled.len(), 1, "{alerts:#?}");
+    assert!(
+        stalled[0]
+            .title
+            .ends_with(": its GPU idle; rank 0, rank 1, rank 3 wait for it"),
+        "{}",
+        stalled[0].title
+    );
+    assert!(
+        stalled[0].evidence.iter().any(|e| e
+            == "NCCL's RAS: rank 2 of communicator c6ca3e185233c464 has launched 274 AllReduce operations, the others up to 290"),
+        "{:#?}",
+        stalled[0].evidence
     );
 }
