@@ -228,3 +228,14 @@ fn the_prefilter_keeps_every_wording_in_any_case_and_drops_the_rest() {
         assert!(!worth_parsing(line), "{line}");
     }
 }
+
+#[test]
+fn a_jobs_own_lines_about_its_memory_are_no_failure_and_skip_the_patterns() {
+    // A DDP job's JSON line a step on 2 H200s (scripts/gpu/dist/ddp_job.py): "allocated" and
+    // "ooms" pass the word screen, but none of the phrases a wording holds is there.
+    let line = r#"{"ev":"step","rank":0,"step":4211,"allocated":1388241920,"reserved":6377439232,"stranded":864099328,"ooms":0,"t":1795813690.662}"#;
+    assert!(super::worth_parsing(line));
+    assert!(super::detect(line).is_none());
+    let text = format!("{line}\n").repeat(1000);
+    assert!(parse_all(text.as_bytes()).is_empty());
+}
