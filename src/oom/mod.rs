@@ -11,6 +11,7 @@
 
 mod cuda;
 mod cupy;
+mod detect;
 pub mod dist;
 pub mod failure;
 pub mod fault;
@@ -28,6 +29,7 @@ use std::sync::LazyLock;
 use regex_lite::Regex;
 
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
+use detect::detect;
 use dist::{Dist, DistReader, Found, NcclCause};
 use lane::{Lane, LaneKey};
 
@@ -355,44 +357,6 @@ fn nccl_error_rank(out: &mut Vec<Parsed>, line_no: u64) -> Option<u32> {
         ) && line_no.saturating_sub(p.line) <= 10
     })?;
     out.remove(i).rank
-}
-
-/// Phrases one of which every wording `detect`'s parsers read holds (each parser's patterns need
-/// one: PyTorch's `Tried to allocate` or `out of memory`, XLA's `ran out of memory trying to
-/// allocate`, TensorFlow's `OOM when allocating tensor`, JAX's `memory while trying to allocate`
-/// and `Failed to allocate request for`, CuPy's `Out of memory allocating`, NCCL's `Cuda failure`
-/// and `NCCL WARN Failed to CUDA`, CUDA's error names, the async allocator's `failed to
-/// allocate`). A plain scan before any pattern: a job's own lines may say "memory", "alloc" or
-/// "oom" without being a failure (a JSON line of allocator figures a step: on 2 H200s its
-/// patterns cost 60-78 µs a line, 12 ms of a 14 ms tick).
-const PHRASES: [&str; 13] = [
-    "Tried to allocate",
-    "out of memory",
-    "Out of memory",
-    "ran out of memory trying to allocate",
-    "OOM when allocating tensor",
-    "memory while trying to allocate",
-    "Failed to allocate request for",
-    "failed to allocate",
-    "Cuda failure",
-    "NCCL WARN Failed to CUDA",
-    "cudaErrorMemoryAllocation",
-    "CUDA_ERROR_OUT_OF_MEMORY",
-    "_STATUS_ALLOC_FAILED",
-];
-
-fn detect(text: &str) -> Option<Event> {
-    if !PHRASES.iter().any(|p| text.contains(p)) {
-        return None;
-    }
-    tensorflow::header(text)
-        .or_else(|| tensorflow::async_header(text))
-        .or_else(|| pytorch::parse(text))
-        .or_else(|| tensorflow::tensor(text))
-        .or_else(|| jax::parse(text))
-        .or_else(|| cupy::parse(text))
-        .or_else(|| nccl::parse(text))
-        .or_else(|| cuda::parse(text))
 }
 
 fn parsed(line: u64, text: &str, e: &Event) -> Parsed {

@@ -235,7 +235,7 @@ fn a_jobs_own_lines_about_its_memory_are_no_failure_and_skip_the_patterns() {
     // "ooms" pass the word screen, but none of the phrases a wording holds is there.
     let line = r#"{"ev":"step","rank":0,"step":4211,"allocated":1388241920,"reserved":6377439232,"stranded":864099328,"ooms":0,"t":1795813690.662}"#;
     assert!(super::worth_parsing(line));
-    assert!(super::detect(line).is_none());
+    assert!(super::detect::detect(line).is_none());
     let text = format!("{line}\n").repeat(1000);
     assert!(parse_all(text.as_bytes()).is_empty());
 }
