@@ -13,22 +13,12 @@ o=$1; shift; mkdir -p "$o"; bin=$PWD/target/release/gpumon; here=$PWD/scripts/gp
 runs=${*:-torchrun-leak rank-by-rank load fsdp jax nccl-memory}
 eval "$("$bin" probe env --interval 500ms)"
 nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader >"$o/gpus.txt"
-# record NAME SECONDS CMD...: CMD runs while gpumon records at 1 s; recording stops 3 s after it.
-record() {
-  local name=$1 limit=$2; shift 2
-  mkdir -p "$o/$name"
-  "$bin" record "$o/$name/recording.ndjson" --interval 1s >"$o/$name/record.out" 2>&1 &
-  local rec=$!
-  sleep 2
-  local t0=$SECONDS
-  (cd "$o/$name" && timeout -s INT "$limit" "$@"); echo "exit $? after $((SECONDS - t0))s" >"$o/$name/status.txt"
-  # A job's processes left behind (a launcher stopped by the timeout) are ended before the next run.
-  pkill -9 -f "dist/ddp_job.py|dist/jax_dist.py|dist/nccl_memory.py" 2>/dev/null
-  sleep 3
-  kill -INT $rec; wait $rec
-  "$bin" explain "$o/$name"/*.log "$o/$name/recording.ndjson" >"$o/$name/explain.txt" 2>&1
-  ls -la "$o/$name" >>"$o/$name/status.txt"
+leftovers="dist/ddp_job.py|dist/jax_dist.py|dist/nccl_memory.py"
+after_record() {  # logs and recording explained together; what was captured listed
+  "$bin" explain "$o/$1"/*.log "$o/$1/recording.ndjson" >"$o/$1/explain.txt" 2>&1
+  ls -la "$o/$1" >>"$o/$1/status.txt"
 }
+. "$PWD/scripts/gpu/record_under.sh"
 smi_during() {  # smi_during NAME SECONDS: nvidia-smi's process list after SECONDS
   (sleep "$2"; nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader >"$o/$1/nvidia-smi.txt"; "$bin" snapshot --format json >"$o/$1/snapshot.json") &
 }

@@ -12,20 +12,12 @@ o=$1; shift; mkdir -p "$o"; bin=$PWD/target/release/gpumon; here=$PWD/scripts/gp
 runs=${*:-common alike stuck outside survived nearcap}
 eval "$("$bin" probe env --interval 500ms)"
 export GPUMON_PROBE_STILL_S=5
-record() {  # record NAME SECONDS CMD...: CMD runs while gpumon records at 1 s
-  local name=$1 limit=$2; shift 2
-  mkdir -p "$o/$name"
-  "$bin" record "$o/$name/recording.ndjson" --interval 1s >"$o/$name/record.out" 2>&1 &
-  local rec=$!
-  sleep 2
-  local t0=$SECONDS
-  (cd "$o/$name" && timeout -s INT "$limit" "$@"); echo "exit $? after $((SECONDS - t0))s" >"$o/$name/status.txt"
-  pkill -9 -f "stories/torch_job.py|stories/jax_survives.py" 2>/dev/null
-  sleep 3
-  kill -INT $rec; wait $rec
-  "$bin" explain "$o/$name"/*.log >"$o/$name/explain-logs.txt" 2>&1
-  "$bin" explain "$o/$name/recording.ndjson" >"$o/$name/explain-recording.txt" 2>&1
+leftovers="stories/torch_job.py|stories/jax_survives.py"
+after_record() {  # the logs alone, and the recording, each explained
+  "$bin" explain "$o/$1"/*.log >"$o/$1/explain-logs.txt" 2>&1
+  "$bin" explain "$o/$1/recording.ndjson" >"$o/$1/explain-recording.txt" 2>&1
 }
+. "$PWD/scripts/gpu/record_under.sh"
 for run in $runs; do
   echo "== $run $(date +%T)"
   case $run in
