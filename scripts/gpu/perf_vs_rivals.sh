@@ -11,7 +11,8 @@
 # in the steady state (NAME-steady), and the unscraped `serve` as gpumon-reads-only, the floor
 # under any screen; (5) `serve` against nvitop-exporter, scraped every second, both orders.
 # Expects, carried: target/release/gpumon, optionally more builds as target/gpumon-* (compared
-# too), and target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
+# too) and target/floor-* (compared by their reading floor only), and
+# target/gpu-assets/{deb/nvtop_*.deb,whl/*.whl}.
 # The job: on one GPU (RANKS=1, the default on a 1-GPU machine) the busy PyTorch job; with RANKS=N
 # (the default: every GPU NVML lists, when more than one) a healthy N-rank DDP job under torchrun
 # (scripts/gpu/dist/ddp_job.py healthy: GPT-2 from its config, needs transformers), one rank a
@@ -58,8 +59,12 @@ for run in "screen:$bin --interval 1s" "screen-steady:$bin --interval 1s --histo
     "GPUMON_TICK_TIMES=$o/ticks-$name.txt GPUMON_PROBE_DIR=/tmp/perfprobe/probes exec $cmd"
   sleep 30
   tmux capture-pane -p -t perf > "$o/$name.txt"
+  # Each thread's CPU over the whole run (ns, from the scheduler): where a tick's time goes outside
+  # the parts timed above (the runtime, the event threads).
+  ppid=$(tmux display -p -t perf '#{pane_pid}')
+  for t in /proc/$ppid/task/*; do echo "$(cat $t/comm) $(cut -d' ' -f1 $t/schedstat)"; done > "$o/threads-$name.txt"
   tmux kill-session -t perf; sleep 1
-  cat "$o/ticks-$name.txt"; head -12 "$o/$name.txt"
+  cat "$o/ticks-$name.txt" "$o/threads-$name.txt"; head -12 "$o/$name.txt"
 done
 
 echo "== (3) resident memory by mapping, after 10 s"
@@ -69,8 +74,8 @@ for t in "${tools[@]}" "nvtop=$nvtop -d 10"; do
   name=${t%%=*}; cmd=${t#*=}
   tmux new-session -d -s rss -x 120 -y 40 -e LANG=C.UTF-8 "exec $cmd"; sleep 10
   pid=$(tmux display -p -t rss '#{pane_pid}')
-  { echo "== $name: $(grep -E 'VmHWM|RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ') threads $(ls /proc/$pid/task | wc -l)"
-    awk '/^[0-9a-f]+-[0-9a-f]+ /{n=$6; if(n=="")n="[anon]"} /^Rss:/{r[n]+=$2} END{for(k in r) if(r[k]>=100) printf "%8d kB %s\n", r[k], k}' /proc/$pid/smaps | sort -rn | head -8
+  { echo "== $name: $(grep -E 'VmHWM|RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ') threads $(ls /proc/$pid/task | wc -l): $(cat /proc/$pid/task/*/comm | sort | uniq -c | tr -s ' \n' ' ')"
+    awk '/^[0-9a-f]+-[0-9a-f]+ /{n=$6; if(n=="")n="[anon]"; else if(n ~ /gpumon/)n=n" "$2} /^Rss:/{r[n]+=$2} END{for(k in r) if(r[k]>=100) printf "%8d kB %s\n", r[k], k}' /proc/$pid/smaps | sort -rn | head -8
   } >> "$o/rss.txt"
   tmux kill-session -t rss; sleep 1
 done
@@ -78,8 +83,10 @@ cat "$o/rss.txt"
 
 echo "== (4) the screens side by side, both orders, ${each} s each"
 steady=(); for t in "${tools[@]}"; do steady+=("${t%%=*}-steady=${t#*=} --history 10s"); done
+# Builds carried as target/floor-NAME are measured here only as their reading floor (NAME-reads-only).
+floors=(); for b in target/floor-*; do [ -x "$b" ] && floors+=("${b#target/floor-}-reads-only=env GPUMON_PROBE_DIR=/tmp/perfprobe/probes $PWD/$b serve --listen 127.0.0.1:9478"); done
 PYTHONPATH=/tmp/site python3 scripts/bench_vs_rivals.py --load 0 --both-orders --seconds "$each" \
-  "${tools[@]}" "${steady[@]}" "gpumon-reads-only=env GPUMON_PROBE_DIR=/tmp/perfprobe/probes $reads" \
+  "${tools[@]}" "${steady[@]}" "gpumon-reads-only=env GPUMON_PROBE_DIR=/tmp/perfprobe/probes $reads" "${floors[@]}" \
   "nvtop=$nvtop -d 10" "nvitop=python3 -m nvitop --interval 1" | tee "$o/rivals.txt"
 
 echo "== (5) serve against nvitop-exporter, scraped every second, both orders, ${serve_each} s each"

@@ -101,7 +101,8 @@ fn host_name() -> String {
 }
 
 /// Reads what rarely changes about process `pid` (sysinfo's `process`, refreshed with its
-/// command line and user just before).
+/// command line and user just before). `last` is what was read of the same process (pid and
+/// start time) before (`framework::again` says what of it is kept).
 fn lifetime(
     pid: u32,
     process: &sysinfo::Process,
@@ -109,6 +110,7 @@ fn lifetime(
     users: &Users,
     period: Period,
     host: &str,
+    last: Option<&Lifetime>,
 ) -> Lifetime {
     let user = match process.user_id() {
         Some(uid) => Reading::Value(
@@ -139,7 +141,9 @@ fn lifetime(
         period,
         user,
         command: Reading::Value(command),
-        framework: time("proc.maps (framework)", || framework::read(pid)),
+        framework: framework::again(last.map(|l| &l.framework), || {
+            time("proc.maps (framework)", || framework::read(pid))
+        }),
         ras: environ
             .value()
             .map_or(ras::RasAddr::At(ras::DEFAULT_ADDR), |e| ras::addr(&e.ras)),
@@ -244,7 +248,11 @@ impl HostReader for ProcReader {
                 entry => {
                     // Exited between its statm and sysinfo's read.
                     let Some(process) = process else { continue };
-                    let life = lifetime(pid, process, start_time, users, fresh(), host);
+                    let last = match &entry {
+                        Entry::Occupied(e) if e.get().start_time == start_time => Some(e.get()),
+                        _ => None,
+                    };
+                    let life = lifetime(pid, process, start_time, users, fresh(), host, last);
                     match entry {
                         Entry::Occupied(mut e) => {
                             e.insert(life);

@@ -140,15 +140,18 @@ impl ProbeDirs {
         max: u64,
         scan: &mut ProbeScan,
     ) -> Option<Vec<u8>> {
-        self.checked_meta(path, pid, max, scan)?;
+        let owner = self.owner_of(pid);
+        self.checked_meta(path, pid, owner, max, scan)?;
         self.read(path, pid, max, scan)
     }
 
-    /// The file's metadata when it passes the checks of [`ProbeDirs::checked`], before reading.
+    /// The file's metadata when it passes the checks of [`ProbeDirs::checked`], before reading;
+    /// `owner` is pid's real uid as [`ProbeDirs::owner_of`] read it this scan (`None`: ended).
     fn checked_meta(
         &mut self,
         path: &Path,
         pid: u32,
+        owner: Option<u32>,
         max: u64,
         scan: &mut ProbeScan,
     ) -> Option<fs::Metadata> {
@@ -162,7 +165,7 @@ impl ProbeDirs {
             self.say(scan, path, pid, "it is not a regular file");
             return None;
         }
-        let Some(owner) = time("probe.owner (/proc/PID/status)", || self.owner_of(pid)) else {
+        let Some(owner) = owner else {
             // Its process has ended: remove the file if it is ours, else leave it alone; a
             // probe file whose end is still to be read stays for the next scan's look.
             let end_unread = self.owners.contains_key(&pid) && max == MAX_BYTES;
@@ -211,11 +214,13 @@ impl ProbeDirs {
         scan: &mut ProbeScan,
         ended: &mut HashMap<u32, ProbeReport>,
     ) {
-        if self.owner_of(pid).is_none() {
+        // One look at /proc/PID/status a scan: whether pid runs, and as whom.
+        let owner = time("probe.owner (/proc/PID/status)", || self.owner_of(pid));
+        if owner.is_none() {
             self.look_at_ended(path, pid, ended);
             return;
         }
-        let Some(meta) = self.checked_meta(path, pid, MAX_BYTES, scan) else {
+        let Some(meta) = self.checked_meta(path, pid, owner, MAX_BYTES, scan) else {
             return;
         };
         let stamp = Stamp::of(&meta);
