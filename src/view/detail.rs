@@ -37,14 +37,20 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         usize::from(area.width.saturating_sub(4)),
         theme.g.ellipsis,
     );
-    let block = block.title(Line::styled(format!("{title} "), theme.title));
+    let mut block = block.title(Line::styled(format!("{title} "), theme.title));
     let inner = block.inner(area);
-    frame.render_widget(
-        Paragraph::new(lines(t, state, theme, inner.width))
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        area,
-    );
+    let text = Paragraph::new(lines(t, state, theme, inner.width)).wrap(Wrap { trim: false });
+    // Rows the pane cuts off, counted on its bottom border as the table and alerts count theirs.
+    let cut = text
+        .line_count(inner.width)
+        .saturating_sub(usize::from(inner.height));
+    if cut > 0 {
+        let lines = if cut == 1 { "line" } else { "lines" };
+        block = block.title_bottom(
+            Line::styled(format!(" +{cut} more {lines} "), theme.title).right_aligned(),
+        );
+    }
+    frame.render_widget(text.block(block), area);
 }
 
 /// Rows the pane's text takes at `width` columns (its border and padding excluded).
