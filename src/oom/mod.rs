@@ -20,6 +20,7 @@ mod lane;
 mod nccl;
 pub mod prefix;
 mod pytorch;
+mod runs;
 pub mod sizes;
 mod tensorflow;
 pub mod xid;
@@ -29,7 +30,6 @@ use std::sync::LazyLock;
 use regex_lite::Regex;
 
 use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
-use detect::detect;
 use dist::{Dist, DistReader, Found, NcclCause};
 use lane::{Lane, LaneKey};
 
@@ -45,17 +45,6 @@ pub const DUP_LINES: u64 = 400;
 /// Compiles a pattern written in this crate (a bad one is a bug caught by every test).
 pub(crate) fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static regex")
-}
-
-/// Whether a line is worth handing to the parsers: every wording has one of these words (ASCII,
-/// any case). A plain scan, as it runs on every line a job prints.
-fn worth_parsing(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    ["memory", "alloc", "oom"].iter().any(|word| {
-        bytes
-            .windows(word.len())
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
-    })
 }
 
 static ANSI: LazyLock<Regex> = LazyLock::new(|| {
@@ -217,12 +206,9 @@ impl OomParser {
                 return;
             }
         }
-        let event = if worth_parsing(body) {
-            detect(body)
-        } else {
-            None
-        }
-        .or_else(|| fault::parse(body));
+        // Long runs of digits collapsed once, before any pattern reads the line (`runs.rs`).
+        let runs = runs::collapse(body);
+        let event = detect::event(body, &runs);
         let lane = self.lane(key, out);
         // An unprefixed line saying again what a rank's line said is that failure, relayed.
         let relayed = key == LaneKey::None
@@ -251,7 +237,7 @@ impl OomParser {
                 }
             }
             None => {
-                l.unmatched(line_no, body, out);
+                l.unmatched(line_no, &runs.text, out);
                 if !read {
                     let mut found = Vec::new();
                     self.dist.feed(line_no, body, rank, &mut found);
