@@ -3,17 +3,16 @@
 //! read it with its long runs of digits collapsed, `runs.rs`).
 
 use super::runs::Collapsed;
+use super::screen::Screen;
 use super::{Event, cuda, cupy, fault, jax, nccl, pytorch, tensorflow};
 
-/// Whether a line is worth handing to the parsers: every wording has one of these words (ASCII,
-/// any case). A plain scan, as it runs on every line a job prints.
+/// Every wording has one of these words (ASCII, any case).
+static WORDS: Screen = Screen::new(&["memory", "alloc", "oom"], true);
+
+/// Whether a line is worth handing to the parsers: a plain scan, as it runs on every line a job
+/// prints.
 pub(super) fn worth_parsing(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    ["memory", "alloc", "oom"].iter().any(|word| {
-        bytes
-            .windows(word.len())
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
-    })
+    WORDS.holds(text)
 }
 
 /// What a line (`body`, `runs` its collapsed form) says: a failure of some wording, or a memory
@@ -53,8 +52,10 @@ const PHRASES: [&str; 13] = [
     "_STATUS_ALLOC_FAILED",
 ];
 
+static PHRASE: Screen = Screen::new(&PHRASES, false);
+
 pub(super) fn detect(text: &str) -> Option<Event> {
-    if !PHRASES.iter().any(|p| text.contains(p)) {
+    if !PHRASE.holds(text) {
         return None;
     }
     tensorflow::header(text)

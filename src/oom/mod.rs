@@ -21,6 +21,7 @@ mod nccl;
 pub mod prefix;
 mod pytorch;
 mod runs;
+mod screen;
 pub mod sizes;
 mod tensorflow;
 pub mod xid;
@@ -53,6 +54,10 @@ static ANSI: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A log line as text: invalid UTF-8 replaced, colour codes and control characters dropped.
 pub fn clean(raw: &[u8]) -> String {
+    // Printable ASCII (nearly every line): nothing to replace or drop, one pass and one copy.
+    if raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t') {
+        return String::from_utf8_lossy(raw).trim_end().to_string();
+    }
     let lossy = String::from_utf8_lossy(raw);
     // Escape sequences all start with ESC; most lines have none.
     let text = if lossy.contains('\x1b') {
