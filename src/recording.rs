@@ -297,6 +297,7 @@ mod tests {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         };
         w.sample(&s).unwrap();
         assert_eq!(read_all(&buf).unwrap(), vec![s]);

@@ -44,6 +44,7 @@ fn snapshot(stranded: u64) -> Snapshot {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         }),
     );
     Snapshot::of_machine(&m, T0)

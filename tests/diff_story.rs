@@ -73,6 +73,7 @@ fn machine_with(procs: &[(u32, u64, &str)]) -> Snapshot {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         }),
     );
     Snapshot::of_machine(&m, 1_795_000_000_000)

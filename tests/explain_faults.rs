@@ -238,6 +238,7 @@ fn a_recordings_fault_is_joined_with_the_recorded_xid() {
             events,
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })
         .unwrap();
     }

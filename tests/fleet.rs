@@ -53,6 +53,7 @@ fn scripted(name: &str, gb: u64) -> Machine {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })
     });
     let info = MachineInfo {

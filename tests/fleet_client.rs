@@ -36,6 +36,7 @@ fn snapshot_json() -> Vec<u8> {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     };
     gpumon::pipeline::apply(&mut m, gpumon::model::Event::Sample(s));
     Snapshot::of_machine(&m, 1_763_812_900_000).to_json()

@@ -77,6 +77,7 @@ fn sample(ms: u64) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

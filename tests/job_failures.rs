@@ -82,6 +82,7 @@ fn samples() -> Vec<Sample> {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         });
     }
     out

@@ -34,6 +34,7 @@ fn sample(at_ms: u64) -> Sample {
         events: Vec::new(),
         probes: vec![],
         ras: None,
+        logs: Vec::new(),
     }
 }
 

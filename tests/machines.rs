@@ -33,6 +33,7 @@ fn source(name: &str, pid: u32, gb: u64, command: &str) -> ScriptedSource {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })
     });
     ScriptedSource::new(host(name), samples)

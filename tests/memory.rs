@@ -71,6 +71,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })));
 
         // Listed now, or exited within the grace period (a sample a second).

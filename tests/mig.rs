@@ -96,6 +96,7 @@ fn mig_sample(k: u64) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

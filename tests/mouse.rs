@@ -45,6 +45,7 @@ fn state() -> State {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })));
     }
     s

@@ -64,6 +64,7 @@ fn explained(name: &str, secs: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> V
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         };
         w.sample(&sample).unwrap();
     }

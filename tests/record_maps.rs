@@ -156,6 +156,7 @@ impl Source for LeakingJob {
             events: Vec::new(),
             probes,
             ras: None,
+            logs: Vec::new(),
         })
     }
 }

@@ -109,6 +109,7 @@ fn screen_filtered_to_the_command_asks_before_quitting() {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     })));
     assert_eq!(
         s.screen.rows.iter().map(|k| k.pid).collect::<Vec<_>>(),
@@ -140,6 +141,7 @@ fn screen_without_nvml_follows_the_log_and_shows_the_end() {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     })));
     assert_eq!(s.update(Msg::RunEnded(RunEnd::Exited(3))), None);
     insta::assert_snapshot!("run_no_nvml_ended_80x24", draw(&s).backend());

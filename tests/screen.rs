@@ -129,6 +129,7 @@ fn main_sample(k: u64) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 
@@ -252,6 +253,7 @@ fn na_sample(k: u64) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 
@@ -391,6 +393,45 @@ fn header_shows_pause_replay_and_staleness() {
     s.update(Msg::from(Event::SourceEnded));
     let terminal = draw(&s, 120, 40);
     insta::assert_snapshot!("replay_ended_120x40", terminal.backend());
+}
+
+/// Issue 40: a followed log read behind its writer is named in the header with its backlog and
+/// how long its first unread byte has waited; caught up, it is not.
+#[test]
+fn header_names_a_log_read_behind_its_writer() {
+    let mut s = main_state(config());
+    let mut behind = main_sample(TICKS);
+    behind.logs = vec![gpumon::sample::LogBehind {
+        log: "/w/train.log".into(),
+        bytes: 212 << 20,
+        since_ms: Some(T0 + TICKS * 1000 - 41_000),
+    }];
+    s.update(Msg::from(Event::Sample(behind)));
+    check("log_behind", &s);
+    let text = format!("{}", draw(&s, 120, 40).backend());
+    assert!(
+        text.contains("log train.log 212M behind 41s, reading"),
+        "{text}"
+    );
+    let mut two = main_sample(TICKS + 1);
+    two.logs = vec![
+        gpumon::sample::LogBehind {
+            log: "/w/a.log".into(),
+            bytes: 1 << 30,
+            since_ms: None,
+        },
+        gpumon::sample::LogBehind {
+            log: "/w/b.log".into(),
+            bytes: 1 << 29,
+            since_ms: None,
+        },
+    ];
+    s.update(Msg::from(Event::Sample(two)));
+    let text = format!("{}", draw(&s, 120, 40).backend());
+    assert!(text.contains("2 logs 1.5G behind, reading"), "{text}");
+    s.update(Msg::from(Event::Sample(main_sample(TICKS + 2))));
+    let text = format!("{}", draw(&s, 120, 40).backend());
+    assert!(!text.contains("behind"), "caught up: {text}");
 }
 
 #[test]

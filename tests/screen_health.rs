@@ -110,6 +110,7 @@ fn sample(k: u64) -> Sample {
         events,
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

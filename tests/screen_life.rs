@@ -79,6 +79,7 @@ fn sample(k: u64) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

@@ -103,6 +103,7 @@ fn state(ascii: bool, probes: Vec<Vec<ProbeNews>>) -> State {
             probes: news,
             events: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })));
     }
     for _ in 0..3 {

@@ -129,6 +129,7 @@ fn scripted(ticks: u64, ascii: bool, pool: impl Fn(u64) -> Pool) -> State {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })));
     }
     select(&mut s, 873);

@@ -63,6 +63,7 @@ fn state(config: Config) -> State {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })));
     }
     s

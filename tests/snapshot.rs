@@ -103,6 +103,7 @@ fn scripted() -> State {
                 events: Vec::new(),
                 probes: Vec::new(),
                 ras: None,
+                logs: Vec::new(),
             }
         })
         .collect();
@@ -406,6 +407,7 @@ fn machine_snapshot(m: &Machine) -> Snapshot {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     };
     let snap = Snapshot::from_state(&run(info, vec![sample], &[]), T0);
     assert_schema_valid(&serde_json::to_value(&snap).unwrap());
@@ -726,6 +728,7 @@ fn a_processs_end_and_place_are_in_the_document_and_come_back() {
         events: Vec::new(),
         probes,
         ras: None,
+        logs: Vec::new(),
     };
     let state = run(
         build::machine(),
@@ -758,4 +761,49 @@ fn a_processs_end_and_place_are_in_the_document_and_come_back() {
         !schema_valid(&serde_json::from_str(&old).unwrap()),
         "no unknown keys"
     );
+}
+
+/// Issue 40: a followed log read behind its writer is in the document (its backlog, since when),
+/// valid against the schema, said in the text form, and comes back with `to_machine`; a machine
+/// whose logs are read to their end has no `logs_behind`.
+#[test]
+fn a_log_read_behind_is_in_the_document_and_comes_back() {
+    use gpumon::sample::LogBehind;
+    let g = build::gpu(0, 80 * GIB, 10 * GIB, 0);
+    let behind = LogBehind {
+        log: "/w/train.log".into(),
+        bytes: 222_298_112,
+        since_ms: Some(T0 - 41_000),
+    };
+    let sample = |logs: Vec<LogBehind>| Sample {
+        at_ms: T0,
+        gpus: vec![g.clone()],
+        processes: vec![],
+        failures: vec![],
+        notices: Vec::new(),
+        events: Vec::new(),
+        probes: Vec::new(),
+        ras: None,
+        logs,
+    };
+    let snap = Snapshot::from_state(
+        &run(build::machine(), vec![sample(vec![behind.clone()])], &[]),
+        T0,
+    );
+    let doc = serde_json::to_value(&snap).unwrap();
+    assert_schema_valid(&doc);
+    assert_eq!(doc["logs_behind"][0]["bytes"], 222_298_112);
+    assert_eq!(doc["logs_behind"][0]["since"], "2025-11-22T12:02:26.000Z");
+    assert!(
+        text::render(&snap).contains(
+            "log /w/train.log read behind its writer: 212.00 MiB not read yet (its first"
+        ),
+        "{}",
+        text::render(&snap)
+    );
+    let back = snap.to_machine(&config());
+    assert_eq!(back.logs_behind, [behind]);
+    let caught_up = Snapshot::from_state(&run(build::machine(), vec![sample(vec![])], &[]), T0);
+    let doc = serde_json::to_value(&caught_up).unwrap();
+    assert!(doc.get("logs_behind").is_none(), "{doc}");
 }

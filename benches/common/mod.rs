@@ -65,6 +65,7 @@ pub fn sample(gpus: u32, procs: u32, k: u64, churn: bool) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

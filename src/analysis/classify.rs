@@ -143,7 +143,7 @@ pub fn classify(f: &Failure, ctx: &Context) -> Verdict {
     if let (None, Some(text)) = (f.numbers.request, &f.numbers.request_unreadable) {
         r.note(format!(
             "the request printed, `{text}`, is no size a program can ask for (negative, not a \
-             number, or an exabyte and more)"
+             number, an exabyte and more, or more digits than any size has)"
         ));
         return r.done(Class::Unknown, "the request size is unreadable".into());
     }

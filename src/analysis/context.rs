@@ -113,8 +113,10 @@ impl Context {
             return ctx;
         };
         let track = tracks.iter().find(|t| t.sample.gpu_uuid == uuid);
-        // An exited process's failure happened while it still held its memory.
+        // An exited process's failure happened while it still held its memory; one read after
+        // its time (a log read behind its writer) is judged by the readings of that time.
         let when = track.map_or(machine.now_ms, |t| t.last_seen_ms);
+        let when = f.timing.map_or(when, |_| when.min(f.at_ms));
         ctx.pool = track.and_then(|t| t.sample.pool.value().or(t.prev_pool.as_ref()).cloned());
         ctx.process_memory = track.and_then(|t| {
             t.history

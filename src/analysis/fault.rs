@@ -130,7 +130,7 @@ pub fn alert(f: &Failure, kind: FaultKind, machine: &Machine) -> Alert {
         evidence.push(format!("the driver said: {d}"));
     }
     evidence.extend(troubles.iter().map(|t| format!("{gpu} now: {}", t.words())));
-    evidence.push(format!("{} line {}", f.log, f.line));
+    evidence.push(super::late::place(f));
     Alert {
         at_ms: f.at_ms,
         gpu_uuid: uuid,

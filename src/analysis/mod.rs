@@ -12,6 +12,7 @@ pub mod growth;
 pub mod health;
 pub mod idle;
 pub mod job_failure;
+pub mod late;
 pub mod maps;
 pub mod peaks;
 pub mod pool;
@@ -92,7 +93,7 @@ pub fn alert_for_failure(f: &Failure, machine: &Machine) -> Alert {
     {
         evidence.insert(0, at_failure);
     }
-    evidence.push(format!("{} line {}", f.log, f.line));
+    evidence.push(late::place(f));
     let pid = f.pid.unwrap_or_default();
     let leak = causes::leaked(f, &v, &ctx, machine);
     let idle = causes::idle_beside(f, &v, &ctx, machine);
@@ -310,6 +311,7 @@ mod test_pools {
                 events: Vec::new(),
                 probes: s.probes,
                 ras: None,
+                logs: Vec::new(),
             };
             pipeline::apply(&mut m, Event::Sample(sample));
         }

@@ -30,6 +30,7 @@ fn sample(
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }))
 }
 

@@ -1,12 +1,16 @@
 //! One followed file, like `tail -F`: survives truncation, rotation (a new inode at the path),
-//! a file that appears later, and deletion (the open handle is read to its end).
+//! a file that appears later, and deletion (the open handle is read to its end). Each poll looks
+//! at its length before reading (`when::Marks`), so every line is fed with when it reached the
+//! disk, and what is left unread is its backlog.
 
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use super::lines::LineSplitter;
+use super::when::Marks;
 use crate::oom::{OomParser, Parsed};
 
 /// Lines of an existing file are counted up to this size when following starts at its end.
@@ -17,6 +21,12 @@ const TAIL: usize = 64;
 
 /// (device, inode): a file's identity.
 pub type FileId = (u64, u64);
+
+/// What one poll may still read from a file: bytes, and until when (a chunk at least).
+pub struct Budget {
+    pub bytes: usize,
+    pub until: Instant,
+}
 
 pub struct Follower {
     /// Where to look for a newer file (`--log`); `None` for a process's own fd.
@@ -30,6 +40,12 @@ pub struct Follower {
     tail: Vec<u8>,
     lines: LineSplitter,
     parser: OomParser,
+    /// Where the line being read began.
+    line_start: u64,
+    /// The looks at the file its unread bytes need, and its lines' zone.
+    pub marks: Marks,
+    /// When it was last polled.
+    polled_ms: Option<u64>,
 }
 
 impl Follower {
@@ -44,6 +60,9 @@ impl Follower {
             tail: Vec::new(),
             lines: LineSplitter::default(),
             parser: OomParser::new(),
+            line_start: 0,
+            marks: Marks::default(),
+            polled_ms: None,
         }
     }
 
@@ -81,6 +100,7 @@ impl Follower {
         }
         if file.seek(SeekFrom::Start(len)).is_ok() {
             self.offset = len;
+            self.line_start = len;
             let keep = len.min(TAIL as u64);
             self.tail = vec![0; usize::try_from(keep).unwrap_or(0)];
             if file.read_exact_at(&mut self.tail, len - keep).is_err() {
@@ -95,29 +115,46 @@ impl Follower {
         self.file = Some(file);
         self.id = Some(id);
         self.offset = 0;
+        self.line_start = 0;
         self.tail.clear();
         self.lines = LineSplitter::default();
+        self.marks.restart(self.polled_ms);
     }
 
-    /// New failures; reads at most `budget` bytes (and takes them off it).
-    pub fn poll(&mut self, budget: &mut usize, out: &mut Vec<Parsed>) {
+    /// Bytes on disk not read yet, as the last look found the file.
+    pub fn behind(&self) -> u64 {
+        self.marks
+            .len()
+            .map_or(0, |len| len.saturating_sub(self.offset))
+    }
+
+    /// Since when its first unread byte has been on disk, while it is behind.
+    pub fn behind_since(&self) -> Option<u64> {
+        (self.behind() > 0)
+            .then(|| self.marks.waiting_since(self.offset))
+            .flatten()
+    }
+
+    /// New failures, after a look at the file at `at_ms`; reads what `budget` allows (and takes
+    /// it off).
+    pub fn poll(&mut self, budget: &mut Budget, at_ms: u64, out: &mut Vec<Parsed>) {
         let on_disk = self
             .path
             .as_ref()
             .and_then(|p| fs::metadata(p).ok())
             .filter(fs::Metadata::is_file)
             .map(|m| (m.dev(), m.ino()));
-        let mut read = self.read(budget, out);
+        let mut read = self.read(budget, at_ms, out);
         match (on_disk, self.file.is_some()) {
             (Some(id), true) if Some(id) != self.id && self.at_end() => {
                 // Rotated: the old file is drained; the new one is read from its start.
                 self.end_of_file(out);
                 self.open_new(id);
-                read += self.read(budget, out);
+                read += self.read(budget, at_ms, out);
             }
             (Some(id), false) => {
                 self.open_new(id);
-                read += self.read(budget, out);
+                read += self.read(budget, at_ms, out);
             }
             _ => {}
         }
@@ -125,6 +162,7 @@ impl Follower {
             // Quiet this tick: a failure's dump is complete.
             self.parser.flush(out);
         }
+        self.polled_ms = Some(at_ms);
     }
 
     fn open_new(&mut self, id: FileId) {
@@ -143,11 +181,13 @@ impl Follower {
     /// Completes a partial last line and any open window (the file is left for good).
     pub fn end_of_file(&mut self, out: &mut Vec<Parsed>) {
         let parser = &mut self.parser;
-        self.lines.finish(|no, l| parser.feed(no, l, out));
+        let seen = self.marks.seen(self.line_start, self.offset);
+        self.lines
+            .finish(|no, l| parser.feed_seen(no, l, seen, out));
         parser.flush(out);
     }
 
-    fn read(&mut self, budget: &mut usize, out: &mut Vec<Parsed>) -> usize {
+    fn read(&mut self, budget: &mut Budget, at_ms: u64, out: &mut Vec<Parsed>) -> usize {
         let Some(file) = &mut self.file else { return 0 };
         let len = file.metadata().map_or(self.offset, |m| m.len());
         let mut seen = vec![0; self.tail.len()];
@@ -159,26 +199,35 @@ impl Follower {
                 return 0;
             }
             self.offset = 0;
+            self.line_start = 0;
             self.tail.clear();
             self.lines = LineSplitter::default();
+            self.marks.restart(self.polled_ms);
         }
+        self.marks.look(len, at_ms);
         let mut total = 0;
-        let mut buf = vec![0u8; CHUNK.min(*budget)];
-        while *budget > 0 {
-            let want = buf.len().min(*budget);
+        let mut buf = vec![0u8; CHUNK.min(budget.bytes)];
+        while budget.bytes > 0 && (total == 0 || Instant::now() < budget.until) {
+            let want = buf.len().min(budget.bytes);
             let n = match file.read(&mut buf[..want]) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            *budget -= n;
+            budget.bytes -= n;
             total += n;
+            let chunk_at = self.offset;
             self.offset += n as u64;
             self.tail.extend_from_slice(&buf[n.saturating_sub(TAIL)..n]);
             let drop = self.tail.len().saturating_sub(TAIL);
             self.tail.drain(..drop);
-            let parser = &mut self.parser;
-            self.lines.push(&buf[..n], |no, l| parser.feed(no, l, out));
+            let (parser, marks, start) = (&mut self.parser, &self.marks, &mut self.line_start);
+            self.lines.push_at(&buf[..n], |no, end, l| {
+                let end = chunk_at + end as u64;
+                parser.feed_seen(no, l, marks.seen(*start, end), out);
+                *start = end;
+            });
         }
+        self.marks.forget(self.line_start);
         total
     }
 }

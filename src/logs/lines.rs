@@ -15,11 +15,17 @@ pub struct LineSplitter {
 impl LineSplitter {
     /// Calls `each(line_no, bytes)` for every line `chunk` completes.
     pub fn push(&mut self, chunk: &[u8], mut each: impl FnMut(u64, &[u8])) {
+        self.push_at(chunk, |no, _, line| each(no, line));
+    }
+
+    /// [`LineSplitter::push`], also telling where in `chunk` each line ends (past its newline).
+    pub fn push_at(&mut self, chunk: &[u8], mut each: impl FnMut(u64, usize, &[u8])) {
         let mut rest = chunk;
         while let Some(i) = rest.iter().position(|b| *b == b'\n') {
             self.keep(&rest[..i]);
             self.lines += 1;
-            each(self.lines, &self.partial);
+            let end = chunk.len() - rest.len() + i + 1;
+            each(self.lines, end, &self.partial);
             self.partial.clear();
             rest = &rest[i + 1..];
         }

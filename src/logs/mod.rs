@@ -1,11 +1,17 @@
 //! Following logs for allocation failures: `--log` files and GPU processes' own output files.
 //!
 //! Only paths the user gave, and files a GPU process's own stdout/stderr (`/proc/PID/fd/1`, `/2`)
-//! are, are ever opened. Memory is bounded: lines are capped (`oom::MAX_LINE`) and each poll reads
-//! at most [`MAX_POLL_BYTES`].
+//! are, are ever opened. Memory is bounded: lines are capped (`oom::MAX_LINE`). A poll reads at
+//! most [`MAX_FILE_BYTES`] of a log it has caught up with and [`MAX_POLL_BYTES`] in all; a log
+//! left behind (its writer wrote more than that between polls) is read faster, up to
+//! [`MAX_BEHIND_BYTES`] a poll, and every poll stops reading after [`POLL_MS`], so a tick stays
+//! short whatever the logs hold. Each failure is timed by its line (`when.rs`): the time the line
+//! gives where it can be believed, else when the line was first seen on disk; one read late says
+//! so (`Failure::timing`), and the logs left behind are named with their backlog ([`LogWatch::behind`]).
 
 mod follow;
 pub mod lines;
+mod when;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
@@ -13,14 +19,22 @@ use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::oom::failure::Failure;
-use crate::sample::Reading;
-use follow::Follower;
+use crate::oom::Parsed;
+use crate::oom::failure::{Failure, TimeFrom, Timing};
+use crate::sample::{LogBehind, Reading};
+use follow::{Budget, Follower};
 
-/// Bytes read from all logs together in one poll.
+/// Bytes read from all logs together in one poll while none is behind.
 pub const MAX_POLL_BYTES: usize = 8 << 20;
-/// Bytes read from one log in one poll.
+/// Bytes read from one log in one poll while it is not behind.
 pub const MAX_FILE_BYTES: usize = 4 << 20;
+/// Bytes read from a log that was left behind, and from all logs together while one is, in one
+/// poll (about 0.4 s of reading at the 170 MB/s a release build parses a training log on two
+/// shared cores; [`POLL_MS`] stops it sooner).
+pub const MAX_BEHIND_BYTES: usize = 64 << 20;
+/// How long one poll reads logs at most (checked every 64 KiB): a backlog is read at about
+/// 40 MB a poll on two shared cores, where 4 MiB was the most before (300 MB: 8 polls, not 72).
+pub const POLL_MS: u64 = 250;
 /// Process output files followed at most.
 pub const MAX_FOLLOWED: usize = 256;
 /// How long a process's output file is still read after the last process writing it exited:
@@ -80,6 +94,10 @@ pub struct LogWatch {
     files: Vec<Followed>,
     status: BTreeMap<u32, LogStatus>,
     proc_root: PathBuf,
+    /// Polls so far: the log read first goes round, so that no backlog starves another log.
+    turn: usize,
+    /// How long a poll reads ([`POLL_MS`]; tests that count bytes lift it).
+    poll_ms: u64,
 }
 
 impl LogWatch {
@@ -101,6 +119,8 @@ impl LogWatch {
                 .collect(),
             status: BTreeMap::new(),
             proc_root,
+            turn: 0,
+            poll_ms: POLL_MS,
         }
     }
 
@@ -117,21 +137,40 @@ impl LogWatch {
                 self.status.insert(pid, s);
             }
         }
-        let mut budget = MAX_POLL_BYTES;
-        let mut failures = Vec::new();
+        let behind = self.files.iter().any(|f| f.follower.behind() > 0);
+        let mut left = if behind {
+            MAX_BEHIND_BYTES
+        } else {
+            MAX_POLL_BYTES
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(self.poll_ms);
+        let n = self.files.len();
+        let first = self.turn % n.max(1);
+        self.turn = self.turn.wrapping_add(1);
+        // Read in turn, told in the files' order.
+        let mut each: Vec<Vec<Failure>> = (0..n).map(|_| Vec::new()).collect();
         let mut found = Vec::new();
-        for f in &mut self.files {
-            let mut mine = MAX_FILE_BYTES.min(budget);
-            let before = mine;
-            f.follower.poll(&mut mine, &mut found);
-            budget -= before - mine;
+        for i in (first..n).chain(0..first) {
+            let f = &mut self.files[i];
+            let mine = match f.follower.behind() {
+                0 => MAX_FILE_BYTES,
+                _ => MAX_BEHIND_BYTES,
+            };
+            let mut budget = Budget {
+                bytes: mine.min(left),
+                until,
+            };
+            let before = budget.bytes;
+            f.follower.poll(&mut budget, at_ms, &mut found);
+            left -= before - budget.bytes;
             let pid = owner(&f.pids);
-            failures.extend(
+            each[i].extend(
                 found
                     .drain(..)
-                    .map(|p| p.into_failure(at_ms, &f.follower.name, pid)),
+                    .map(|p| timed(p, at_ms, &mut f.follower, pid)),
             );
         }
+        let mut failures: Vec<Failure> = each.into_iter().flatten().collect();
         let current: BTreeSet<u32> = pids.iter().copied().collect();
         self.status.retain(|pid, _| current.contains(pid));
         // A file none of whose writers runs any more is read for a while yet (a launcher's last
@@ -155,10 +194,23 @@ impl LogWatch {
             failures.extend(
                 found
                     .drain(..)
-                    .map(|p| p.into_failure(at_ms, &f.follower.name, pid)),
+                    .map(|p| timed(p, at_ms, &mut f.follower, pid)),
             );
         }
         failures
+    }
+
+    /// The logs not read to their end by the last poll, with their backlog.
+    pub fn behind(&self) -> Vec<LogBehind> {
+        self.files
+            .iter()
+            .filter(|f| f.follower.behind() > 0)
+            .map(|f| LogBehind {
+                log: f.follower.name.clone(),
+                bytes: f.follower.behind(),
+                since_ms: f.follower.behind_since(),
+            })
+            .collect()
     }
 
     fn discover(&mut self, pid: u32) -> LogStatus {
@@ -227,6 +279,34 @@ impl Default for LogWatch {
     fn default() -> Self {
         LogWatch::new(&[])
     }
+}
+
+/// The failure `p` read from `f` at `read_ms`, timed by its line (`when.rs`): the time the line
+/// gives where it falls within when the line reached the disk, else the first poll that found it
+/// there; `timing` says which when that is not `read_ms`, and how far behind the log the line
+/// was read.
+fn timed(p: Parsed, read_ms: u64, f: &mut Follower, pid: Option<u32>) -> Failure {
+    let by = p.seen.by_ms.unwrap_or(read_ms).min(read_ms);
+    let behind_bytes = p.seen.behind;
+    let own = p
+        .written
+        .as_ref()
+        .and_then(|w| when::resolve(w, p.seen.after_ms, by, f.marks.zone));
+    let (at_ms, from) = match own {
+        Some((t, zone)) => {
+            f.marks.zone = zone.or(f.marks.zone);
+            (t, Some(TimeFrom::Line))
+        }
+        None if by < read_ms => (by, Some(TimeFrom::OnDisk)),
+        None => (read_ms, None),
+    };
+    let mut failure = p.into_failure(at_ms, &f.name, pid);
+    failure.timing = from.map(|from| Timing {
+        read_ms,
+        from,
+        behind_bytes,
+    });
+    failure
 }
 
 /// The process a log belongs to, when only one was seen writing it.

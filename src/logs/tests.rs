@@ -304,3 +304,5 @@ fn a_real_pipe_is_named_and_the_status_travels_as_a_reading() {
         Reading::Value(vec!["/a.log".to_string()])
     );
 }
+
+mod backlog;

@@ -128,6 +128,8 @@ pub struct Machine {
     pub job_failures: Vec<crate::model::job_failure::JobFailure>,
     /// NCCL's RAS service's latest answer (replaced by each sample that carries one).
     pub ras: Option<crate::sample::RasStatus>,
+    /// The followed logs the latest sample's source had not read to their end.
+    pub logs_behind: Vec<crate::sample::LogBehind>,
 }
 
 impl Machine {
@@ -150,6 +152,7 @@ impl Machine {
             lap: 1,
             job_failures: Vec::new(),
             ras: None,
+            logs_behind: Vec::new(),
         }
     }
 
@@ -227,6 +230,7 @@ impl Machine {
         if let Some(ras) = s.ras.take() {
             self.ras = Some(ras);
         }
+        self.logs_behind = std::mem::take(&mut s.logs);
         let cap = self.config.ring_capacity();
         self.events.extend(s.events.iter().cloned());
         let over = self.events.len().saturating_sub(MAX_EVENTS);

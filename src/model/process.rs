@@ -322,6 +322,7 @@ mod tests {
             events: Vec::new(),
             probes,
             ras: None,
+            logs: Vec::new(),
         };
         let news = |end: Option<ProcessEnd>, main_where: Option<WhereNews>| ProbeNews {
             pid: 7,

@@ -4,26 +4,31 @@ use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
+use super::runs::{run, size};
 use super::sizes::parse_exact;
 use super::{Event, Family, Kind, re};
 use crate::oom::failure::{Allocator, Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"Out of memory allocating (?P<n>[\d,]{1,30}) bytes(?: \(allocated so far: (?P<t>[\d,]{1,30}) bytes(?:, limit set to: (?P<l>[\d,]{1,30}) bytes)?\))?",
-    )
+    re(concat!(
+        r"Out of memory allocating (?P<n>[\d,]{1,30}|",
+        run!(),
+        r") bytes(?: \(allocated so far: (?P<t>[\d,]{1,30}) bytes(?:, limit set to: (?P<l>[\d,]{1,30}) bytes)?\))?",
+    ))
 });
 
 pub(super) fn parse(line: &str) -> Option<Event> {
     let c = OOM.captures(line)?;
     let get = |k: &str| c.name(k).and_then(|m| parse_exact(m.as_str()));
+    let (request, request_unreadable) = size(&c["n"], parse_exact);
     Some(Event {
         kind: Kind::Complete,
         family: Family::Cupy,
         dialect: Dialect::Cupy,
         allocator: Some(Allocator::CupyPool),
         numbers: Numbers {
-            request: get("n"),
+            request,
+            request_unreadable,
             pool: get("t"),
             pool_limit: get("l"),
             ..Numbers::default()

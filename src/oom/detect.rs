@@ -1,7 +1,32 @@
 //! Which wording a log line is: a plain scan for the phrases one of which every wording holds,
-//! then each dialect's parser in turn (the patterns run only on lines that may be a failure).
+//! then each dialect's parser in turn (the patterns run only on lines that may be a failure, and
+//! read it with its long runs of digits collapsed, `runs.rs`).
 
-use super::{Event, cuda, cupy, jax, nccl, pytorch, tensorflow};
+use super::runs::Collapsed;
+use super::screen::Screen;
+use super::{Event, cuda, cupy, fault, jax, nccl, pytorch, tensorflow};
+
+/// Every wording has one of these words (ASCII, any case).
+static WORDS: Screen = Screen::new(&["memory", "alloc", "oom"], true);
+
+/// Whether a line is worth handing to the parsers: a plain scan, as it runs on every line a job
+/// prints.
+pub(super) fn worth_parsing(text: &str) -> bool {
+    WORDS.holds(text)
+}
+
+/// What a line (`body`, `runs` its collapsed form) says: a failure of some wording, or a memory
+/// fault; its start and the fields that held a run told of the line as written.
+pub(super) fn event(body: &str, runs: &Collapsed) -> Option<Event> {
+    let text = &*runs.text;
+    if worth_parsing(body) {
+        detect(text)
+    } else {
+        None
+    }
+    .or_else(|| fault::parse(text))
+    .map(|e| runs.restore(e))
+}
 
 /// Phrases one of which every wording `detect`'s parsers read holds (each parser's patterns need
 /// one: PyTorch's `Tried to allocate` or `out of memory`, XLA's `ran out of memory trying to
@@ -27,8 +52,10 @@ const PHRASES: [&str; 13] = [
     "_STATUS_ALLOC_FAILED",
 ];
 
+static PHRASE: Screen = Screen::new(&PHRASES, false);
+
 pub(super) fn detect(text: &str) -> Option<Event> {
-    if !PHRASES.iter().any(|p| text.contains(p)) {
+    if !PHRASE.holds(text) {
         return None;
     }
     tensorflow::header(text)

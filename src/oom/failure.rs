@@ -10,7 +10,8 @@ pub use crate::oom::sizes::Size;
 /// One allocation failure as read from a log (or, with `dist`, a distributed job's event).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    /// When gpumon read it, milliseconds since the epoch.
+    /// When it happened, milliseconds since the epoch: when gpumon read its line, unless
+    /// `timing` says otherwise (the line's own time, or when its line was on disk).
     pub at_ms: u64,
     /// The log it came from.
     pub log: String,
@@ -46,7 +47,43 @@ pub struct Failure {
     /// A distributed job's event: a watchdog timeout, NCCL's error, a launcher's word on a rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dist: Option<crate::oom::dist::Dist>,
+    /// How `at_ms` was known when it is not the moment gpumon read the line (a followed log's
+    /// line with a time of its own, or one read while its log was behind); absent otherwise and
+    /// in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
 }
+
+/// A failure's time when it is not the moment its line was read (`Failure::timing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timing {
+    /// When gpumon read the line, milliseconds since the epoch.
+    pub read_ms: u64,
+    /// What `at_ms` is.
+    pub from: TimeFrom,
+    /// Bytes of the log past the line when it was read: how far behind its writer gpumon was.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub behind_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Where a failure's time comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeFrom {
+    /// The time its line starts with, believed: between when the log was last seen without the
+    /// line (10 minutes of slack for a buffered writer) and when it was seen with it.
+    Line,
+    /// The line has no time of its own (or none to believe): when gpumon first saw it on disk,
+    /// the latest it can have been written.
+    OnDisk,
+}
+
+/// A delay worth a word: the failure is told as read this much after it happened.
+pub const LATE_MS: u64 = 2_000;
 
 impl Failure {
     /// Whether the line is XLA's BFC allocator warning (`Allocator (GPU_2_bfc) ran out of memory

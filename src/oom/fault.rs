@@ -19,16 +19,13 @@ static FAULT: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
+/// A word every wording has (ASCII, any case).
+static WORDS: super::screen::Screen =
+    super::screen::Screen::new(&["illegal", "misaligned", "ecc", "launch", "assert"], true);
+
 /// Whether a line may hold a fault: a plain scan for a word every wording has.
 fn worth_parsing(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    ["illegal", "misaligned", "ecc", "launch", "assert"]
-        .iter()
-        .any(|word| {
-            bytes
-                .windows(word.len())
-                .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
-        })
+    WORDS.holds(text)
 }
 
 /// The framework whose wording a fault line is, from the words around it.

@@ -6,19 +6,28 @@ use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
+use super::runs::{run, size};
 use super::sizes::{parse_exact, parse_human};
 use super::{Event, Family, Kind, re};
 use crate::oom::failure::{Allocator, Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of (?P<host>host )?memory while trying to allocate (?:(?P<n>\d+) bytes|(?P<h>[\d.]+ ?[KMGTPE]?i?B)(?: with allocator \S{1,64})?(?: on device (?P<dev>\d+))?)",
-    )
+    re(concat!(
+        r"(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of (?P<host>host )?memory while trying to allocate (?:(?P<n>\d+|",
+        run!(),
+        r") bytes|(?P<h>(?:[\d.]+|",
+        run!(),
+        r") ?[KMGTPE]?i?B)(?: with allocator \S{1,64})?(?: on device (?P<dev>\d+))?)",
+    ))
 });
 static EXECUTABLE: LazyLock<Regex> =
     LazyLock::new(|| re(r"\[executable_name='(?P<exe>[^']{1,200})'\]"));
 static REQUEST: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"Failed to allocate request for \S{1,40} \((?P<n>\d+)B\) on device ordinal (?P<dev>\d+)")
+    re(concat!(
+        r"Failed to allocate request for \S{1,40} \((?P<n>\d+|",
+        run!(),
+        r")B\) on device ordinal (?P<dev>\d+)"
+    ))
 });
 
 pub(super) fn parse(line: &str) -> Option<Event> {
@@ -26,16 +35,19 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         if c.name("host").is_some() {
             return None;
         }
+        let (request, request_unreadable) = match (c.name("n"), c.name("h")) {
+            (Some(n), _) => size(n.as_str(), parse_exact),
+            (None, Some(h)) => size(h.as_str(), parse_human),
+            (None, None) => (None, None),
+        };
         return Some(Event {
             kind: Kind::Final,
             family: Family::Bfc,
             dialect: Dialect::Jax,
             allocator: Some(Allocator::Bfc),
             numbers: Numbers {
-                request: c.name("n").map_or_else(
-                    || c.name("h").and_then(|h| parse_human(h.as_str())),
-                    |n| parse_exact(n.as_str()),
-                ),
+                request,
+                request_unreadable,
                 device: c.name("dev").and_then(|d| d.as_str().parse().ok()),
                 op: EXECUTABLE.captures(line).map(|e| e["exe"].to_string()),
                 ..Numbers::default()
@@ -46,13 +58,15 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         });
     }
     let c = REQUEST.captures(line)?;
+    let (request, request_unreadable) = size(&c["n"], parse_exact);
     Some(Event {
         kind: Kind::Complete,
         family: Family::Xla,
         dialect: Dialect::Jax,
         allocator: Some(Allocator::Platform),
         numbers: Numbers {
-            request: parse_exact(&c["n"]),
+            request,
+            request_unreadable,
             device: c["dev"].parse().ok(),
             ..Numbers::default()
         },

@@ -18,9 +18,13 @@ pub mod fault;
 mod jax;
 mod lane;
 mod nccl;
+mod parsed;
 pub mod prefix;
 mod pytorch;
+mod runs;
+mod screen;
 pub mod sizes;
+pub mod stamp;
 mod tensorflow;
 pub mod xid;
 
@@ -28,10 +32,11 @@ use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
-use crate::oom::failure::{Allocator, Dialect, Failure, Numbers};
-use detect::detect;
+use crate::oom::failure::{Allocator, Dialect, Numbers};
 use dist::{Dist, DistReader, Found, NcclCause};
 use lane::{Lane, LaneKey};
+pub use parsed::Parsed;
+use stamp::Seen;
 
 /// Bytes of a line that are read; the rest of a longer line is dropped.
 pub const MAX_LINE: usize = 16 * 1024;
@@ -47,23 +52,16 @@ pub(crate) fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static regex")
 }
 
-/// Whether a line is worth handing to the parsers: every wording has one of these words (ASCII,
-/// any case). A plain scan, as it runs on every line a job prints.
-fn worth_parsing(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    ["memory", "alloc", "oom"].iter().any(|word| {
-        bytes
-            .windows(word.len())
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
-    })
-}
-
 static ANSI: LazyLock<Regex> = LazyLock::new(|| {
     re(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 });
 
 /// A log line as text: invalid UTF-8 replaced, colour codes and control characters dropped.
 pub fn clean(raw: &[u8]) -> String {
+    // Printable ASCII (nearly every line): nothing to replace or drop, one pass and one copy.
+    if raw.iter().all(|b| (0x20..0x7f).contains(b) || *b == b'\t') {
+        return String::from_utf8_lossy(raw).trim_end().to_string();
+    }
     let lossy = String::from_utf8_lossy(raw);
     // Escape sequences all start with ESC; most lines have none.
     let text = if lossy.contains('\x1b') {
@@ -81,48 +79,6 @@ pub fn clean(raw: &[u8]) -> String {
 /// At most `max` characters of `s`.
 pub(crate) fn cap(s: &str, max: usize) -> String {
     s.chars().take(max).collect()
-}
-
-/// One failure found in a log.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
-    /// The line its first line was on.
-    pub line: u64,
-    pub message: String,
-    /// The framework whose wording it was (`None`: a launcher's or a scheduler's line).
-    pub dialect: Option<Dialect>,
-    pub allocator: Option<Allocator>,
-    pub numbers: Numbers,
-    /// A memory fault that is not an OOM (an illegal address, an ECC error, …).
-    pub fault: Option<crate::oom::failure::FaultKind>,
-    /// The rank it is about: the line's `[rankN]:` prefix, or the event's own words.
-    pub rank: Option<u32>,
-    /// The local rank a `[defaultN]:` prefix (or a launcher's line) names.
-    pub local_rank: Option<u32>,
-    /// The line's rank prefix as printed.
-    pub prefix: Option<String>,
-    /// A distributed job's event (a watchdog timeout, a launcher's word on a rank, …).
-    pub dist: Option<Dist>,
-}
-
-impl Parsed {
-    pub fn into_failure(self, at_ms: u64, log: &str, pid: Option<u32>) -> Failure {
-        Failure {
-            at_ms,
-            log: log.to_string(),
-            line: self.line,
-            pid,
-            message: self.message,
-            source: self.dialect,
-            allocator: self.allocator,
-            numbers: self.numbers,
-            fault: self.fault,
-            rank: self.rank,
-            local_rank: self.local_rank,
-            prefix: self.prefix,
-            dist: self.dist,
-        }
-    }
 }
 
 /// How a matched line takes part in a failure event.
@@ -181,6 +137,8 @@ pub struct OomParser {
     nccl_oom: Option<(u64, Option<u32>)>,
     /// Lines read.
     lines: u64,
+    /// When the line being read reached the disk (`feed_seen`).
+    seen: Seen,
 }
 
 impl OomParser {
@@ -190,7 +148,14 @@ impl OomParser {
 
     /// Reads one line (without its newline); failures that completed are pushed to `out`.
     pub fn feed(&mut self, line_no: u64, raw: &[u8], out: &mut Vec<Parsed>) {
+        self.feed_seen(line_no, raw, Seen::default(), out);
+    }
+
+    /// [`OomParser::feed`] for a line that reached the disk as `seen` says (a followed log): a
+    /// failure it starts keeps that, and the time the line starts with.
+    pub fn feed_seen(&mut self, line_no: u64, raw: &[u8], seen: Seen, out: &mut Vec<Parsed>) {
         self.lines = line_no;
+        self.seen = seen;
         let text = clean(raw.get(..MAX_LINE).unwrap_or(raw));
         let prefix = prefix::split(&text);
         let (body, key, rank, local) = match &prefix {
@@ -211,18 +176,15 @@ impl OomParser {
             let mut found = Vec::new();
             let took = self.dist.feed(line_no, body, rank, &mut found);
             for f in found {
-                self.dist_event(line_no, f, local, said.clone(), out);
+                self.dist_event(line_no, f, (local, said.clone()), Some(&text), out);
             }
             if took {
                 return;
             }
         }
-        let event = if worth_parsing(body) {
-            detect(body)
-        } else {
-            None
-        }
-        .or_else(|| fault::parse(body));
+        // Long runs of digits collapsed once, before any pattern reads the line (`runs.rs`).
+        let runs = runs::collapse(body);
+        let event = detect::event(body, &runs);
         let lane = self.lane(key, out);
         // An unprefixed line saying again what a rank's line said is that failure, relayed.
         let relayed = key == LaneKey::None
@@ -241,6 +203,7 @@ impl OomParser {
                 let nccl = e.family == Family::Nccl && e.kind == Kind::Header;
                 let mut p = parsed(line_no, body, &e);
                 (p.rank, p.local_rank, p.prefix) = (rank, local, said);
+                (p.seen, p.written) = (seen, written(body, &text));
                 if nccl {
                     let said_before = nccl_error_rank(out, line_no);
                     p.rank = p.rank.or(said_before);
@@ -251,12 +214,12 @@ impl OomParser {
                 }
             }
             None => {
-                l.unmatched(line_no, body, out);
+                l.unmatched(line_no, &runs.text, out);
                 if !read {
                     let mut found = Vec::new();
                     self.dist.feed(line_no, body, rank, &mut found);
                     for f in found {
-                        self.dist_event(line_no, f, local, said.clone(), out);
+                        self.dist_event(line_no, f, (local, said.clone()), Some(&text), out);
                     }
                 }
             }
@@ -276,7 +239,7 @@ impl OomParser {
         let mut found = Vec::new();
         self.dist.flush(&mut found);
         for f in found {
-            self.dist_event(self.lines, f, None, None, out);
+            self.dist_event(self.lines, f, (None, None), None, out);
         }
     }
 
@@ -296,13 +259,15 @@ impl OomParser {
     }
 
     /// A distributed event becomes a failure; a NCCL CUDA error right after a NCCL OOM is that
-    /// OOM (it lends the OOM its rank when the OOM's line had none).
+    /// OOM (it lends the OOM its rank when the OOM's line had none). `line` is the text of the
+    /// line read (none at a flush): an event of that line is timed by it; one of an earlier line
+    /// was on disk by the time this one was, no more is known.
     fn dist_event(
         &mut self,
         line_no: u64,
         f: Found,
-        local: Option<u32>,
-        said: Option<String>,
+        (local, said): (Option<u32>, Option<String>),
+        line: Option<&str>,
         out: &mut Vec<Parsed>,
     ) {
         if matches!(
@@ -329,6 +294,14 @@ impl OomParser {
             Dist::JaxTasks { .. } | Dist::JaxFatal => Some(Dialect::Jax),
             _ => None,
         };
+        let here = line.filter(|_| f.line.is_none_or(|l| l == line_no));
+        let seen = match here {
+            Some(_) => self.seen,
+            None => Seen {
+                after_ms: None,
+                ..self.seen
+            },
+        };
         out.push(Parsed {
             line: f.line.unwrap_or(line_no),
             message: f.message,
@@ -340,6 +313,8 @@ impl OomParser {
             local_rank: f.local_rank.or(local),
             prefix: said,
             dist: Some(f.dist),
+            seen,
+            written: here.and_then(|l| written(prefix::split(l).map_or(l, |p| p.body), l)),
         });
     }
 }
@@ -359,6 +334,11 @@ fn nccl_error_rank(out: &mut Vec<Parsed>, line_no: u64) -> Option<u32> {
     out.remove(i).rank
 }
 
+/// The time a line starts with: after its rank prefix (`body`), or before it.
+fn written(body: &str, text: &str) -> Option<stamp::Written> {
+    stamp::read(body).or_else(|| stamp::read(text))
+}
+
 fn parsed(line: u64, text: &str, e: &Event) -> Parsed {
     Parsed {
         line,
@@ -371,6 +351,8 @@ fn parsed(line: u64, text: &str, e: &Event) -> Parsed {
         local_rank: None,
         prefix: None,
         dist: None,
+        seen: Seen::default(),
+        written: None,
     }
 }
 

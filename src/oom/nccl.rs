@@ -7,13 +7,19 @@ use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
+use super::runs::{run, size};
 use super::sizes::parse_exact;
 use super::{Event, Family, Kind, re};
 use crate::oom::failure::{Dialect, Numbers};
 
 static OOM: LazyLock<Regex> = LazyLock::new(|| re(r"Cuda failure (?:\d{1,4} )?'out of memory'"));
-static CALLOC: LazyLock<Regex> =
-    LazyLock::new(|| re(r"NCCL WARN Failed to CUDA (?:c|m)alloc(?:Async)? (?P<n>\d{1,20}) bytes"));
+static CALLOC: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"NCCL WARN Failed to CUDA (?:c|m)alloc(?:Async)? (?P<n>\d{1,20}|",
+        run!(),
+        ") bytes"
+    ))
+});
 /// NCCL's line prefix: `host:pid:tid [cudaDev]`.
 static WHO: LazyLock<Regex> =
     LazyLock::new(|| re(r"^\s*[^\s:]{1,128}:(?P<pid>\d{1,10}):\d{1,10} \[\d{1,4}\]"));
@@ -26,11 +32,11 @@ fn key(line: &str) -> String {
 }
 
 pub(super) fn parse(line: &str) -> Option<Event> {
-    let (kind, m, request) = if let Some(m) = OOM.find(line) {
-        (Kind::Header, m, None)
+    let (kind, m, (request, request_unreadable)) = if let Some(m) = OOM.find(line) {
+        (Kind::Header, m, (None, None))
     } else {
         let c = CALLOC.captures(line)?;
-        (Kind::Final, c.get(0)?, parse_exact(&c["n"]))
+        (Kind::Final, c.get(0)?, size(&c["n"], parse_exact))
     };
     let start = line
         .get(..m.start())
@@ -42,6 +48,7 @@ pub(super) fn parse(line: &str) -> Option<Event> {
         allocator: None,
         numbers: Numbers {
             request,
+            request_unreadable,
             ..Numbers::default()
         },
         start,

@@ -5,20 +5,33 @@ use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
+use super::runs::run;
 use super::sizes::parse_human;
 use super::{Event, Family, Kind, re};
 use crate::oom::failure::{Allocator, Dialect, Holder, Numbers};
 
-const SIZE: &str = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB)";
+/// A size, or a run of digits too long to be one (`runs.rs`: no size).
+const SIZE: &str = concat!(
+    r"(?:[\d.]+|",
+    run!(),
+    r") (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB)"
+);
 /// A request as printed, readable or not: a size the caller computed wrong prints as
-/// `-5.00 GiB`, `1e308 GiB`, `NaN GiB` or `16.00 EiB`.
-const REQ: &str = r"[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?) (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB)";
+/// `-5.00 GiB`, `1e308 GiB`, `NaN GiB` or `16.00 EiB`, or as digits too many to be read (a
+/// collapsed run, its unit perhaps cut off with the line).
+const REQ: &str = concat!(
+    r"(?:[-+]?(?:[\d.]+(?:[eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf(?:inity)?) (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB)|",
+    run!(),
+    r"(?: (?:bytes|KiB|MiB|GiB|TiB|PiB|EiB))?)"
+);
+/// A GPU's number (a run too long to be one is read as none).
+const DEV: &str = concat!(r"(?:\d+|", run!(), ")");
 /// Process entries kept from one message.
 const MAX_HOLDERS: usize = 32;
 
 static NEW: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:(?:CUDA|XPU) out|Out) of memory\. Tried to allocate (?P<req>{REQ})\. (?:GPU|Device) (?P<dev>\d+) has a total capac(?:i)?ty of (?P<total>{SIZE}) of which (?P<free>{SIZE}) ?is free\."
+        r"(?:(?:CUDA|XPU) out|Out) of memory\. Tried to allocate (?P<req>{REQ})\. (?:GPU|Device) (?P<dev>{DEV}) has a total capac(?:i)?ty of (?P<total>{SIZE}) of which (?P<free>{SIZE}) ?is free\."
     ))
 });
 static ALLOWED: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"(?P<allowed>{SIZE}) allowed;")));
@@ -34,13 +47,13 @@ static PROC: LazyLock<Regex> = LazyLock::new(|| {
 });
 static OLD: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"Tried to allocate (?P<req>{REQ}) \(GPU (?P<dev>\d+); (?P<total>{SIZE}) total capacity; (?P<alloc>{SIZE}) already allocated; (?P<free>{SIZE}) free; (?:(?P<allowed>{SIZE}) allowed; )?(?P<res>{SIZE}) (?P<kind>reserved in total by PyTorch|cached)\)"
+        r"Tried to allocate (?P<req>{REQ}) \(GPU (?P<dev>{DEV}); (?P<total>{SIZE}) total capacity; (?P<alloc>{SIZE}) already allocated; (?P<free>{SIZE}) free; (?:(?P<allowed>{SIZE}) allowed; )?(?P<res>{SIZE}) (?P<kind>reserved in total by PyTorch|cached)\)"
     ))
 });
 /// Whatever survives of a truncated message.
 static BARE: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
-        r"(?:(?:CUDA|XPU) out|Out|out) of memory\. Tried to allocate (?P<req>{REQ})(?:\.? \(?(?:GPU|Device) (?P<dev>\d+))?"
+        r"(?:(?:CUDA|XPU) out|Out|out) of memory\. Tried to allocate (?P<req>{REQ})(?:\.? \(?(?:GPU|Device) (?P<dev>{DEV}))?"
     ))
 });
 /// PyTorch's own check on a request of an exabyte or more (`size < one_exa_bytes`).

@@ -5,11 +5,13 @@ use std::sync::LazyLock;
 
 use regex_lite::Regex;
 
+use super::runs::run;
 use super::sizes::{Size, parse_exact, parse_human, tensor_bytes};
 use super::{Event, Family, Kind, cap, re};
 use crate::oom::failure::{Allocator, Dialect, Numbers, Occupancy};
 
-const HSIZE: &str = r"[\d.]+ ?[KMGTPE]?i?B";
+/// A size, or a run of digits too long to be one (`runs.rs`).
+const HSIZE: &str = concat!(r"(?:[\d.]+|", run!(), r") ?[KMGTPE]?i?B");
 
 static HEADER: LazyLock<Regex> = LazyLock::new(|| {
     re(&format!(
@@ -26,7 +28,11 @@ static TENSOR: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 static ASYNC: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?P<name>\S{1,64} )?(?:cuMemAllocAsync|cudaMallocAsync) failed to allocate (?P<n>\d+)")
+    re(concat!(
+        r"(?P<name>\S{1,64} )?(?:cuMemAllocAsync|cudaMallocAsync) failed to allocate (?P<n>\d+|",
+        run!(),
+        ")"
+    ))
 });
 static ASYNC_FREE: LazyLock<Regex> =
     LazyLock::new(|| re(r"Free memory/Total memory: (?P<free>\d+)/(?P<total>\d+)"));
@@ -76,8 +82,11 @@ pub(super) fn header(line: &str) -> Option<Event> {
     }
     let name = c.name("name").map_or("", |m| m.as_str());
     let rounded = c.name("rounded").and_then(|m| parse_exact(m.as_str()));
+    let (human, request_unreadable) = super::runs::size(c.name("h")?.as_str(), parse_human);
+    let request = rounded.or(human);
     let numbers = Numbers {
-        request: rounded.or_else(|| c.name("h").and_then(|m| parse_human(m.as_str()))),
+        request,
+        request_unreadable: request_unreadable.filter(|_| request.is_none()),
         device: ordinal_of(name),
         op: OP.captures(line).map(|o| cap(&o["op"], 200)),
         ..Numbers::default()
@@ -103,13 +112,15 @@ pub(super) fn header(line: &str) -> Option<Event> {
 pub(super) fn async_header(line: &str) -> Option<Event> {
     let c = ASYNC.captures(line)?;
     let name = c.name("name").map_or("", |m| m.as_str().trim());
+    let (request, request_unreadable) = super::runs::size(&c["n"], parse_exact);
     Some(Event {
         kind: Kind::Header,
         family: Family::Async,
         dialect: Dialect::Tensorflow,
         allocator: Some(Allocator::CudaAsync),
         numbers: Numbers {
-            request: parse_exact(&c["n"]),
+            request,
+            request_unreadable,
             device: ordinal_of(name),
             ..Numbers::default()
         },

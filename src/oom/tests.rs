@@ -2,6 +2,7 @@
 
 use super::sizes::{Size, parse_human};
 use super::*;
+use detect::worth_parsing;
 
 const TF_LOG: &str = "\
 2023-08-01 10:00:00.000000: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of memory trying to allocate 3.07GiB (rounded to 3300000000)requested by op _EagerConst
@@ -234,8 +235,116 @@ fn a_jobs_own_lines_about_its_memory_are_no_failure_and_skip_the_patterns() {
     // A DDP job's JSON line a step on 2 H200s (scripts/gpu/dist/ddp_job.py): "allocated" and
     // "ooms" pass the word screen, but none of the phrases a wording holds is there.
     let line = r#"{"ev":"step","rank":0,"step":4211,"allocated":1388241920,"reserved":6377439232,"stranded":864099328,"ooms":0,"t":1795813690.662}"#;
-    assert!(super::worth_parsing(line));
+    assert!(super::detect::worth_parsing(line));
     assert!(super::detect::detect(line).is_none());
     let text = format!("{line}\n").repeat(1000);
     assert!(parse_all(text.as_bytes()).is_empty());
+}
+
+/// Issue 40: a request printed as thousands of digits is found, called unreadable (saying what
+/// it held), and the rest of the message is read; every dialect alike (`runs.rs`).
+#[test]
+fn a_request_of_thousands_of_digits_is_unreadable_and_the_rest_is_read() {
+    let digits = "1".repeat(16_000);
+    let line = format!(
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {digits} GiB. GPU 2 \
+         has a total capacity of 79.19 GiB of which 1.00 GiB is free. Process 4242 has 78.00 GiB \
+         memory in use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 2.00 GiB \
+         is reserved by PyTorch but unallocated."
+    );
+    assert!(line.len() < MAX_LINE);
+    let out = parse_all(line.as_bytes());
+    assert_eq!(out.len(), 1, "{out:#?}");
+    let (p, n) = (&out[0], &out[0].numbers);
+    assert_eq!((p.dialect, p.rank), (Some(Dialect::Pytorch), Some(3)));
+    assert!(
+        p.message
+            .starts_with("CUDA out of memory. Tried to allocate 1111")
+    );
+    assert_eq!(n.request, None);
+    assert_eq!(
+        n.request_unreadable.as_deref(),
+        Some("1111111111111111… (16000 characters) GiB")
+    );
+    assert_eq!((n.device, n.total), (Some(2), parse_human("79.19 GiB")));
+    assert_eq!(n.free, parse_human("1.00 GiB"));
+    assert_eq!(n.allocated, parse_human("70.00 GiB"));
+    assert_eq!(n.cached, parse_human("2.00 GiB"));
+    assert_eq!(n.holders[0].pid, Some(4242));
+    // Cut by the line's cap inside the number: still PyTorch's OOM, its request unreadable.
+    let cut =
+        format!("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {digits}{digits}");
+    let out = parse_all(cut.as_bytes());
+    assert_eq!(out.len(), 1, "{out:#?}");
+    assert!(
+        out[0]
+            .numbers
+            .request_unreadable
+            .as_deref()
+            .unwrap()
+            .starts_with("1111")
+    );
+    // A number that is long but no run (digits between words) is read as before.
+    let ok = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 8.00 GiB of which 0 bytes is free.";
+    assert_eq!(
+        parse_all(ok.as_bytes())[0].numbers.request,
+        parse_human("2.00 GiB")
+    );
+}
+
+#[test]
+fn every_dialect_reads_a_run_as_no_size() {
+    let run = "9".repeat(5_000);
+    for (line, dialect) in [
+        (
+            format!(
+                "W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_1_bfc) ran out of memory trying to allocate {run}GiB requested by op Conv"
+            ),
+            Dialect::Tensorflow,
+        ),
+        (
+            format!(
+                "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate {run} bytes."
+            ),
+            Dialect::Jax,
+        ),
+        (
+            format!(
+                "RESOURCE_EXHAUSTED: Failed to allocate request for 1GiB ({run}B) on device ordinal 0"
+            ),
+            Dialect::Jax,
+        ),
+        (
+            format!(
+                "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating {run} bytes (allocated so far: 1,024 bytes)."
+            ),
+            Dialect::Cupy,
+        ),
+        (
+            format!(
+                "h:1:1 [0] enqueue.cc:1 NCCL WARN Cuda failure 'out of memory'\nh:1:1 [0] alloc.h:185 NCCL WARN Failed to CUDA calloc {run} bytes"
+            ),
+            Dialect::Nccl,
+        ),
+        (
+            format!(
+                "GPU_0 cuMemAllocAsync failed to allocate {run} bytes: CUDA error: out of memory (CUDA_ERROR_OUT_OF_MEMORY)"
+            ),
+            Dialect::Tensorflow,
+        ),
+    ] {
+        let out = parse_all(line.as_bytes());
+        assert_eq!(out.len(), 1, "{dialect:?}: {out:#?}");
+        let n = &out[0].numbers;
+        assert_eq!(
+            (out[0].dialect, n.request),
+            (Some(dialect), None),
+            "{line:.80}"
+        );
+        let said = n.request_unreadable.as_deref().unwrap_or_default();
+        assert!(
+            said.starts_with("9999999999999999… (5000 characters)"),
+            "{dialect:?}: {said}"
+        );
+    }
 }

@@ -374,6 +374,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         },
         alerts: acc.alerts,
         selector,

@@ -12,6 +12,7 @@ use crate::oom::failure::Failure;
 
 pub mod health;
 pub mod job;
+mod logs;
 mod placement;
 mod pool;
 pub mod pool_map;
@@ -22,6 +23,7 @@ pub mod request;
 mod shift;
 pub use health::{GpuEvent, Health};
 pub use job::{Inside, Launcher, Rank};
+pub use logs::LogBehind;
 pub use placement::Placement;
 pub use pool::Pool;
 pub use pool_map::{PoolMap, ProbeNews};
@@ -326,6 +328,10 @@ pub struct Sample {
     /// only while a distributed job runs); absent otherwise and in older recordings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ras: Option<RasStatus>,
+    /// The followed logs this sample's poll left unread to their end, with their backlog (absent
+    /// when every log is caught up, and in older recordings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs: Vec<LogBehind>,
 }
 
 mod wire;

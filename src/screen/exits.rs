@@ -137,6 +137,7 @@ mod tests {
                 events: Vec::new(),
                 probes: Vec::new(),
                 ras: None,
+                logs: Vec::new(),
             })));
         }
         let cause = |s: &State| {

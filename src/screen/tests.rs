@@ -19,6 +19,7 @@ fn a_lost_gpu_keeps_its_last_known_total() {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     };
     state.update(Msg::from(Event::Sample(sample(1000, g.clone()))));
     let lost = GpuSample {
@@ -71,6 +72,7 @@ fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     })));
     let shown: Vec<u32> = state.screen.rows.iter().map(|k| k.pid).collect();
     assert_eq!(shown, vec![100, 101]);
@@ -120,6 +122,7 @@ fn one_process(at: &[u64], exit: usize) -> Vec<Sample> {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })
         .collect()
 }

@@ -91,6 +91,22 @@ impl Collector for Scrape {
             ConstCounter::new(n).encode(fam.encode_family(&labels)?)?;
         }
         health::faults(&mut enc, &self.published.ooms, host)?;
+        let behind: Vec<(Labels, &u64)> = (s.logs_behind.iter())
+            .map(|l| {
+                let mut labels = hostname();
+                labels.push(("log", l.log.as_str().into()));
+                (labels, &l.bytes)
+            })
+            .collect();
+        let help = "Bytes of a followed log on disk that gpumon has not read yet, while it reads \
+                    behind the log's writer (a log read to its end has no series).";
+        let bytes = Unit::Bytes;
+        gauges(
+            &mut enc,
+            ("gpumon_log_backlog", help, Some(&bytes)),
+            &behind,
+            |b| Some(*b),
+        )?;
         let active = active_alerts(s);
         let series: Vec<(Labels, &u64)> = active
             .iter()

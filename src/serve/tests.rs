@@ -362,6 +362,26 @@ fn memory_health_series_with_the_gpu_labels_and_nothing_for_what_is_na() {
     assert!(samples(&plain, "gpumon_gpu_xid_events_total").is_empty());
 }
 
+/// Issue 40: a log read behind its writer has a backlog gauge, labelled with the log (escaped as
+/// any label value); a log read to its end has none.
+#[test]
+fn a_log_read_behind_has_a_backlog_gauge() {
+    let plain = encode(snapshot(vec![], vec![]), ALL);
+    assert!(samples(&plain, "gpumon_log_backlog_bytes").is_empty());
+    assert!(plain.contains("# TYPE gpumon_log_backlog_bytes gauge"));
+    let mut s = snapshot(vec![], vec![]);
+    s.logs_behind = vec![crate::snapshot::logs::LogBehindDoc {
+        log: "/w/tr\"ain.log".into(),
+        bytes: 222_298_112,
+        since: Some("2026-11-22T12:00:00.000Z".into()),
+    }];
+    let text = encode(s, ALL);
+    assert_eq!(
+        samples(&text, "gpumon_log_backlog_bytes"),
+        [r#"gpumon_log_backlog_bytes{Hostname="node\"7\"\nx",log="/w/tr\"ain.log"} 222298112"#]
+    );
+}
+
 fn gpumon_tier() -> crate::snapshot::TierDoc {
     crate::snapshot::TierDoc {
         bucket_ms: 10_000,

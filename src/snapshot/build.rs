@@ -76,6 +76,7 @@ impl Snapshot {
             alerts_dropped: data.alerts_dropped,
             jobs: super::jobs::docs(&data.jobs),
             maps: super::maps::docs(data),
+            logs_behind: super::logs::docs(&data.logs_behind),
         }
     }
 }

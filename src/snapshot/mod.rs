@@ -10,6 +10,7 @@ mod build;
 pub mod diff;
 pub mod jobs;
 mod lines;
+pub mod logs;
 pub mod maps;
 mod pool;
 mod read;
@@ -73,6 +74,9 @@ pub struct Snapshot {
     /// Probed processes' block maps (absent without any).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub maps: Vec<maps::MapDoc>,
+    /// The followed logs gpumon was reading behind their writers (absent when none was).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logs_behind: Vec<logs::LogBehindDoc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -59,6 +59,7 @@ impl Snapshot {
         machine.add_alerts(self.alerts.iter().rev().map(alert).collect());
         machine.alerts_dropped = self.alerts_dropped;
         super::maps::restore(&mut machine, &self.maps);
+        machine.logs_behind = super::logs::restore(&self.logs_behind);
         machine
     }
 }

@@ -97,6 +97,19 @@ fn header(o: &mut Out, s: &Snapshot) {
         ),
     );
     reasons(o, 0, &v.unavailable);
+    for l in &s.logs_behind {
+        let since = l.since.as_deref().map_or_else(String::new, |t| {
+            format!(" (its first unread byte on disk since {t})")
+        });
+        let behind = crate::oom::sizes::human(l.bytes);
+        o.para(
+            0,
+            &format!(
+                "log {} read behind its writer: {behind} not read yet{since}",
+                l.log
+            ),
+        );
+    }
 }
 
 /// The reasons of unavailable fields, fields with the same reason on one line.

@@ -174,6 +174,7 @@ impl<G: GpuReader, H: HostReader> super::Source for LiveSource<G, H> {
             events,
             probes: news,
             ras,
+            logs: self.logs.behind(),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! The header (the top border's title): host, versions, interval, filter, `gpumon run`'s command
-//! and log, pause, replay (its speed, its loop or its end) and sample age; and the banner line
-//! of a failing source.
+//! and log, the followed logs left behind by their writers (their backlog and since when), pause,
+//! replay (its speed, its loop or its end) and sample age; and the banner line of a failing
+//! source.
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -66,6 +67,9 @@ pub fn title(state: &State, theme: &Theme, width: u16) -> Line<'static> {
             add(end.describe(), theme.alert, 0);
         }
     }
+    if let Some(part) = behind_part(state) {
+        add(part, theme.paused, 1);
+    }
     if let Some(x) = state.config.replay_speed {
         add(format!("replay {}", units::speed(x)), Style::new(), 3);
     }
@@ -125,6 +129,31 @@ fn stale_for(state: &State) -> Option<u64> {
         .now_ms
         .checked_sub(state.machine().last_heard_ms()?)?;
     (age > 2 * state.config.interval_ms).then_some(age)
+}
+
+/// The followed logs gpumon is still reading behind their writers: "log train.log 212M behind
+/// 41s, reading", or "2 logs 1.2G behind 41s, reading" (since the oldest unread byte was on disk).
+fn behind_part(state: &State) -> Option<String> {
+    let m = state.machine();
+    let first = m.logs_behind.first()?;
+    let bytes = units::compact(m.logs_behind.iter().map(|l| l.bytes).sum());
+    let age = m
+        .logs_behind
+        .iter()
+        .filter_map(|l| l.since_ms)
+        .min()
+        .and_then(|since| m.now_ms.checked_sub(since))
+        .filter(|age| *age >= 1_000)
+        .map_or_else(String::new, |age| {
+            format!(" {}", units::duration_label(age))
+        });
+    Some(match m.logs_behind.len() {
+        1 => {
+            let name = first.log.rsplit('/').next().unwrap_or(&first.log);
+            format!("log {name} {bytes} behind{age}, reading")
+        }
+        n => format!("{n} logs {bytes} behind{age}, reading"),
+    })
 }
 
 /// The red line of a failing source: why, and since when.

@@ -120,6 +120,7 @@ mod tests {
             events: Vec::new(),
             probes,
             ras: None,
+            logs: Vec::new(),
         })));
     }
 

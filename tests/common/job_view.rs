@@ -140,6 +140,7 @@ pub fn sample(k: u64, gpus: u32, processes: Vec<ProcessSample>) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

@@ -75,6 +75,7 @@ pub fn samples(ranks: &[Rank], world: u32, seconds: u64) -> Vec<Sample> {
                 events: Vec::new(),
                 probes: Vec::new(),
                 ras: None,
+                logs: Vec::new(),
             }
         })
         .collect()

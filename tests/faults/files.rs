@@ -31,6 +31,7 @@ fn sample(at_ms: u64) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

@@ -137,6 +137,7 @@ impl Source for Slow {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })
     }
 }
@@ -290,6 +291,7 @@ impl Source for Panics {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         })
     }
 }

@@ -64,6 +64,7 @@ fn machine(pending: bool, events: Vec<GpuEvent>) -> Machine {
             events,
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         }),
     );
     m
@@ -290,6 +291,7 @@ fn fault_then_xid(xid_in: Option<u64>, samples: u64) -> Vec<(u64, Alert)> {
             },
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         };
         let before = m.alerts.len();
         apply(&mut m, Event::Sample(s));

@@ -34,7 +34,8 @@ pub fn placeholder(at_ms: u64) -> Alert {
     }
 }
 
-/// " at 06:06:43": when it was read (or the process was seen gone).
+/// " at 06:06:43": when its line was written (its own time, or the latest it can have been: see
+/// `analysis::late`), or when the process was seen gone.
 fn at(e: &RankEvent) -> String {
     format!(" at {}", clock(e.at_ms))
 }
@@ -81,6 +82,13 @@ pub fn alert(machine: &Machine, rec: &JobFailure) -> Alert {
         .filter_map(|e| e.unjoined.clone())
         .collect::<Vec<_>>();
     a.evidence.extend(notes);
+    // A rank's line read late is told as such, once.
+    for f in rec.events.iter().filter_map(|e| e.failure.as_ref()) {
+        let place = crate::analysis::late::place(f);
+        if crate::analysis::late::read_late(f).is_some() && !a.evidence.contains(&place) {
+            a.evidence.push(place);
+        }
+    }
     if rec.dropped > 0 {
         a.evidence
             .push(format!("{} more rank events not kept", rec.dropped));

@@ -62,6 +62,7 @@ impl Run {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         };
         pipeline::apply(&mut self.m, Event::Sample(sample));
         self.second += 1;

@@ -44,6 +44,7 @@ fn apply(
             probes,
             events: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         }),
     );
 }

@@ -341,6 +341,7 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     };
     pipeline::apply(&mut m, Event::Sample(s));
     assert_eq!(m.alerts.len(), 1);

@@ -148,6 +148,7 @@ pub fn run(
             events: Vec::new(),
             probes: probes(k),
             ras: None,
+            logs: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(sample));
     }

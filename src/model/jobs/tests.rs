@@ -27,6 +27,7 @@ fn sample(at_ms: u64, processes: Vec<ProcessSample>) -> Sample {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }
 }
 

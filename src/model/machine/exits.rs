@@ -98,6 +98,7 @@ mod tests {
                 events: Vec::new(),
                 probes: Vec::new(),
                 ras: None,
+                logs: Vec::new(),
             });
             let exited = m
                 .processes

@@ -230,30 +230,32 @@ pub(crate) struct DistReader {
     recent: VecDeque<(u64, Option<u32>, String)>,
 }
 
-/// Whether a line may hold an event: a plain scan for the phrases the formats have, before any
-/// pattern (NCCL_DEBUG=INFO prints "NCCL" on every line; none of these).
+/// The phrases the formats have (NCCL_DEBUG=INFO prints "NCCL" on every line; none of these).
+const PHRASES: [&str; 18] = [
+    nccl::WATCHDOG_WORDS,
+    nccl::DUMP_WORDS,
+    torchrun::DEATH_WORDS,
+    "remote process exited",
+    "ncclRemoteError",
+    "unhandled cuda error",
+    "ncclUnhandledCudaError",
+    torchrun::AGENT_WORDS,
+    torchrun::STOP_WORDS,
+    "run: error:",
+    "CANCELLED AT",
+    deepspeed::WORDS,
+    jax::HEARTBEAT_WORDS,
+    jax::FATAL,
+    jax::UNHEALTHY,
+    jax::BARRIER,
+    "Failures:",
+    "Root Cause",
+];
+static PHRASE: crate::oom::screen::Screen = crate::oom::screen::Screen::new(&PHRASES, false);
+
+/// Whether a line may hold an event: one plain scan for the phrases, before any pattern.
 fn worth_reading(text: &str) -> bool {
-    const PHRASES: [&str; 18] = [
-        nccl::WATCHDOG_WORDS,
-        nccl::DUMP_WORDS,
-        torchrun::DEATH_WORDS,
-        "remote process exited",
-        "ncclRemoteError",
-        "unhandled cuda error",
-        "ncclUnhandledCudaError",
-        torchrun::AGENT_WORDS,
-        torchrun::STOP_WORDS,
-        "run: error:",
-        "CANCELLED AT",
-        deepspeed::WORDS,
-        jax::HEARTBEAT_WORDS,
-        jax::FATAL,
-        jax::UNHEALTHY,
-        jax::BARRIER,
-        "Failures:",
-        "Root Cause",
-    ];
-    PHRASES.iter().any(|w| text.contains(w))
+    PHRASE.holds(text)
 }
 
 impl DistReader {

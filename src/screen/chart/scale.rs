@@ -93,6 +93,7 @@ mod tests {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         }
     }
 

@@ -45,6 +45,7 @@ fn sample(at_ms: u64, probed: bool, news: Vec<ProbeNews>) -> Msg {
         probes: news,
         events: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     }))
 }
 
@@ -144,6 +145,7 @@ fn requests_that_cannot_be_made_are_answered_on_the_status_line() {
         probes: Vec::new(),
         events: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     })));
     assert_eq!(s.update(Msg::Action(Action::Export)), None);
     assert_eq!(s.screen.status.as_deref(), Some("pid 4312 has exited"));

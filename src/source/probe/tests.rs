@@ -363,6 +363,7 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         events: Vec::new(),
         probes: Vec::new(),
         ras: None,
+        logs: Vec::new(),
     };
     let mut bytes = Vec::new();
     {

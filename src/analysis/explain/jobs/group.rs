@@ -191,7 +191,7 @@ mod tests {
             rank: Some(rank),
             local_rank: None,
             prefix: Some(format!("[rank{rank}]:")),
-            dist: None,
+            ..Failure::default()
         }
     }
 

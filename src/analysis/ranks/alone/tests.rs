@@ -273,6 +273,7 @@ fn a_leak_raised_before_the_others_came_is_taken_over_by_the_job_alert() {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

@@ -98,6 +98,7 @@ fn run_with(secs: u64, still: bool, with_ras: bool) -> Vec<Alert> {
             events: Vec::new(),
             probes,
             ras: (with_ras && k >= STALL_AT + 5).then(|| ras(T0 + k * 1000)),
+            logs: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(sample));
     }

@@ -152,6 +152,7 @@ fn a_process_of_no_job_on_two_gpus_is_not_a_stray() {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

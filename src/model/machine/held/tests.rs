@@ -17,6 +17,7 @@ fn sample(at_ms: u64, ras_at: Option<u64>) -> Sample {
             nccl_version: Some("2.28.9".into()),
             comms: Vec::new(),
         }),
+        logs: Vec::new(),
     }
 }
 

@@ -34,6 +34,7 @@ fn machine(seconds: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> Machine {
             events: Vec::new(),
             probes: Vec::new(),
             ras: None,
+            logs: Vec::new(),
         });
     }
     m
