@@ -2,10 +2,10 @@
 //! refused when malformed, told once, and read from the last file of a process that has gone.
 
 use std::fs;
-use std::path::Path;
 
 use super::dir::ProbeDirs;
 use super::file::{MAX_BYTES, parse};
+use super::tests::{my_uid, proc_with};
 use super::*;
 use crate::sample::WhereNews;
 use crate::sample::process_end::EndHow;
@@ -27,20 +27,6 @@ fn stuck(since_ms: u64, at_ms: u64) -> String {
         r#","where":{{"frames":[{{"file":"/w/data/loader.py","line":88,"function":"next_batch"}},
         {{"file":"/w/train.py","line":12,"function":"<module>"}}],"since_ms":{since_ms},"at_ms":{at_ms},"asked":false}}"#
     )
-}
-
-fn proc_with(root: &Path, pid: u32, uid: u32) {
-    let dir = root.join(pid.to_string());
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(
-        dir.join("status"),
-        format!("Name:\tpython\nUid:\t{uid}\t{uid}\n"),
-    )
-    .unwrap();
-}
-
-fn me() -> u32 {
-    rustix::process::getuid().as_raw()
 }
 
 #[test]
@@ -97,10 +83,10 @@ fn the_end_of_a_process_that_has_gone_is_told_once() {
     let proc_root = tempfile::tempdir().unwrap();
     let dir = probe.path();
     for pid in [400, 401, 402] {
-        proc_with(proc_root.path(), pid, me());
+        proc_with(proc_root.path(), pid, my_uid());
         fs::write(dir.join(format!("{pid}.json")), doc(pid, NOW, "")).unwrap();
     }
-    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     let first = reader.scan(NOW);
     assert!(first.news.iter().all(|n| n.end.is_none()));
@@ -142,7 +128,7 @@ fn an_end_in_a_file_never_seen_running_is_not_told() {
     let probe = tempfile::tempdir().unwrap();
     let proc_root = tempfile::tempdir().unwrap();
     fs::write(probe.path().join("500.json"), doc(500, NOW, OOM_END)).unwrap();
-    let mut reader = ProbeDirs::new(vec![probe.path().to_path_buf()], false, me())
+    let mut reader = ProbeDirs::new(vec![probe.path().to_path_buf()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     assert!(reader.scan(NOW).news.is_empty());
     assert!(!probe.path().join("500.json").exists());
@@ -155,10 +141,10 @@ fn a_place_is_told_when_it_changes_and_when_it_clears() {
     let probe = tempfile::tempdir().unwrap();
     let proc_root = tempfile::tempdir().unwrap();
     let dir = probe.path();
-    proc_with(proc_root.path(), 600, me());
+    proc_with(proc_root.path(), 600, my_uid());
     let write =
         |at: u64, extra: &str| fs::write(dir.join("600.json"), doc(600, at, extra)).unwrap();
-    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     write(NOW, "");
     reader.scan(NOW);
@@ -198,14 +184,14 @@ fn a_gone_process_keeps_its_place_only_when_its_last_file_has_it() {
     let proc_root = tempfile::tempdir().unwrap();
     let dir = probe.path();
     for pid in [700, 701] {
-        proc_with(proc_root.path(), pid, me());
+        proc_with(proc_root.path(), pid, my_uid());
         fs::write(
             dir.join(format!("{pid}.json")),
             doc(pid, NOW, &stuck(NOW - 20_000, NOW)),
         )
         .unwrap();
     }
-    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     assert_eq!(reader.scan(NOW).news.len(), 2);
     // 700 is killed where it stood; 701 raised, and its last file has no place.

@@ -87,8 +87,8 @@ fn bad_files_are_refused_with_a_reason() {
     assert_eq!(r.devices[0].uuid, None);
 }
 
-/// A /proc with `pid`'s status saying it runs as `uid`.
-fn proc_with(root: &Path, pid: u32, uid: u32) {
+/// A /proc with `pid`'s status saying it runs as `uid` (the probe's other test modules use it too).
+pub(super) fn proc_with(root: &Path, pid: u32, uid: u32) {
     let dir = root.join(pid.to_string());
     fs::create_dir_all(&dir).unwrap();
     fs::write(
@@ -98,7 +98,7 @@ fn proc_with(root: &Path, pid: u32, uid: u32) {
     .unwrap();
 }
 
-fn my_uid() -> u32 {
+pub(super) fn my_uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 

@@ -3,9 +3,9 @@
 
 use std::fs;
 use std::os::unix::fs::symlink;
-use std::path::Path;
 
 use super::super::dir::ProbeDirs;
+use super::super::tests::{my_uid, proc_with};
 use super::super::*;
 use super::{MAX_BYTES, parse};
 use crate::sample::pool_map::{BlockState, MapReason, Run};
@@ -21,20 +21,6 @@ fn probe_doc(pid: u32, extra: &str) -> String {
         "allocated":1,"reserved":2}}]}}]{extra}}}"#,
         start = 1_763_800_000 + u64::from(pid)
     )
-}
-
-fn proc_with(root: &Path, pid: u32, uid: u32) {
-    let dir = root.join(pid.to_string());
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(
-        dir.join("status"),
-        format!("Name:\tpython\nUid:\t{uid}\t{uid}\n"),
-    )
-    .unwrap();
-}
-
-fn me() -> u32 {
-    rustix::process::getuid().as_raw()
 }
 
 #[test]
@@ -123,7 +109,7 @@ fn the_scan_reads_a_map_once_and_refuses_bad_map_files_once() {
     // 200: good. 201: a link. 202: oversized. 203: another owner's process. 204: other version.
     // 205: a map of an earlier process with this PID.
     for pid in [200, 201, 202, 204, 205] {
-        proc_with(proc_root.path(), pid, me());
+        proc_with(proc_root.path(), pid, my_uid());
         fs::write(dir.join(format!("{pid}.json")), probe_doc(pid, "")).unwrap();
     }
     fs::write(
@@ -143,7 +129,7 @@ fn the_scan_reads_a_map_once_and_refuses_bad_map_files_once() {
     earlier.start_time -= 3600;
     fs::write(dir.join("205.map.json"), json(&earlier)).unwrap();
 
-    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     let scan = reader.scan(NOW);
     let maps: Vec<u32> = scan
@@ -196,13 +182,13 @@ fn a_map_of_another_owner_is_refused() {
     let probe = tempfile::tempdir().unwrap();
     let proc_root = tempfile::tempdir().unwrap();
     // The process runs as another user than the one owning the files (this test's).
-    proc_with(proc_root.path(), 300, me() + 1);
+    proc_with(proc_root.path(), 300, my_uid() + 1);
     fs::write(
         probe.path().join("300.map.json"),
         json(&fragmented(300, GPU, NOW, 2)),
     )
     .unwrap();
-    let mut reader = ProbeDirs::new(vec![probe.path().into()], false, me())
+    let mut reader = ProbeDirs::new(vec![probe.path().into()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     let mut scan = ProbeScan::default();
     let path = probe.path().join("300.map.json");
@@ -286,7 +272,7 @@ fn one_bad_map_file_is_said_once_per_process_and_reason_not_with_each_new_map() 
     let probe = tempfile::tempdir().unwrap();
     let proc_root = tempfile::tempdir().unwrap();
     let dir = probe.path();
-    proc_with(proc_root.path(), 598, me());
+    proc_with(proc_root.path(), 598, my_uid());
     fs::write(dir.join("598.json"), probe_doc(598, "")).unwrap();
     let start = 1_763_800_000 + 598;
     // A map the reader refuses (a number it needs is null), at another place in each new file.
@@ -308,7 +294,7 @@ fn one_bad_map_file_is_said_once_per_process_and_reason_not_with_each_new_map() 
         fs::write(&tmp, text).unwrap();
         fs::rename(&tmp, dir.join("598.map.json")).unwrap();
     };
-    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, me())
+    let mut reader = ProbeDirs::new(vec![dir.to_path_buf()], false, my_uid())
         .with_proc_root(proc_root.path().into());
     write(bad(NOW, 0));
     let first = reader.scan(NOW);
