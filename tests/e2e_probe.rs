@@ -23,20 +23,28 @@ print("job ready", flush=True)
 time.sleep(60)
 "#;
 
-#[test]
-fn gpumon_run_shows_the_pool_of_a_probed_job() {
+/// `gpumon run` of the Python job `source` (the fake torch on its path, the probe writing into
+/// its own directory) in a 120x40 tmux session `name`: the temporary directory that holds both
+/// (kept while the test runs), the probe directory, and the session.
+fn probed_run(name: &str, source: &str) -> (tempfile::TempDir, std::path::PathBuf, Session) {
     let fakes = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/fakes");
-    let probe = tempfile::tempdir().unwrap();
-    let job = probe.path().join("job.py");
-    std::fs::write(&job, JOB).unwrap();
-    let probe_dir = probe.path().join("probe");
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.py");
+    std::fs::write(&job, source).unwrap();
+    let probe_dir = dir.path().join("probe");
     let command = format!(
         "env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={fakes} GPUMON_PROBE_DIR={} {} run -- python3 {}",
         probe_dir.display(),
         env!("CARGO_BIN_EXE_gpumon"),
         job.display()
     );
-    let s = Session::run("probe", &command, (120, 40));
+    let s = Session::run(name, &command, (120, 40));
+    (dir, probe_dir, s)
+}
+
+#[test]
+fn gpumon_run_shows_the_pool_of_a_probed_job() {
+    let (_dir, probe_dir, s) = probed_run("probe", JOB);
     let screen = s.wait_for(
         |t| t.contains("4G/9G") && t.contains("torch pool ["),
         "the probed job's pool",
@@ -79,18 +87,7 @@ raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 /// more, and its end is on the process in the snapshot `s` writes.
 #[test]
 fn the_end_of_a_probed_job_is_read_after_it_has_gone() {
-    let fakes = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/fakes");
-    let probe = tempfile::tempdir().unwrap();
-    let job = probe.path().join("job.py");
-    std::fs::write(&job, FAILING_JOB).unwrap();
-    let probe_dir = probe.path().join("probe");
-    let command = format!(
-        "env PYTHONDONTWRITEBYTECODE=1 PYTHONPATH={fakes} GPUMON_PROBE_DIR={} {} run -- python3 {}",
-        probe_dir.display(),
-        env!("CARGO_BIN_EXE_gpumon"),
-        job.display()
-    );
-    let s = Session::run("probe-end", &command, (120, 40));
+    let (_dir, probe_dir, s) = probed_run("probe-end", FAILING_JOB);
     s.wait_for(|t| t.contains("1G/2G"), "the probed job's pool");
     s.wait_for(|t| t.contains("exited with status 1"), "the job's end");
     // The end is read from the last file a sample or two after the process has gone.
