@@ -29,13 +29,9 @@ fn a_replay_keeps_what_is_bounded_not_every_pid_seen() {
         .args(["snapshot", "--replay"])
         .arg(&rec)
         .args(["--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
+    let out = out.get_output();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let procs = doc["processes"].as_array().unwrap();
     let exited = procs.iter().filter(|p| !p["exited_at"].is_null()).count();
@@ -46,15 +42,13 @@ fn a_replay_keeps_what_is_bounded_not_every_pid_seen() {
     );
     assert_eq!(exited, MAX_EXITED, "the latest to exit, at most");
 
-    let text = gpumon()
+    gpumon()
         .args(["snapshot", "--replay"])
         .arg(&rec)
         .args(["--format", "text"])
-        .output()
-        .unwrap();
-    assert!(text.status.success());
-    let explained = gpumon().arg("explain").arg(&rec).output().unwrap();
-    assert!(explained.status.success());
+        .assert()
+        .success();
+    gpumon().arg("explain").arg(&rec).assert().success();
 
     let server = serve::Server::replayed(&rec);
     let r = server.get("/metrics", &[]);
@@ -77,30 +71,21 @@ fn diff_matches_thousands_of_processes() {
     for (side, first) in [("a", 100_000), ("b", 102_000)] {
         let rec = churn::one_sample(dir.path(), &format!("{side}.ndjson"), first, 4000);
         let snap = dir.path().join(format!("{side}.json"));
-        let out = gpumon()
+        gpumon()
             .args(["snapshot", "--replay"])
             .arg(&rec)
             .arg("--output")
             .arg(&snap)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .assert()
+            .success();
         snaps.push(snap);
     }
     let out = gpumon()
         .args(["diff", "--format", "json"])
         .args(&snaps)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .assert()
+        .success();
+    let out = out.get_output();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // 2,000 on each side only (pids 100000-101999 on A, 104000-105999 on B), each said once;
     // the 2,000 alike are matched, with nothing to say.
