@@ -14,6 +14,8 @@ usage: bench_pid_churn.py [--bin target/release/gpumon] [--samples 300] [--per-s
 """
 import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time, urllib.request
 
+from bench_long_replay import vm_hwm  # a process's peak RSS so far (VmHWM), kB
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 UUID = "GPU-e91a5d01-eed0-4321-a3ac-2714a59b27b8"
 GIB = 1 << 30
@@ -52,17 +54,6 @@ def generate(path, samples, per_sample):
             at = T0 + i * 1000
             procs = [process(100_000 + i * per_sample + j, at) for j in range(per_sample)]
             out.write(json.dumps(sample(at, procs), separators=(",", ":")) + "\n")
-
-
-def vm_hwm(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def measure(argv):
