@@ -101,6 +101,25 @@ pub struct HostProcess {
     pub ras: ras::RasAddr,
 }
 
+/// What a fake host says of a process: the host side of a sample's process (tests' readers).
+#[cfg(test)]
+impl HostProcess {
+    pub fn of_sample(p: crate::sample::ProcessSample, ras: ras::RasAddr) -> Self {
+        HostProcess {
+            start_time: p.start_time,
+            user: p.user,
+            command: p.command,
+            vms: p.vms,
+            rss: p.rss,
+            framework: p.framework,
+            settings: p.settings,
+            container: p.container,
+            rank: p.rank,
+            ras,
+        }
+    }
+}
+
 /// The host side of the live source (/proc in production, a fake in tests).
 pub trait HostReader: Send {
     /// Host name and kernel.

@@ -251,18 +251,10 @@ impl HostReader for Host {
             .map(|&pid| {
                 let g = gpu(0, 1, 0, 0);
                 let p = process(pid, &g, 0, Framework::Pytorch, "python train.py");
-                let h = HostProcess {
-                    start_time: p.start_time,
-                    user: p.user,
-                    command: p.command,
-                    vms: p.vms,
-                    rss: p.rss,
-                    framework: p.framework,
-                    settings: p.settings,
-                    container: p.container,
-                    rank: p.rank,
-                    ras: crate::source::ras::RasAddr::At(crate::source::ras::DEFAULT_ADDR),
-                };
+                let h = HostProcess::of_sample(
+                    p,
+                    crate::source::ras::RasAddr::At(crate::source::ras::DEFAULT_ADDR),
+                );
                 (pid, h)
             })
             .collect()

@@ -71,18 +71,7 @@ impl HostReader for Host {
                         });
                     }
                 }
-                let h = HostProcess {
-                    start_time: p.start_time,
-                    user: p.user,
-                    command: p.command,
-                    vms: p.vms,
-                    rss: p.rss,
-                    framework: p.framework,
-                    settings: p.settings,
-                    container: p.container,
-                    rank: p.rank,
-                    ras,
-                };
+                let h = HostProcess::of_sample(p, ras);
                 (pid, h)
             })
             .collect()
