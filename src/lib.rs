@@ -12,33 +12,29 @@
 //! - `remote`: other hosts on the same screen (`--remote`, `--hosts`, `--prometheus`)
 //! - `serve`: `gpumon serve`, the samples over HTTP (Prometheus `/metrics`, `/snapshot`)
 
-// The compiler lays this crate's functions out in declaration order: the modules a live screen
-// runs come first and the rest after, so the screen's code shares pages and the rest is not
-// loaded (peak RSS; docs/benchmarks.md).
 pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod format;
+pub mod infile;
 pub mod input;
+pub mod kill;
 pub mod logs;
 pub mod model;
 pub mod oom;
 pub mod pipeline;
-pub mod sample;
-pub mod sampler;
-pub mod screen;
-pub mod source;
-pub mod terminal;
-pub mod view;
-
-pub mod infile;
-pub mod kill;
 pub mod record;
 pub mod recording;
 pub mod remote;
 pub mod run;
+pub mod sample;
+pub mod sampler;
+pub mod screen;
 pub mod serve;
 pub mod snapshot;
+pub mod source;
+pub mod terminal;
 pub mod tls;
+pub mod view;

@@ -39,7 +39,12 @@ binary() {
   local newest
   newest=$(objdump -T "$stage/gpumon" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -n 1)
   echo "newest glibc symbol: $newest"
-  [ "$(printf '%s\n' "$newest" GLIBC_2.17 | sort -V | tail -n 1)" = GLIBC_2.17 ]
+  [ "$(printf '%s\n' "$newest" GLIBC_2.17 | sort -V | tail -n 1)" = GLIBC_2.17 ] || return 1
+  # zig's linker took build.rs's script: the functions the screen runs open the code (.text.hot).
+  local hot
+  hot=$(objdump -h "$stage/gpumon" | awk '$2 == ".text.hot" {print $3}')
+  echo "packed functions (.text.hot): $((16#${hot:-0})) bytes"
+  [ "$((16#${hot:-0}))" -gt 500000 ]
 }
 step "the glibc-2.17 binary of the wheel build (zig)" binary
 [ -x "$stage/gpumon" ] || { summary; exit 1; }
@@ -119,7 +124,8 @@ crate() {
   cargo package --locked --allow-dirty &&
     listing=$(cargo package --locked --allow-dirty --list) || return 1
   echo "$listing"
-  ! grep -qE '^(tests|benches|scripts|docs)/' <<<"$listing" && grep -qx assets/demo.ndjson.zst <<<"$listing"
+  ! grep -qE '^(tests|benches|scripts|docs)/' <<<"$listing" && grep -qx assets/demo.ndjson.zst <<<"$listing" &&
+    grep -qx assets/hot-text.ld <<<"$listing" && grep -qx build.rs <<<"$listing"
 }
 step "cargo package --locked: the crate builds from what it ships (no tests or fixtures)" crate
 

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Writes the linker script that packs the functions gpumon runs while it watches at the start
+of its code (assets/hot-text.ld, read by build.rs), from callgrind profiles of a release build
+linked without it.
+
+    python3 scripts/hot_text.py build              # target/hot-text/release/gpumon, unordered
+    python3 scripts/hot_text.py profile DIR        # callgrind here: replay and demo screens, serve
+    python3 scripts/hot_text.py write OUT.ld DIR...   # the script, from every DIR/*.cg
+
+The profiled build is the release build as it is, linked without the script and with a link
+map: callgrind names a stripped binary's functions by address, the map names them by symbol. A
+symbol's hash (legacy mangling's `17h<hash>E`) changes with the toolchain and with every profile
+setting, `strip` included, so a function whose name is the only one of its kind without it is
+named that way; a generic function's instances share one name, so those that ran are named
+whole (in a build with other hashes, a wheel's or a new toolchain's, they stay where they were).
+
+The live sources (NVML, /proc, the probes' files, the event threads) cannot be profiled: NVML
+does not get past its first call under valgrind (tried on an H100; the driver's ioctls are
+unknown to it), and a replay does not run them. They go in whole, by their modules (`LIVE`),
+about 120 KB; scripts/gpu/perf_vs_rivals.sh shows how much of the binary stays resident there.
+"""
+
+import bisect
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(ROOT, "target", "hot-text", "release", "gpumon")
+MAP = os.path.join(ROOT, "target", "hot-text", "gpumon.map")
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "recordings", "h100-probe-jobs.ndjson")
+# Symbol prefixes of the code that reads a real machine (legacy mangling: `_ZN` and each path
+# segment with its length).
+LIVE = ["_ZN6gpumon6source", "_ZN12nvml_wrapper", "_ZN10libloading", "_ZN6gpumon7sampler"]
+LEGACY = re.compile(r"^(_ZN.*17h)[0-9a-f]{16}E$")
+
+
+def build():
+    # The release profile as it is: a profile setting (strip included) changes every hash.
+    env = dict(os.environ, GPUMON_HOT_TEXT="off", GPUMON_LINK_MAP=MAP)
+    subprocess.run(
+        ["cargo", "build", "--release", "--locked", "--target-dir",
+         os.path.join(ROOT, "target", "hot-text")],
+        cwd=ROOT, env=env, check=True)
+    print(BIN)
+
+
+def callgrind(out, argv):
+    # Costs by instruction: a function reached by a jump (a tail call) is named by its caller's
+    # in callgrind, but its instructions' addresses are its own.
+    return ["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}"] + argv
+
+
+def screen(out, argv, keys, seconds):
+    """The screen in a 120x40 tmux pane under callgrind, `keys` pressed one a second."""
+    session = f"hot-text-{os.getpid()}"
+    cmd = " ".join(callgrind(out, [BIN] + argv)) + " 2>/dev/null"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+                    "-e", "LANG=C.UTF-8", "-e", "GPUMON_NVML_LIB=/nonexistent/x", cmd], check=True)
+    time.sleep(seconds / 2)
+    for key in keys:
+        subprocess.run(["tmux", "send-keys", "-t", session, key], check=False)
+        time.sleep(1)
+    time.sleep(seconds / 2)
+    # SIGTERM ends the screen as `q` does, whatever is open; callgrind then writes its profile.
+    subprocess.run(["pkill", "-TERM", "-f", f"callgrind-out-file={out}"], check=False)
+    for _ in range(240):
+        if subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode:
+            return
+        time.sleep(0.5)
+    subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+def serve(out, argv, seconds):
+    """`serve` under callgrind, its /metrics and /snapshot read every second."""
+    port = 19000 + os.getpid() % 1000
+    proc = subprocess.Popen(callgrind(out, [BIN, "serve", "--listen", f"127.0.0.1:{port}"] + argv),
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, GPUMON_NVML_LIB="/nonexistent/x"))
+    end = time.time() + seconds
+    while time.time() < end:
+        for path in ("/metrics", "/snapshot"):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5).read()
+            except OSError:
+                pass
+        time.sleep(1)
+    proc.terminate()
+    proc.wait(timeout=60)
+
+
+def profile(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    keys = ["j", "Tab", "k", "m", "Escape", "J", "J", "?", "Escape", "g", "g", "o", "o"]
+    screen(os.path.join(out_dir, "replay.cg"), ["--replay", FIXTURE, "--history", "10s"], keys, 40)
+    screen(os.path.join(out_dir, "demo.cg"), ["--demo", "--speed", "4"], keys, 30)
+    serve(os.path.join(out_dir, "serve.cg"), ["--replay", FIXTURE], 20)
+
+
+def executed(path, binary_name):
+    """The addresses of the instructions of `binary_name` that ran, with their counts."""
+    obs, cost = {}, collections.Counter()
+    ob, last, npos = None, 0, 1
+    ref = re.compile(r"^(c?ob)=\((\d+)\)(?: (.*))?$")
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("positions:"):
+                # "instr", or "instr line": the cost follows every position column.
+                npos = len(line.split()) - 1
+                continue
+            m = ref.match(line)
+            if m:
+                kind, key, name = m.groups()
+                if name is not None:
+                    obs[key] = name.strip()
+                if kind == "ob":
+                    ob = os.path.basename(obs.get(key, ""))
+                continue
+            first = line.split(" ", 1)[0]
+            if first.startswith("0x"):
+                last = int(first, 16)
+            elif first[:1] in "+-" and first[1:].strip().isdigit():
+                last += int(first)
+            elif first != "*":
+                continue
+            parts = line.split()
+            if ob == binary_name and len(parts) > npos and parts[npos].isdigit():
+                cost[last] += int(parts[npos])
+    return cost
+
+
+def sections(map_path):
+    """The functions of the link map: (address, size, symbol) sorted, from its input sections."""
+    out = []
+    section = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S+:\(\.text\.(?:unlikely\.)?(\S+)\)$")
+    with open(map_path, errors="replace") as f:
+        for line in f:
+            m = section.match(line)
+            if m:
+                out.append((int(m.group(1), 16), int(m.group(2), 16), m.group(3)))
+    return sorted(out)
+
+
+def write(out, dirs):
+    """The script: the functions that ran, by their link-map names, most run first, then the
+    live sources' modules."""
+    cost = collections.Counter()
+    for d in dirs:
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".cg"):
+                cost.update(executed(os.path.join(d, name), "gpumon"))
+    funcs = sections(MAP)
+    starts = [a for a, _, _ in funcs]
+    kinds = collections.Counter(m.group(1) for m in (LEGACY.match(f[2]) for f in funcs) if m)
+    ran = collections.Counter()
+    for address, c in cost.items():
+        i = bisect.bisect_right(starts, address) - 1
+        if i >= 0 and funcs[i][0] <= address < funcs[i][0] + funcs[i][1]:
+            ran[funcs[i][2]] += c
+    patterns, seen = [], set()
+    for name, _ in ran.most_common():
+        m = LEGACY.match(name)
+        # Unique without its hash: named so, which a new toolchain or profile does not change.
+        pattern = m.group(1) + "*" if m and kinds[m.group(1)] == 1 else name
+        if pattern not in seen and re.fullmatch(r"[A-Za-z0-9_.$*]+", pattern):
+            seen.add(pattern)
+            patterns.append(pattern)
+    patterns += [p + "*" for p in LIVE]
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("/* The functions gpumon ran while it watched, most run first: written by\n"
+                "   scripts/hot_text.py from callgrind profiles, read by build.rs. */\n"
+                "SECTIONS {\n  .text.hot : {\n")
+        for p in patterns:
+            f.write(f"    *(.text.{p} .text.unlikely.{p})\n")
+        f.write("  }\n}\nINSERT BEFORE .text;\n")
+    os.replace(tmp, out)
+    print(f"{out}: {len(patterns)} patterns, from the {len(ran)} functions that ran")
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] not in ("build", "profile", "write"):
+        sys.exit(__doc__)
+    if sys.argv[1] == "build":
+        build()
+    elif sys.argv[1] == "profile" and len(sys.argv) == 3:
+        if not shutil.which("valgrind") or not shutil.which("tmux"):
+            sys.exit("hot_text.py profile needs valgrind and tmux")
+        profile(sys.argv[2])
+    elif sys.argv[1] == "write" and len(sys.argv) >= 4:
+        write(sys.argv[2], sys.argv[3:])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
