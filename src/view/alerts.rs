@@ -7,7 +7,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
 
-use super::text::{fit, rows, wrap};
+use super::text::{draw_lines, fit, rows, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
 use crate::screen::alerts::shown;
@@ -33,14 +33,14 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if alerts.is_empty() {
-        frame.render_widget(Paragraph::new(Line::styled("no alerts", theme.na)), inner);
+        draw_lines(frame, inner, Line::styled("no alerts", theme.na));
         return;
     }
     let width = usize::from(inner.width);
     let active = state.screen.pane == Pane::Alerts;
     let height = usize::from(inner.height);
     if !active {
-        frame.render_widget(Paragraph::new(list(&alerts, theme, width, height)), inner);
+        draw_lines(frame, inner, list(&alerts, theme, width, height));
         return;
     }
     // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.
@@ -75,7 +75,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         height: inner.height.saturating_sub(rows),
         ..inner
     };
-    frame.render_widget(Paragraph::new(lines), top);
+    draw_lines(frame, top, lines);
     if let Some(a) = alerts.get(state.screen.alert_selected) {
         let mut lines = evidence(a, theme);
         // Under its title, so a long evidence list never hides it.

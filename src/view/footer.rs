@@ -5,9 +5,8 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
 
-use super::text::fit;
+use super::text::{draw_lines, fit};
 use super::theme::Theme;
 use crate::screen::State;
 
@@ -47,7 +46,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             spans.push(Span::styled(key, theme.key));
             spans.push(Span::raw(what));
         }
-        frame.render_widget(Paragraph::new(Line::from(spans)), area);
+        draw_lines(frame, area, Line::from(spans));
         return;
     }
     if let Some(text) = &state.screen.prompt {
@@ -57,7 +56,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             Span::raw(theme.g.cursor),
             Span::styled(" (Enter apply, Esc cancel)", theme.na),
         ]);
-        frame.render_widget(Paragraph::new(line), area);
+        draw_lines(frame, area, line);
         return;
     }
     let status = state
@@ -88,5 +87,5 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(s, Style::new()));
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    draw_lines(frame, area, Line::from(spans));
 }

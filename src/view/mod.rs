@@ -179,7 +179,7 @@ fn body(
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
     frame.render_widget(top_block, r.top);
-    frame.render_widget(Paragraph::new(plan.top_lines), inner);
+    text::draw_lines(frame, inner, plan.top_lines);
     if let Some(area) = r.chart {
         chart::render(frame, area, block(), state, theme);
     }

@@ -5,9 +5,9 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Row, Table, TableState};
 
-use super::text::fit;
+use super::text::{draw_lines, fit};
 use super::theme::Theme;
 use crate::model::ProcessTrack;
 use crate::screen::{JobLine, State, TableLine};
@@ -111,12 +111,13 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
                 .highlight_symbol("> "),
             head,
         );
-        frame.render_widget(
-            Paragraph::new(Line::from(vec![
+        draw_lines(
+            frame,
+            body,
+            Line::from(vec![
                 Span::raw("  "),
                 Span::styled(empty_reason(state, theme), theme.na),
-            ])),
-            body,
+            ]),
         );
         return;
     }
@@ -185,7 +186,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         };
         let area = Rect::new(inner.x + x, y, inner.width.saturating_sub(x), 1).intersection(inner);
         let text = fit(&text, usize::from(area.width), theme.g.ellipsis);
-        frame.render_widget(Paragraph::new(Line::styled(text, style)), area);
+        draw_lines(frame, area, Line::styled(text, style));
     }
 }
 

@@ -1,4 +1,5 @@
-//! Fitting text into columns: cutting with an ellipsis and wrapping at word boundaries.
+//! Fitting text into columns: cutting with an ellipsis and wrapping at word boundaries; drawing
+//! unwrapped lines.
 
 /// `text` cut to `width` characters, ending in `ellipsis` when something was cut.
 pub fn fit(text: &str, width: usize, ellipsis: &str) -> String {
@@ -43,6 +44,36 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+/// `lines` drawn top-down into `area`, one a row, each cut at its right edge: the cells an
+/// unwrapped `Paragraph` of them draws, styled the same (the line's style patched by each span's,
+/// on the text's cells only), without the pass a `Paragraph` makes restyling every cell of its
+/// area, a tenth of a frame's drawing (issue #41). A line aligned other than left goes through
+/// a `Paragraph`, which places it.
+pub fn draw_lines<'a>(
+    frame: &mut ratatui::Frame,
+    area: ratatui::layout::Rect,
+    lines: impl Into<ratatui::text::Text<'a>>,
+) {
+    use ratatui::layout::Alignment;
+    let text = lines.into();
+    let left = |a: Option<Alignment>| matches!(a, None | Some(Alignment::Left));
+    if !left(text.alignment) || !text.lines.iter().all(|l| left(l.alignment)) {
+        frame.render_widget(ratatui::widgets::Paragraph::new(text), area);
+        return;
+    }
+    let area = area.intersection(frame.area());
+    let buf = frame.buffer_mut();
+    for (line, y) in text.lines.iter().zip(area.top()..area.bottom()) {
+        if text.style == ratatui::style::Style::default() {
+            buf.set_line(area.x, y, line, area.width);
+        } else {
+            let mut line = line.clone();
+            line.style = text.style.patch(line.style);
+            buf.set_line(area.x, y, &line, area.width);
+        }
+    }
 }
 
 /// Rows `lines` take in a wrapping paragraph `width` columns wide (at least one per line).
