@@ -56,12 +56,13 @@ def callgrind(out, argv):
     return ["valgrind", "--tool=callgrind", "--dump-instr=yes", f"--callgrind-out-file={out}"] + argv
 
 
-def screen(out, argv, keys, seconds):
+def screen(out, argv, keys, seconds, env):
     """The screen in a 120x40 tmux pane under callgrind, `keys` pressed one a second."""
     session = f"hot-text-{os.getpid()}"
     cmd = " ".join(callgrind(out, [BIN] + argv)) + " 2>/dev/null"
+    setenv = [a for k, v in env.items() for a in ("-e", f"{k}={v}")]
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
-                    "-e", "LANG=C.UTF-8", "-e", "GPUMON_NVML_LIB=/nonexistent/x", cmd], check=True)
+                    "-e", "LANG=C.UTF-8"] + setenv + [cmd], check=True)
     time.sleep(seconds / 2)
     for key in keys:
         subprocess.run(["tmux", "send-keys", "-t", session, key], check=False)
@@ -76,11 +77,11 @@ def screen(out, argv, keys, seconds):
     subprocess.run(["tmux", "kill-session", "-t", session], check=False)
 
 
-def serve(out, argv, seconds):
+def serve(out, argv, seconds, env):
     """`serve` under callgrind, its /metrics and /snapshot read every second."""
     port = 19000 + os.getpid() % 1000
     proc = subprocess.Popen(callgrind(out, [BIN, "serve", "--listen", f"127.0.0.1:{port}"] + argv),
-                            stderr=subprocess.DEVNULL, env=dict(os.environ, GPUMON_NVML_LIB="/nonexistent/x"))
+                            stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
     end = time.time() + seconds
     while time.time() < end:
         for path in ("/metrics", "/snapshot"):
@@ -94,11 +95,24 @@ def serve(out, argv, seconds):
 
 
 def profile(out_dir):
+    """Replays (the screen, the demo, `serve`), then the live screen and `serve` on the stand-in
+    NVML (scripts/fake_nvml.c) with one process, this machine's /proc and its logs."""
     os.makedirs(out_dir, exist_ok=True)
     keys = ["j", "Tab", "k", "m", "Escape", "J", "J", "?", "Escape", "g", "g", "o", "o"]
-    screen(os.path.join(out_dir, "replay.cg"), ["--replay", FIXTURE, "--history", "10s"], keys, 40)
-    screen(os.path.join(out_dir, "demo.cg"), ["--demo", "--speed", "4"], keys, 30)
-    serve(os.path.join(out_dir, "serve.cg"), ["--replay", FIXTURE], 20)
+    none = {"GPUMON_NVML_LIB": "/nonexistent/x"}
+    screen(os.path.join(out_dir, "replay.cg"), ["--replay", FIXTURE, "--history", "10s"], keys, 40, none)
+    screen(os.path.join(out_dir, "demo.cg"), ["--demo", "--speed", "4"], keys, 30, none)
+    serve(os.path.join(out_dir, "serve.cg"), ["--replay", FIXTURE], 20, none)
+    fake = os.path.join(ROOT, "target", "hot-text", "libnvidia-ml-fake.so")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", fake,
+                    os.path.join(ROOT, "scripts", "fake_nvml.c")], check=True)
+    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    live = {"GPUMON_NVML_LIB": fake, "FAKE_NVML_PIDS": str(job.pid)}
+    try:
+        screen(os.path.join(out_dir, "live.cg"), ["--interval", "1s"], keys, 40, live)
+        serve(os.path.join(out_dir, "live-serve.cg"), [], 20, live)
+    finally:
+        job.kill()
 
 
 def executed(path, binary_name):
