@@ -108,6 +108,54 @@ mod tests {
         assert_eq!(fit("python train.py", 8, "..."), "pytho...");
     }
 
+    /// What `draw_lines` draws is what an unwrapped `Paragraph` of the same lines draws, styles
+    /// included: styled spans and lines, a line cut at the edge, wide characters, more lines than
+    /// rows; and with a centred line among them (which a `Paragraph` places).
+    #[test]
+    fn draws_lines_as_a_paragraph_does() {
+        use ratatui::Terminal;
+        use ratatui::backend::TestBackend;
+        use ratatui::layout::Rect;
+        use ratatui::style::{Color, Modifier, Style};
+        use ratatui::text::{Line, Span};
+        use ratatui::widgets::Paragraph;
+        let lines = |centred: bool| {
+            let mut lines = vec![
+                Line::from(vec![
+                    Span::styled("GPU0 ", Style::new().fg(Color::Cyan)),
+                    Span::raw("procs 1.4G"),
+                ]),
+                Line::styled(
+                    "a selected row",
+                    Style::new().add_modifier(Modifier::REVERSED),
+                ),
+                Line::raw("a line far longer than the area it is drawn into, cut at its edge"),
+                Line::raw("wide 日本語 characters at the edge 日本"),
+                Line::raw("below the area"),
+            ];
+            if centred {
+                lines.insert(1, Line::raw("centred").centered());
+            }
+            lines
+        };
+        let draw = |direct: bool, centred: bool| {
+            let mut terminal = Terminal::new(TestBackend::new(40, 7)).unwrap();
+            terminal
+                .draw(|frame| {
+                    let area = Rect::new(2, 1, 36, 5);
+                    if direct {
+                        draw_lines(frame, area, lines(centred));
+                    } else {
+                        frame.render_widget(Paragraph::new(lines(centred)), area);
+                    }
+                })
+                .unwrap();
+            terminal.backend().buffer().clone()
+        };
+        assert_eq!(draw(true, false), draw(false, false));
+        assert_eq!(draw(true, true), draw(false, true));
+    }
+
     #[test]
     fn wraps_at_spaces_and_splits_long_words() {
         assert_eq!(wrap("a bb ccc dddd", 6), vec!["a bb", "ccc", "dddd"]);
