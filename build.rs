@@ -6,8 +6,10 @@
 //! together, only they and their neighbours are. The script only orders sections: every
 //! function is still linked, and one it does not name goes where it would have gone.
 //!
-//! `GPUMON_HOT_TEXT=off` links without it (what `scripts/hot_text.py` profiles: valgrind names
-//! only the functions of `.text`); `GPUMON_LINK_MAP=FILE` writes the linker's map.
+//! rust-lld, GNU ld and zig's linker take the script; gold cannot (it has no `INSERT`), so a
+//! build that asks for gold (`-fuse-ld=gold` in its flags) links without it, as one does with
+//! `GPUMON_HOT_TEXT=off` (what `scripts/hot_text.py` profiles). `GPUMON_LINK_MAP=FILE` writes the
+//! linker's map.
 
 use std::env;
 use std::path::Path;
@@ -27,7 +29,8 @@ fn main() {
     }
     let release = env::var("PROFILE").is_ok_and(|p| p == "release");
     let linux = env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    let off = env::var("GPUMON_HOT_TEXT").is_ok_and(|v| v == "off");
+    let off = env::var("GPUMON_HOT_TEXT").is_ok_and(|v| v == "off")
+        || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|f| f.contains("fuse-ld=gold"));
     let Ok(dir) = env::var("CARGO_MANIFEST_DIR") else {
         return;
     };
