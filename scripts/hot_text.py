@@ -4,7 +4,7 @@ of its code (assets/hot-text.ld, read by build.rs), from callgrind profiles of a
 linked without it.
 
     python3 scripts/hot_text.py build              # target/hot-text/release/gpumon, unordered
-    python3 scripts/hot_text.py profile DIR        # callgrind here: replay and demo screens, serve
+    python3 scripts/hot_text.py profile DIR        # callgrind here: replays, the live screen, serve
     python3 scripts/hot_text.py write OUT.ld DIR...   # the script, from every DIR/*.cg
 
 The profiled build is the release build as it is, linked without the script and with a link
@@ -14,10 +14,11 @@ setting, `strip` included, so a function whose name is the only one of its kind 
 named that way; a generic function's instances share one name, so those that ran are named
 whole (in a build with other hashes, a wheel's or a new toolchain's, they stay where they were).
 
-The live sources (NVML, /proc, the probes' files, the event threads) cannot be profiled: NVML
-does not get past its first call under valgrind (tried on an H100; the driver's ioctls are
-unknown to it), and a replay does not run them. They go in whole, by their modules (`LIVE`),
-about 120 KB; scripts/gpu/perf_vs_rivals.sh shows how much of the binary stays resident there.
+NVML does not get past its first call under valgrind (tried on an H100; the driver's ioctls are
+unknown to it), so the live screen and `serve` are profiled on a stand-in (scripts/fake_nvml.c).
+That leaves out what only a GPU makes run (memory health, NVML's events, MIG, a probed job's
+files), so the code that reads a machine also goes in whole, by pattern (`LIVE`, about 220 KB);
+scripts/gpu/perf_vs_rivals.sh shows how much of the binary stays resident on a GPU.
 """
 
 import bisect
@@ -34,9 +35,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "hot-text", "release", "gpumon")
 MAP = os.path.join(ROOT, "target", "hot-text", "gpumon.map")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "recordings", "h100-probe-jobs.ndjson")
-# Symbol prefixes of the code that reads a real machine (legacy mangling: `_ZN` and each path
-# segment with its length).
-LIVE = ["_ZN6gpumon6source", "_ZN12nvml_wrapper", "_ZN10libloading", "_ZN6gpumon7sampler"]
+# The code that reads a real machine, as symbol patterns (legacy mangling: `_ZN` and each path
+# segment with its length): its modules' functions, and every function named after one of their
+# types (trait impls such as a probe file's `Deserialize`, drops, generics over them).
+LIVE = ["_ZN6gpumon6source*", "_ZN*gpumon..source..*", "_ZN12nvml_wrapper*",
+        "_ZN*nvml_wrapper..*", "_ZN10libloading*", "_ZN6gpumon7sampler*", "_ZN*gpumon..sampler..*"]
 LEGACY = re.compile(r"^(_ZN.*17h)[0-9a-f]{16}E$")
 
 
@@ -183,7 +186,7 @@ def write(out, dirs):
         if pattern not in seen and re.fullmatch(r"[A-Za-z0-9_.$*]+", pattern):
             seen.add(pattern)
             patterns.append(pattern)
-    patterns += [p + "*" for p in LIVE]
+    patterns += LIVE
     tmp = out + ".tmp"
     with open(tmp, "w") as f:
         f.write("/* The functions gpumon ran while it watched, most run first: written by\n"
