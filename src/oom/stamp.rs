@@ -36,6 +36,17 @@ const MONTHS: [&str; 12] = [
 ];
 
 impl Written {
+    /// The fields as read (digits as `u32`); `None` where one does not fit its field.
+    fn of(year: Option<u32>, month: u32, day: u32, ms: u32, zone: Option<i16>) -> Option<Self> {
+        Some(Self {
+            year: year.map(u16::try_from).transpose().ok()?,
+            month: u8::try_from(month).ok()?,
+            day: u8::try_from(day).ok()?,
+            ms,
+            zone,
+        })
+    }
+
     /// Milliseconds since the epoch of this time in `year` read as UTC (its zone not applied);
     /// `None` for a day the month does not have or a year before 1970.
     pub fn as_utc(&self, year: i32) -> Option<i64> {
@@ -150,13 +161,7 @@ fn iso(s: &[u8]) -> Option<Written> {
         }
         _ => None,
     };
-    Some(Written {
-        year: Some(u16::try_from(year).ok()?),
-        month: u8::try_from(month).ok()?,
-        day: u8::try_from(day).ok()?,
-        ms,
-        zone,
-    })
+    Written::of(Some(year), month, day, ms, zone)
 }
 
 /// glog's `LMMDD HH:MM:SS.uuuuuu` (L one of I, W, E, F).
@@ -166,19 +171,13 @@ fn glog(s: &[u8]) -> Option<Written> {
     }
     let (month, day) = (digits(s, 1, 2)?, digits(s, 3, 2)?);
     let (ms, _) = clock(s, 6)?;
-    Some(Written {
-        year: None,
-        month: u8::try_from(month).ok()?,
-        day: u8::try_from(day).ok()?,
-        ms,
-        zone: None,
-    })
+    Written::of(None, month, day, ms, None)
 }
 
 /// syslog's `Mon DD HH:MM:SS` (the day padded with a blank or not).
 fn syslog(s: &[u8]) -> Option<Written> {
     let name = s.get(..3)?;
-    let month = MONTHS.iter().position(|m| m.as_bytes() == name)? + 1;
+    let month = u32::try_from(MONTHS.iter().position(|m| m.as_bytes() == name)? + 1).ok()?;
     if s.get(3) != Some(&b' ') {
         return None;
     }
@@ -191,13 +190,7 @@ fn syslog(s: &[u8]) -> Option<Written> {
         return None;
     }
     let (ms, _) = clock(s, after + 1)?;
-    Some(Written {
-        year: None,
-        month: u8::try_from(month).ok()?,
-        day: u8::try_from(day).ok()?,
-        ms,
-        zone: None,
-    })
+    Written::of(None, month, day, ms, None)
 }
 
 #[cfg(test)]
