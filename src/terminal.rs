@@ -2,7 +2,7 @@
 //! capture, bracketed paste (a paste arrives as one text event, never as keys), and putting all
 //! of it back on quit, on error, on a panic in any thread, and on signals.
 
-use std::io::{self, Stdout, stdout};
+use std::io::{self, BufWriter, Stdout, stdout};
 
 use crossterm::cursor::{Hide, Show};
 use crossterm::event::{
@@ -16,7 +16,13 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
-pub type Tui = Terminal<CrosstermBackend<Stdout>>;
+/// A frame's escapes are gathered in memory and written with one `write` when ratatui flushes
+/// the frame: the standard output's own line buffer wrote them 1 KiB at a time, through a lock
+/// taken for every escape.
+pub type Tui = Terminal<CrosstermBackend<BufWriter<Stdout>>>;
+
+/// Room for a whole frame's escapes (a 200x50 frame redrawn in full is about 40 KB).
+const FRAME_BUFFER: usize = 64 * 1024;
 
 /// Owns the terminal while the screen runs; dropping it restores the terminal.
 pub struct Guard {
@@ -38,7 +44,7 @@ pub fn enter(mouse: bool) -> io::Result<Guard> {
     let (width, height) = crossterm::terminal::size()?;
     let viewport = Viewport::Fixed(Rect::new(0, 0, width, height));
     let terminal = Terminal::with_options(
-        CrosstermBackend::new(stdout()),
+        CrosstermBackend::new(BufWriter::with_capacity(FRAME_BUFFER, stdout())),
         TerminalOptions { viewport },
     )?;
     std::mem::forget(guard_on_error);
@@ -77,6 +83,8 @@ pub fn suspend(mouse: bool) -> io::Result<()> {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        // What a frame left unwritten goes to the alternate screen, before it is left.
+        let _ = ratatui::backend::Backend::flush(self.terminal.backend_mut());
         restore();
     }
 }

@@ -10,9 +10,10 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Padding, Paragraph};
+use ratatui::widgets::{Padding, Paragraph};
 
 use super::alerts::{level_style, summary};
+use super::panel::Panel;
 use super::text::wrap;
 use super::theme::Theme;
 use crate::input::Action;
@@ -24,7 +25,7 @@ use crate::screen::alerts::shown;
 pub fn render(
     frame: &mut Frame,
     main: Rect,
-    top_block: Block<'static>,
+    top_block: Panel<'static>,
     state: &State,
     theme: &Theme,
 ) {

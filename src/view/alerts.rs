@@ -5,15 +5,17 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
+use ratatui::widgets::Padding;
 
-use super::text::{draw_lines, fit, rows, wrap};
+use super::draw::{draw_lines, draw_wrapped};
+use super::panel::Panel;
+use super::text::{fit, rows, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
 use crate::screen::alerts::shown;
 use crate::screen::{Pane, State};
 
-pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
     let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
     let mut title = format!(" alerts ({})", alerts.len());
     if let Some(hidden) = &state.screen.alerts_hidden {
@@ -82,14 +84,14 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         if let Some(link) = super::life::alert_link(state, a) {
             lines.insert(2, Line::styled(link, theme.key));
         }
-        frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), rest);
+        draw_wrapped(frame, rest, lines);
     }
 }
 
 /// The alert (its position in the list) drawn at screen row `y` of the panel in `area`, for a
 /// click: the same layout `render` draws.
 pub(super) fn row_at(area: Rect, state: &State, y: u16) -> Option<usize> {
-    let inner = Block::bordered()
+    let inner = Panel::new(ratatui::symbols::border::PLAIN)
         .padding(Padding::horizontal(1))
         .inner(area);
     let row = usize::from(y.checked_sub(inner.y).filter(|r| *r < inner.height)?);

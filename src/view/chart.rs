@@ -19,14 +19,15 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Block, Chart, Dataset, GraphType, LegendPosition};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, LegendPosition};
 
+use super::panel::Panel;
 use super::theme::Theme;
 use crate::model::units;
 use crate::screen::State;
 use crate::screen::chart::{ChartData, Run, Scale, bytes, gib};
 
-pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
     let Some(c) = &state.screen.chart else {
         frame.render_widget(block, area);
         return;

@@ -6,10 +6,12 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
+use ratatui::widgets::Padding;
 
+use super::panel::Panel;
 use super::spark::{self, Window};
 
+use super::draw::{Wrapped, draw_lines};
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
@@ -20,14 +22,13 @@ use crate::screen::State;
 const VMS_CAPTION: &str =
     "VMS counts address space the CUDA driver reserved (UVA), not memory in use.";
 
-pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
     let block = block.padding(Padding::horizontal(1));
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" selected ", theme.title));
-        frame.render_widget(
-            Paragraph::new(Line::styled("no process selected", theme.na)).block(block),
-            area,
-        );
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        draw_lines(frame, inner, Line::styled("no process selected", theme.na));
         return;
     };
     let s = &t.sample;
@@ -39,18 +40,18 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     );
     let mut block = block.title(Line::styled(format!("{title} "), theme.title));
     let inner = block.inner(area);
-    let text = Paragraph::new(lines(t, state, theme, inner.width)).wrap(Wrap { trim: false });
+    let text = lines(t, state, theme, inner.width);
     // Rows the pane cuts off, counted on its bottom border as the table and alerts count theirs.
-    let cut = text
-        .line_count(inner.width)
-        .saturating_sub(usize::from(inner.height));
+    let text = Wrapped::new(text, inner.width);
+    let cut = text.rows().saturating_sub(usize::from(inner.height));
     if cut > 0 {
         let lines = if cut == 1 { "line" } else { "lines" };
         block = block.title_bottom(
             Line::styled(format!(" +{cut} more {lines} "), theme.title).right_aligned(),
         );
     }
-    frame.render_widget(text.block(block), area);
+    frame.render_widget(block, area);
+    text.draw(frame, inner);
 }
 
 /// Rows the pane's text takes at `width` columns (its border and padding excluded).

@@ -17,8 +17,9 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Paragraph;
 
+use super::panel::Panel;
 use super::text::fit;
 use super::theme::Theme;
 use super::{gpus, no_gpu};
@@ -31,8 +32,8 @@ mod row;
 pub fn render(
     frame: &mut Frame,
     main: Rect,
-    top_block: Block<'static>,
-    block: impl Fn() -> Block<'static>,
+    top_block: Panel<'static>,
+    block: impl Fn() -> Panel<'static>,
     state: &State,
     theme: &Theme,
 ) {

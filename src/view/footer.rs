@@ -6,7 +6,8 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::text::{draw_lines, fit};
+use super::draw::draw_lines;
+use super::text::fit;
 use super::theme::Theme;
 use crate::screen::State;
 

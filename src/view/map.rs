@@ -11,8 +11,10 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Padding, Paragraph, Wrap};
+use ratatui::widgets::{Padding, Paragraph};
 
+use super::draw::draw_wrapped;
+use super::panel::Panel;
 use super::text::{fit, wrap};
 use super::theme::Theme;
 use crate::model::maps::{DeviceView, MapTrack, SiteChange};
@@ -42,12 +44,14 @@ pub struct Marked {
     pub expandable: bool,
 }
 
-pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
     let block = block.padding(Padding::horizontal(1));
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" block map ", theme.title));
         let text = Line::styled("no process selected (m closes the map)", theme.na);
-        frame.render_widget(Paragraph::new(text).block(block), area);
+        let inner = block.inner(area);
+        frame.render_widget(block, area);
+        frame.render_widget(Paragraph::new(text), inner);
         return;
     };
     let track = state.machine().map_of(t.key.pid, t.key.start_time);
@@ -64,12 +68,8 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
         (Some(track), Some(view)) => lines(track, view, state, theme, inner),
         _ => absent(t, track, state, theme, inner.width),
     };
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false }),
-        area,
-    );
+    frame.render_widget(block, area);
+    draw_wrapped(frame, inner, lines);
 }
 
 fn title(

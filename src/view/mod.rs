@@ -34,6 +34,7 @@ pub mod alert_view;
 mod alerts;
 mod chart;
 mod detail;
+mod draw;
 mod fleet;
 mod footer;
 mod gpus;
@@ -43,6 +44,7 @@ mod layout;
 mod life;
 mod map;
 pub mod mouse;
+mod panel;
 mod pool;
 mod processes;
 mod rank;
@@ -53,9 +55,10 @@ mod theme;
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
-use ratatui::symbols::merge::MergeStrategy;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Paragraph;
+
+use panel::Panel;
 
 pub use layout::Regions;
 use theme::Theme;
@@ -90,11 +93,7 @@ pub fn render(frame: &mut Frame, state: &State) {
         height: 1,
         ..area
     };
-    let block = || {
-        Block::bordered()
-            .border_set(theme.g.border)
-            .merge_borders(MergeStrategy::Exact)
-    };
+    let block = || Panel::new(theme.g.border);
     let top_block = block().title(header::title(state, &theme, area.width));
 
     if state.overview() {
@@ -170,8 +169,8 @@ fn no_gpu(state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {
 fn body(
     frame: &mut Frame,
     main: Rect,
-    top_block: Block<'static>,
-    block: impl Fn() -> Block<'static>,
+    top_block: Panel<'static>,
+    block: impl Fn() -> Panel<'static>,
     state: &State,
     theme: &Theme,
 ) {
@@ -179,7 +178,7 @@ fn body(
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
     frame.render_widget(top_block, r.top);
-    text::draw_lines(frame, inner, plan.top_lines);
+    draw::draw_lines(frame, inner, plan.top_lines);
     if let Some(area) = r.chart {
         chart::render(frame, area, block(), state, theme);
     }

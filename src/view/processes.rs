@@ -5,9 +5,11 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, HighlightSpacing, Padding, Row, Table, TableState};
+use ratatui::widgets::{Cell, HighlightSpacing, Padding, Row, Table, TableState};
 
-use super::text::{draw_lines, fit};
+use super::draw::draw_lines;
+use super::panel::Panel;
+use super::text::fit;
 use super::theme::Theme;
 use crate::model::ProcessTrack;
 use crate::screen::{JobLine, State, TableLine};
@@ -55,7 +57,7 @@ fn empty_reason(state: &State, theme: &Theme) -> String {
     }
 }
 
-pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &State, theme: &Theme) {
+pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
     let mut block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
     let selected = state
@@ -73,8 +75,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Block<'static>, state: &Stat
     );
     let more = state.screen.table_len() - on.len();
     if more > 0 {
-        block =
-            block.title_top(Line::styled(format!(" +{more} more "), theme.title).right_aligned());
+        block = block.title(Line::styled(format!(" +{more} more "), theme.title).right_aligned());
     }
     frame.render_widget(block, area);
     let shown = || {

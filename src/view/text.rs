@@ -1,5 +1,4 @@
-//! Fitting text into columns: cutting with an ellipsis and wrapping at word boundaries; drawing
-//! unwrapped lines.
+//! Fitting text into columns: cutting with an ellipsis and wrapping at word boundaries.
 
 /// `text` cut to `width` characters, ending in `ellipsis` when something was cut.
 pub fn fit(text: &str, width: usize, ellipsis: &str) -> String {
@@ -46,36 +45,6 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// `lines` drawn top-down into `area`, one a row, each cut at its right edge: the cells an
-/// unwrapped `Paragraph` of them draws, styled the same (the line's style patched by each span's,
-/// on the text's cells only), without the pass a `Paragraph` makes restyling every cell of its
-/// area, a tenth of a frame's drawing (issue #41). A line aligned other than left goes through
-/// a `Paragraph`, which places it.
-pub fn draw_lines<'a>(
-    frame: &mut ratatui::Frame,
-    area: ratatui::layout::Rect,
-    lines: impl Into<ratatui::text::Text<'a>>,
-) {
-    use ratatui::layout::Alignment;
-    let text = lines.into();
-    let left = |a: Option<Alignment>| matches!(a, None | Some(Alignment::Left));
-    if !left(text.alignment) || !text.lines.iter().all(|l| left(l.alignment)) {
-        frame.render_widget(ratatui::widgets::Paragraph::new(text), area);
-        return;
-    }
-    let area = area.intersection(frame.area());
-    let buf = frame.buffer_mut();
-    for (line, y) in text.lines.iter().zip(area.top()..area.bottom()) {
-        if text.style == ratatui::style::Style::default() {
-            buf.set_line(area.x, y, line, area.width);
-        } else {
-            let mut line = line.clone();
-            line.style = text.style.patch(line.style);
-            buf.set_line(area.x, y, &line, area.width);
-        }
-    }
-}
-
 /// Rows `lines` take in a wrapping paragraph `width` columns wide (at least one per line).
 pub fn rows(lines: &[ratatui::text::Line], width: usize) -> usize {
     let width = width.max(1);
@@ -111,51 +80,6 @@ mod tests {
     /// What `draw_lines` draws is what an unwrapped `Paragraph` of the same lines draws, styles
     /// included: styled spans and lines, a line cut at the edge, wide characters, more lines than
     /// rows; and with a centred line among them (which a `Paragraph` places).
-    #[test]
-    fn draws_lines_as_a_paragraph_does() {
-        use ratatui::Terminal;
-        use ratatui::backend::TestBackend;
-        use ratatui::layout::Rect;
-        use ratatui::style::{Color, Modifier, Style};
-        use ratatui::text::{Line, Span};
-        use ratatui::widgets::Paragraph;
-        let lines = |centred: bool| {
-            let mut lines = vec![
-                Line::from(vec![
-                    Span::styled("GPU0 ", Style::new().fg(Color::Cyan)),
-                    Span::raw("procs 1.4G"),
-                ]),
-                Line::styled(
-                    "a selected row",
-                    Style::new().add_modifier(Modifier::REVERSED),
-                ),
-                Line::raw("a line far longer than the area it is drawn into, cut at its edge"),
-                Line::raw("wide 日本語 characters at the edge 日本"),
-                Line::raw("below the area"),
-            ];
-            if centred {
-                lines.insert(1, Line::raw("centred").centered());
-            }
-            lines
-        };
-        let draw = |direct: bool, centred: bool| {
-            let mut terminal = Terminal::new(TestBackend::new(40, 7)).unwrap();
-            terminal
-                .draw(|frame| {
-                    let area = Rect::new(2, 1, 36, 5);
-                    if direct {
-                        draw_lines(frame, area, lines(centred));
-                    } else {
-                        frame.render_widget(Paragraph::new(lines(centred)), area);
-                    }
-                })
-                .unwrap();
-            terminal.backend().buffer().clone()
-        };
-        assert_eq!(draw(true, false), draw(false, false));
-        assert_eq!(draw(true, true), draw(false, true));
-    }
-
     #[test]
     fn wraps_at_spaces_and_splits_long_words() {
         assert_eq!(wrap("a bb ccc dddd", 6), vec!["a bb", "ccc", "dddd"]);

@@ -1,0 +1,134 @@
+//! Text drawn straight into the frame's cells: the cells a `Paragraph` of the same lines draws
+//! (unwrapped, or wrapped at spaces without trimming), without its passes that cost a frame most.
+//!
+//! A `Paragraph` restyles every cell of its area before drawing, searches every string for
+//! grapheme clusters, and wraps every line through its word wrapper, even lines that fit. Here
+//! only the cells the text covers are set, ASCII text is set a character a cell, and a line goes
+//! through the wrapper only when it is wider than the area (docs/ARCHITECTURE.md, "Drawing").
+
+use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Text};
+use ratatui::widgets::{Paragraph, Wrap};
+
+/// `lines` drawn top-down into `area`, one a row, each cut at its right edge: the cells an
+/// unwrapped `Paragraph` of them draws, styled the same (the line's style patched by each span's,
+/// on the text's cells only). A line aligned other than left goes through a `Paragraph`, which
+/// places it.
+pub fn draw_lines<'a>(frame: &mut Frame, area: Rect, lines: impl Into<Text<'a>>) {
+    let text = lines.into();
+    if !left(text.alignment) || !text.lines.iter().all(|l| left(l.alignment)) {
+        frame.render_widget(Paragraph::new(text), area);
+        return;
+    }
+    let area = area.intersection(frame.area());
+    let buf = frame.buffer_mut();
+    for (line, y) in text.lines.iter().zip(area.top()..area.bottom()) {
+        put_line(buf, area.x, y, line, area.width, text.style);
+    }
+}
+
+/// `line` set from (`x`, `y`), at most `width` columns, its spans' styles patched onto `base`
+/// patched by the line's own: `Buffer::set_line`'s cells.
+pub fn put_line(buf: &mut Buffer, x: u16, y: u16, line: &Line<'_>, width: u16, base: Style) {
+    let style = base.patch(line.style);
+    let end = x.saturating_add(width).min(buf.area.right());
+    let mut x = x;
+    for span in line {
+        if x >= end {
+            break;
+        }
+        x = put_span(buf, x, y, &span.content, end - x, style.patch(span.style));
+    }
+}
+
+/// `text` set from (`x`, `y`) in `style`, at most `width` columns: `Buffer::set_stringn`'s
+/// cells, where ASCII text (most of the screen's) skips its search for grapheme clusters: each
+/// character is a cell, and control characters none. Returns the column after the text.
+fn put_span(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Style) -> u16 {
+    if !text.is_ascii() {
+        return buf.set_stringn(x, y, text, usize::from(width), style).0;
+    }
+    let start = buf.index_of(x, y);
+    let mut end = x;
+    let printable = text.bytes().filter(|b| !b.is_ascii_control());
+    for (cell, b) in buf.content[start..]
+        .iter_mut()
+        .zip(printable.take(usize::from(width)))
+    {
+        cell.set_char(char::from(b)).set_style(style);
+        end += 1;
+    }
+    end
+}
+
+fn left(alignment: Option<Alignment>) -> bool {
+    matches!(alignment, None | Some(Alignment::Left))
+}
+
+/// Lines of a paragraph wrapped at spaces (without trimming) `width` columns wide, each with the
+/// rows it takes there.
+pub struct Wrapped<'a> {
+    lines: Vec<(Line<'a>, usize)>,
+}
+
+impl<'a> Wrapped<'a> {
+    /// A line as wide as `width` or narrower takes one row as it is; a wider one is measured by
+    /// ratatui's word wrapper, which wraps each line apart from the others.
+    pub fn new(lines: Vec<Line<'a>>, width: u16) -> Self {
+        let lines = lines
+            .into_iter()
+            .map(|line| {
+                let rows = if width == 0 {
+                    0
+                } else if line.width() <= usize::from(width) {
+                    1
+                } else {
+                    wrapping(line.clone()).line_count(width)
+                };
+                (line, rows)
+            })
+            .collect();
+        Wrapped { lines }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.lines.iter().map(|(_, rows)| rows).sum()
+    }
+
+    /// Draws the lines into `area` (as wide as they were wrapped for), cut at its bottom: the
+    /// cells a wrapping `Paragraph` of them draws.
+    pub fn draw(self, frame: &mut Frame, area: Rect) {
+        let mut y = area.top();
+        for (line, rows) in self.lines {
+            if y >= area.bottom() {
+                break;
+            }
+            let rest = Rect {
+                y,
+                height: area.bottom() - y,
+                ..area
+            };
+            if rows == 1 && left(line.alignment) {
+                draw_lines(frame, rest, line);
+            } else {
+                frame.render_widget(wrapping(line), rest);
+            }
+            y = y.saturating_add(u16::try_from(rows).unwrap_or(u16::MAX));
+        }
+    }
+}
+
+fn wrapping(line: Line<'_>) -> Paragraph<'_> {
+    Paragraph::new(line).wrap(Wrap { trim: false })
+}
+
+/// `lines` as a `Paragraph` wrapping at spaces without trimming draws them into `area`.
+pub fn draw_wrapped(frame: &mut Frame, area: Rect, lines: Vec<Line<'_>>) {
+    Wrapped::new(lines, area.width).draw(frame, area);
+}
+
+#[cfg(test)]
+mod tests;
