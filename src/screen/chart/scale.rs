@@ -66,7 +66,7 @@ pub fn nice_top(highest: u64, total: Option<u64>) -> u64 {
     #[allow(clippy::cast_precision_loss)]
     let unit = if want >= GIB as f64 { GIB } else { MIB } as f64;
     let v = want / unit;
-    let magnitude = 10f64.powf(v.log10().floor());
+    let magnitude = power_of_ten_below(v);
     let f = [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
         .into_iter()
         .find(|f| f * magnitude >= v - 1e-9)
@@ -74,6 +74,24 @@ pub fn nice_top(highest: u64, total: Option<u64>) -> u64 {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let top = (f * magnitude * unit).round() as u64;
     top.clamp(highest.min(cap), cap).max(1)
+}
+
+/// The largest power of ten at or below `v` (a positive, finite number), stepped to rather than
+/// taken as `10^floor(log10 v)`: libm's `pow` and `log10` were called nowhere else, and each
+/// kept about 64 KiB of libm resident for this one call a frame.
+fn power_of_ten_below(v: f64) -> f64 {
+    let mut up = 1.0;
+    if v >= 1.0 {
+        while up * 10.0 <= v {
+            up *= 10.0;
+        }
+        return up;
+    }
+    // 10^-k as the reciprocal of an exact 10^k, rounded once.
+    while 1.0 / up > v {
+        up *= 10.0;
+    }
+    1.0 / up
 }
 
 #[cfg(test)]
@@ -109,6 +127,25 @@ mod tests {
         );
         assert_eq!(nice_top(0, Some(80 * GIB)), GIB);
         assert_eq!(nice_top(0, Some(MIB)), MIB);
+    }
+
+    #[test]
+    fn the_power_of_ten_below_is_libms_and_exact_at_powers() {
+        let mut v: f64 = 1.3e-7;
+        while v < 5000.0 {
+            let libm = 10f64.powf(v.log10().floor());
+            assert!((power_of_ten_below(v) / libm - 1.0).abs() < 1e-12, "{v}");
+            v *= 1.37;
+        }
+        for (v, m) in [
+            (1.0, 1.0),
+            (10.0, 10.0),
+            (1000.0, 1000.0),
+            (999.9, 100.0),
+            (0.1, 0.1),
+        ] {
+            assert_eq!(power_of_ten_below(v), m, "{v}");
+        }
     }
 
     #[test]
