@@ -5,7 +5,10 @@ linked without it.
 
     python3 scripts/hot_text.py build              # target/hot-text/release/gpumon, unordered
     python3 scripts/hot_text.py profile DIR        # callgrind here: replays, the live screen, serve
-    python3 scripts/hot_text.py write OUT.ld DIR...   # the script, from every DIR/*.cg
+    GPUMON_LINK_MAP=$PWD/target/hot-text/release.map cargo build --release
+    bash scripts/gpu/touched_pages.sh DIR          # on a GPU machine, with that build carried
+    python3 scripts/hot_text.py pages DIR          # DIR/*.pages to DIR/*.functions, with that map
+    python3 scripts/hot_text.py write OUT.ld DIR...   # from every DIR/*.cg and DIR/*.functions
 
 The profiled build is the release build as it is, linked without the script and with a link
 map: callgrind names a stripped binary's functions by address, the map names them by symbol. A
@@ -16,13 +19,20 @@ whole (in a build with other hashes, a wheel's or a new toolchain's, they stay w
 
 NVML does not get past its first call under valgrind (tried on an H100; the driver's ioctls are
 unknown to it), so the live screen and `serve` are profiled on a stand-in (scripts/fake_nvml.c).
-That leaves out what only a GPU makes run (memory health, NVML's events, MIG, a probed job's
-files), so the code that reads a machine also goes in whole, by pattern (`LIVE`, about 220 KB);
+What only a GPU makes run (memory health, NVML's events, MIG, a probed job's files) comes from
+the GPU machine as pages: scripts/gpu/touched_pages.sh lists the pages of the release build (as
+it is, packed by the current script, with a link map) that a screen and `serve` touched there,
+and `pages` names the functions on every touched page (a page holds several; the ones that did
+not run cost no more than the page did). The script lists first what a
+live screen and `serve` run (the live profiles, most run first, then those functions), then what
+only replays and the demo run, so that on a GPU the code resident is the first part. The code
+that reads a machine also goes in whole, by pattern (`LIVE`, about 220 KB);
 scripts/gpu/perf_vs_rivals.sh shows how much of the binary stays resident on a GPU.
 """
 
 import bisect
 import collections
+import hashlib
 import os
 import re
 import shutil
@@ -34,6 +44,10 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "hot-text", "release", "gpumon")
 MAP = os.path.join(ROOT, "target", "hot-text", "gpumon.map")
+PRELOAD = os.path.join(ROOT, "target", "hot-text", "code_pages.so")
+# The build touched_pages.sh measures, and its link map.
+PACKED = os.path.join(ROOT, "target", "release", "gpumon")
+PACKED_MAP = os.path.join(ROOT, "target", "hot-text", "release.map")
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "recordings", "h100-probe-jobs.ndjson")
 # The code that reads a real machine, as symbol patterns (legacy mangling: `_ZN` and each path
 # segment with its length): its modules' functions, and every function named after one of their
@@ -50,6 +64,9 @@ def build():
         ["cargo", "build", "--release", "--locked", "--target-dir",
          os.path.join(ROOT, "target", "hot-text")],
         cwd=ROOT, env=env, check=True)
+    # Preloaded by scripts/gpu/touched_pages.sh, which carries it to the GPU machine.
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", PRELOAD,
+                    os.path.join(ROOT, "scripts", "gpu", "code_pages.c")], check=True)
     print(BIN)
 
 
@@ -162,24 +179,82 @@ def sections(map_path):
     return sorted(out)
 
 
-def write(out, dirs):
-    """The script: the functions that ran, by their link-map names, most run first, then the
-    live sources' modules."""
-    cost = collections.Counter()
-    for d in dirs:
-        for name in sorted(os.listdir(d)):
-            if name.endswith(".cg"):
-                cost.update(executed(os.path.join(d, name), "gpumon"))
-    funcs = sections(MAP)
+def touched(path):
+    """The functions on the code pages of PACKED listed in a touched_pages.sh file (the binary's
+    sha256, then the file offsets of the code pages that ran), with that first line. In
+    `.text.hot` the functions are packed in the script's order, so a page there holds functions
+    that ran, beside at most the last ones of the part before it."""
+    with open(path) as f:
+        head, *lines = f.read().splitlines()
+    with open(PACKED, "rb") as f:
+        if head.split()[-1] != hashlib.sha256(f.read()).hexdigest():
+            sys.exit(f"{path}: pages of another build than {PACKED}")
+    out = subprocess.run(["readelf", "-lW", PACKED], capture_output=True, text=True, check=True).stdout
+    segments = []
+    for line in out.splitlines():
+        p = line.split()
+        if p[:1] == ["LOAD"] and "E" in p[6:-1]:
+            segments.append((int(p[1], 16), int(p[2], 16), int(p[4], 16)))
+    funcs = sections(PACKED_MAP)
     starts = [a for a, _, _ in funcs]
-    kinds = collections.Counter(m.group(1) for m in (LEGACY.match(f[2]) for f in funcs) if m)
+    names = set()
+    for offset in (int(line, 16) for line in lines):
+        for file_start, address, size in segments:
+            page = address + offset - file_start
+            if not file_start <= offset < file_start + size:
+                continue
+            # The functions that overlap [page, page + 4096): the one the page starts in, and on.
+            i = max(bisect.bisect_right(starts, page) - 1, 0)
+            while i < len(funcs) and funcs[i][0] < page + 4096:
+                if funcs[i][0] + funcs[i][1] > page:
+                    names.add(funcs[i][2])
+                i += 1
+    return head, names
+
+
+def pages(d):
+    """DIR/NAME.functions from each DIR/NAME.pages."""
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".pages"):
+            head, names = touched(os.path.join(d, name))
+            out = os.path.join(d, name[: -len(".pages")] + ".functions")
+            with open(out, "w") as f:
+                f.write("\n".join([head] + sorted(names)) + "\n")
+            print(f"{out}: {len(names)} functions on its pages")
+
+
+def ran_in(cost, funcs):
+    """The functions of `funcs` the instruction costs fall in, with their sums."""
+    starts = [a for a, _, _ in funcs]
     ran = collections.Counter()
     for address, c in cost.items():
         i = bisect.bisect_right(starts, address) - 1
         if i >= 0 and funcs[i][0] <= address < funcs[i][0] + funcs[i][1]:
             ran[funcs[i][2]] += c
+    return ran
+
+
+def write(out, dirs):
+    """The script: what the live profiles ran, most run first; the functions on the pages a GPU
+    machine ran; what only replays and the demo ran; then the live sources' modules."""
+    live, other, on_gpu = collections.Counter(), collections.Counter(), set()
+    for d in dirs:
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".cg"):
+                cost = live if name.startswith("live") else other
+                cost.update(executed(os.path.join(d, name), "gpumon"))
+            elif name.endswith(".functions"):
+                with open(os.path.join(d, name)) as f:
+                    on_gpu |= {line.strip() for line in f if line.strip() and line[0] != "#"}
+    funcs = sections(MAP)
+    kinds = collections.Counter(m.group(1) for m in (LEGACY.match(f[2]) for f in funcs) if m)
+    live, other = ran_in(live, funcs), ran_in(other, funcs)
+    # A page holds its neighbours too: a function that only replays and the demo ran stays with
+    # them (if a GPU ran it after all, it costs a window at the end, not one in the middle).
+    gpu_only = sorted(on_gpu - set(live) - set(other))
+    replay_only = [n for n, _ in other.most_common() if n not in live]
     patterns, seen = [], set()
-    for name, _ in ran.most_common():
+    for name in [n for n, _ in live.most_common()] + gpu_only + replay_only:
         m = LEGACY.match(name)
         # Unique without its hash: named so, which a new toolchain or profile does not change.
         pattern = m.group(1) + "*" if m and kinds[m.group(1)] == 1 else name
@@ -196,11 +271,13 @@ def write(out, dirs):
             f.write(f"    *(.text.{p} .text.unlikely.{p})\n")
         f.write("  }\n}\nINSERT BEFORE .text;\n")
     os.replace(tmp, out)
-    print(f"{out}: {len(patterns)} patterns, from the {len(ran)} functions that ran")
+    print(f"{out}: {len(patterns)} patterns: {len(live)} functions the live profiles ran, "
+          f"{len(gpu_only)} more on the code pages a GPU machine ran, {len(replay_only)} only "
+          "replays and the demo ran")
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("build", "profile", "write"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("build", "profile", "pages", "write"):
         sys.exit(__doc__)
     if sys.argv[1] == "build":
         build()
@@ -208,6 +285,8 @@ def main():
         if not shutil.which("valgrind") or not shutil.which("tmux"):
             sys.exit("hot_text.py profile needs valgrind and tmux")
         profile(sys.argv[2])
+    elif sys.argv[1] == "pages" and len(sys.argv) == 3:
+        pages(sys.argv[2])
     elif sys.argv[1] == "write" and len(sys.argv) >= 4:
         write(sys.argv[2], sys.argv[3:])
     else:
