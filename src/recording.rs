@@ -291,13 +291,7 @@ mod tests {
         let s = Sample {
             at_ms: 5,
             gpus: vec![],
-            processes: vec![],
-            failures: vec![],
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         w.sample(&s).unwrap();
         assert_eq!(read_all(&buf).unwrap(), vec![s]);

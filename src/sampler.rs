@@ -135,13 +135,7 @@ mod tests {
         Sample {
             at_ms,
             gpus: vec![build::gpu(0, 100, 10, 1)],
-            processes: vec![],
-            failures: vec![],
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         }
     }
 

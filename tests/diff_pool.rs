@@ -39,12 +39,7 @@ fn snapshot(stranded: u64) -> Snapshot {
             at_ms: T0,
             gpus: vec![g],
             processes: vec![p],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         }),
     );
     Snapshot::of_machine(&m, T0)

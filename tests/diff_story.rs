@@ -68,12 +68,7 @@ fn machine_with(procs: &[(u32, u64, &str)]) -> Snapshot {
             at_ms: 1_795_000_000_000,
             gpus: vec![g],
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         }),
     );
     Snapshot::of_machine(&m, 1_795_000_000_000)

@@ -234,11 +234,8 @@ fn a_recordings_fault_is_joined_with_the_recorded_xid() {
             gpus: vec![g0.clone()],
             processes,
             failures,
-            notices: Vec::new(),
             events,
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
         .unwrap();
     }

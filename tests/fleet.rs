@@ -48,12 +48,7 @@ fn scripted(name: &str, gb: u64) -> Machine {
                 process(5120, &g1, 3 * GIB, Framework::Jax, "python serve.py"),
             ],
             gpus: vec![g0, g1],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
     });
     let info = MachineInfo {

@@ -31,12 +31,7 @@ fn snapshot_json() -> Vec<u8> {
             "python train.py",
         )],
         gpus: vec![g],
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     };
     gpumon::pipeline::apply(&mut m, gpumon::model::Event::Sample(s));
     Snapshot::of_machine(&m, 1_763_812_900_000).to_json()

@@ -72,12 +72,7 @@ fn sample(ms: u64) -> Sample {
         at_ms: T0 + ms,
         gpus: vec![g],
         processes: vec![probed, healthy],
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

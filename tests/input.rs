@@ -34,12 +34,7 @@ fn sample(k: u64) -> Sample {
             build::process(300, &g0, 2 * GIB, Framework::Cupy, "python fft.py"),
         ],
         gpus: vec![g0, g1],
-        failures: vec![],
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

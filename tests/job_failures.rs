@@ -78,11 +78,7 @@ fn samples() -> Vec<Sample> {
             gpus: gpus.clone(),
             processes,
             failures,
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         });
     }
     out

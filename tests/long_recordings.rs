@@ -29,12 +29,7 @@ fn sample(at_ms: u64) -> Sample {
         at_ms,
         gpus: vec![gpu],
         processes: vec![train],
-        failures: vec![],
-        notices: vec![],
-        events: Vec::new(),
-        probes: vec![],
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -28,12 +28,7 @@ fn source(name: &str, pid: u32, gb: u64, command: &str) -> ScriptedSource {
             at_ms: T0 + k * 1000,
             gpus: vec![g.clone()],
             processes: vec![process(pid, &g, gb * GIB, Framework::Pytorch, command)],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
     });
     ScriptedSource::new(host(name), samples)

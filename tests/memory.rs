@@ -66,12 +66,7 @@ fn a_day_of_pid_churn_stays_within_the_ring_budget() {
             at_ms: T0 + k * 1000,
             gpus: vec![g],
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })));
 
         // Listed now, or exited within the grace period (a sample a second).

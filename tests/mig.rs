@@ -91,12 +91,7 @@ fn mig_sample(k: u64) -> Sample {
         at_ms: T0 + k * 1000,
         gpus: vec![g],
         processes,
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -40,12 +40,7 @@ fn state() -> State {
                 p(4610, &g0, 3),
                 p(5002, &g1, 1),
             ],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })));
     }
     s

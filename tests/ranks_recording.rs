@@ -59,12 +59,7 @@ fn explained(name: &str, secs: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> V
             at_ms: T0 + k * 1000,
             gpus,
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         w.sample(&sample).unwrap();
     }

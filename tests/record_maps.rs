@@ -152,11 +152,8 @@ impl Source for LeakingJob {
             gpus: vec![g],
             processes: vec![p],
             failures,
-            notices: Vec::new(),
-            events: Vec::new(),
             probes,
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
     }
 }

@@ -104,12 +104,7 @@ fn screen_filtered_to_the_command_asks_before_quitting() {
         at_ms: T0,
         gpus: vec![g],
         processes,
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     })));
     assert_eq!(
         s.screen.rows.iter().map(|k| k.pid).collect::<Vec<_>>(),
@@ -135,13 +130,8 @@ fn screen_without_nvml_follows_the_log_and_shows_the_end() {
     s.update(Msg::from(Event::Sample(Sample {
         at_ms: T0,
         gpus: Vec::new(),
-        processes: Vec::new(),
         failures,
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     })));
     assert_eq!(s.update(Msg::RunEnded(RunEnd::Exited(3))), None);
     insta::assert_snapshot!("run_no_nvml_ended_80x24", draw(&s).backend());

@@ -125,11 +125,7 @@ fn main_sample(k: u64) -> Sample {
         gpus: vec![gpu(0, total, u0, 615 * MIB), gpu(1, total, u1, 615 * MIB)],
         processes,
         failures,
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -248,12 +244,7 @@ fn na_sample(k: u64) -> Sample {
         at_ms: T0 + k * 1000,
         gpus: vec![g0, g1],
         processes: vec![outside, hidden, mine],
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

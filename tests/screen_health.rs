@@ -106,11 +106,8 @@ fn sample(k: u64) -> Sample {
         gpus: vec![g0, g1],
         processes,
         failures,
-        notices: Vec::new(),
         events,
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

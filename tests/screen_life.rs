@@ -75,11 +75,7 @@ fn sample(k: u64) -> Sample {
         gpus: vec![gpu(0, total, u0, 615 * MIB), gpu(1, total, u1, 615 * MIB)],
         processes,
         failures,
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

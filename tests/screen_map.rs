@@ -98,12 +98,8 @@ fn state(ascii: bool, probes: Vec<Vec<ProbeNews>>) -> State {
             at_ms: T0 + k as u64 * 1000,
             gpus: vec![g],
             processes: vec![torch, idle],
-            failures: Vec::new(),
-            notices: Vec::new(),
             probes: news,
-            events: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })));
     }
     for _ in 0..3 {

@@ -124,12 +124,7 @@ fn scripted(ticks: u64, ascii: bool, pool: impl Fn(u64) -> Pool) -> State {
             at_ms: T0 + k * 1000,
             gpus: vec![g],
             processes: vec![torch],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })));
     }
     select(&mut s, 873);

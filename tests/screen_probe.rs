@@ -58,12 +58,7 @@ fn state(config: Config) -> State {
             at_ms: T0 + k * 1000,
             gpus: vec![g],
             processes: vec![torch, jax],
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })));
     }
     s

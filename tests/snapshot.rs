@@ -99,11 +99,7 @@ fn scripted() -> State {
                 } else {
                     vec![]
                 },
-                notices: Vec::new(),
-                events: Vec::new(),
-                probes: Vec::new(),
-                ras: None,
-                logs: Vec::new(),
+                ..Default::default()
             }
         })
         .collect();
@@ -402,12 +398,7 @@ fn machine_snapshot(m: &Machine) -> Snapshot {
         at_ms: T0,
         gpus: vec![gpu],
         processes,
-        failures: vec![],
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     };
     let snap = Snapshot::from_state(&run(info, vec![sample], &[]), T0);
     assert_schema_valid(&serde_json::to_value(&snap).unwrap());
@@ -723,12 +714,8 @@ fn a_processs_end_and_place_are_in_the_document_and_come_back() {
         at_ms,
         gpus: vec![g.clone()],
         processes,
-        failures: vec![],
-        notices: Vec::new(),
-        events: Vec::new(),
         probes,
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     };
     let state = run(
         build::machine(),
@@ -778,13 +765,8 @@ fn a_log_read_behind_is_in_the_document_and_comes_back() {
     let sample = |logs: Vec<LogBehind>| Sample {
         at_ms: T0,
         gpus: vec![g.clone()],
-        processes: vec![],
-        failures: vec![],
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
         logs,
+        ..Default::default()
     };
     let snap = Snapshot::from_state(
         &run(build::machine(), vec![sample(vec![behind.clone()])], &[]),

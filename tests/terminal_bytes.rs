@@ -37,12 +37,7 @@ fn sample(k: u64) -> Sample {
         at_ms: 1_763_812_900_000 + k * 1000,
         gpus: vec![g],
         processes,
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

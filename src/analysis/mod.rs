@@ -307,11 +307,8 @@ mod test_pools {
                 gpus: vec![s.gpu],
                 processes: s.processes,
                 failures: s.failures,
-                notices: Vec::new(),
-                events: Vec::new(),
                 probes: s.probes,
-                ras: None,
-                logs: Vec::new(),
+                ..Default::default()
             };
             pipeline::apply(&mut m, Event::Sample(sample));
         }

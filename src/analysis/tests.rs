@@ -26,11 +26,7 @@ fn sample(
         gpus,
         processes,
         failures,
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }))
 }
 

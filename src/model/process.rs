@@ -317,12 +317,8 @@ mod tests {
             at_ms,
             gpus: vec![g.clone()],
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
             probes,
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         let news = |end: Option<ProcessEnd>, main_where: Option<WhereNews>| ProbeNews {
             pid: 7,

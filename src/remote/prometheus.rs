@@ -369,12 +369,7 @@ fn reading(acc: HostAcc, selector: String) -> HostReading {
                 .map(|(uuid, g)| gpu::sample(uuid, g))
                 .collect(),
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         },
         alerts: acc.alerts,
         selector,

@@ -304,7 +304,7 @@ pub struct ProcessSample {
 }
 
 /// Everything gathered in one tick.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// When the sample was taken, milliseconds since the Unix epoch.
     pub at_ms: u64,

@@ -132,12 +132,7 @@ mod tests {
                 at_ms: 1000 * (k as u64 + 1),
                 gpus: vec![g.clone()],
                 processes,
-                failures: Vec::new(),
-                notices: Vec::new(),
-                events: Vec::new(),
-                probes: Vec::new(),
-                ras: None,
-                logs: Vec::new(),
+                ..Default::default()
             })));
         }
         let cause = |s: &State| {

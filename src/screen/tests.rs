@@ -13,13 +13,7 @@ fn a_lost_gpu_keeps_its_last_known_total() {
     let sample = |at_ms, g: GpuSample| Sample {
         at_ms,
         gpus: vec![g],
-        processes: Vec::new(),
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     };
     state.update(Msg::from(Event::Sample(sample(1000, g.clone()))));
     let lost = GpuSample {
@@ -67,12 +61,7 @@ fn the_run_filter_keeps_the_command_and_the_writers_of_its_log() {
         at_ms: 1000,
         gpus: vec![g],
         processes: procs,
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     })));
     let shown: Vec<u32> = state.screen.rows.iter().map(|k| k.pid).collect();
     assert_eq!(shown, vec![100, 101]);
@@ -117,12 +106,7 @@ fn one_process(at: &[u64], exit: usize) -> Vec<Sample> {
             } else {
                 Vec::new()
             },
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
         .collect()
 }

@@ -115,12 +115,8 @@ mod tests {
             at_ms: T0 + k * 1000,
             gpus: vec![g.clone()],
             processes: p.into_iter().cloned().collect(),
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
             probes,
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })));
     }
 

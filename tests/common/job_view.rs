@@ -135,12 +135,7 @@ pub fn sample(k: u64, gpus: u32, processes: Vec<ProcessSample>) -> Sample {
         at_ms: T0 + k * 1000,
         gpus: gs,
         processes,
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -70,12 +70,7 @@ pub fn samples(ranks: &[Rank], world: u32, seconds: u64) -> Vec<Sample> {
                 at_ms: T0 + k * 1000,
                 gpus,
                 processes,
-                failures: Vec::new(),
-                notices: Vec::new(),
-                events: Vec::new(),
-                probes: Vec::new(),
-                ras: None,
-                logs: Vec::new(),
+                ..Default::default()
             }
         })
         .collect()

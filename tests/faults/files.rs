@@ -25,13 +25,7 @@ fn sample(at_ms: u64) -> Sample {
     Sample {
         at_ms,
         gpus: vec![build::gpu(0, 100, 10, 1)],
-        processes: vec![],
-        failures: vec![],
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

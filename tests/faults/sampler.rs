@@ -131,13 +131,7 @@ impl Source for Slow {
         Ok(Sample {
             at_ms: n as u64,
             gpus: vec![build::gpu(0, 80 * GIB, 10 * GIB, GIB)],
-            processes: vec![],
-            failures: vec![],
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
     }
 }
@@ -285,13 +279,7 @@ impl Source for Panics {
         Ok(Sample {
             at_ms: 1,
             gpus: vec![build::gpu(0, 80 * GIB, 10 * GIB, GIB)],
-            processes: vec![],
-            failures: vec![],
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         })
     }
 }

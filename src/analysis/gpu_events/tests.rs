@@ -59,12 +59,8 @@ fn machine(pending: bool, events: Vec<GpuEvent>) -> Machine {
             at_ms: T,
             gpus,
             processes: vec![p],
-            failures: Vec::new(),
-            notices: Vec::new(),
             events,
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         }),
     );
     m
@@ -283,15 +279,12 @@ fn fault_then_xid(xid_in: Option<u64>, samples: u64) -> Vec<(u64, Alert)> {
             } else {
                 Vec::new()
             },
-            notices: Vec::new(),
             events: if Some(k) == xid_in {
                 vec![e]
             } else {
                 Vec::new()
             },
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         let before = m.alerts.len();
         apply(&mut m, Event::Sample(s));

@@ -58,11 +58,7 @@ impl Run {
             gpus: self.gpus.clone(),
             processes,
             failures,
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         pipeline::apply(&mut self.m, Event::Sample(sample));
         self.second += 1;

@@ -40,11 +40,8 @@ fn apply(
             gpus: vec![g],
             processes: vec![p],
             failures,
-            notices: Vec::new(),
             probes,
-            events: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         }),
     );
 }

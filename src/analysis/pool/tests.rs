@@ -335,13 +335,8 @@ fn a_notice_from_the_source_is_said_once_as_a_notice() {
     let s = Sample {
         at_ms: T0,
         gpus: vec![],
-        processes: vec![],
-        failures: Vec::new(),
         notices: vec!["probe file /tmp/gpumon-0/probe/9.json ignored: oversized".into()],
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     };
     pipeline::apply(&mut m, Event::Sample(s));
     assert_eq!(m.alerts.len(), 1);

@@ -143,12 +143,8 @@ pub fn run(
             at_ms: T0 + k * 1000,
             gpus,
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
             probes: probes(k),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         pipeline::apply(&mut m, Event::Sample(sample));
     }

@@ -22,12 +22,7 @@ fn sample(at_ms: u64, processes: Vec<ProcessSample>) -> Sample {
             gpu(1, 80 * GIB, 30 * GIB, GIB),
         ],
         processes,
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -93,12 +93,7 @@ mod tests {
                 at_ms: 1_763_812_900_000 + u64::from(i) * 1000,
                 gpus: vec![g.clone()],
                 processes,
-                failures: Vec::new(),
-                notices: Vec::new(),
-                events: Vec::new(),
-                probes: Vec::new(),
-                ras: None,
-                logs: Vec::new(),
+                ..Default::default()
             });
             let exited = m
                 .processes

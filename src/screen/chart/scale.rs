@@ -105,13 +105,7 @@ mod tests {
         Sample {
             at_ms,
             gpus: vec![gpu(0, 80 * GIB, GIB, 0)],
-            processes: Vec::new(),
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         }
     }
 

@@ -40,12 +40,8 @@ fn sample(at_ms: u64, probed: bool, news: Vec<ProbeNews>) -> Msg {
         at_ms,
         gpus: vec![g],
         processes: vec![p],
-        failures: Vec::new(),
-        notices: Vec::new(),
         probes: news,
-        events: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     }))
 }
 
@@ -139,13 +135,7 @@ fn requests_that_cannot_be_made_are_answered_on_the_status_line() {
     s.update(Msg::from(Event::Sample(Sample {
         at_ms: 2_000,
         gpus: vec![g],
-        processes: Vec::new(),
-        failures: Vec::new(),
-        notices: Vec::new(),
-        probes: Vec::new(),
-        events: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     })));
     assert_eq!(s.update(Msg::Action(Action::Export)), None);
     assert_eq!(s.screen.status.as_deref(), Some("pid 4312 has exited"));

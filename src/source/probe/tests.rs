@@ -350,12 +350,8 @@ fn pools_survive_a_recording_and_a_version_1_recording_reads_as_not_recorded() {
         at_ms: NOW,
         gpus: vec![g],
         processes: vec![p, unprobed],
-        failures: Vec::new(),
         notices: vec!["probe file /x ignored: oversized".into()],
-        events: Vec::new(),
-        probes: Vec::new(),
-        ras: None,
-        logs: Vec::new(),
+        ..Default::default()
     };
     let mut bytes = Vec::new();
     {

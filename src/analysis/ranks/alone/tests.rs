@@ -268,12 +268,7 @@ fn a_leak_raised_before_the_others_came_is_taken_over_by_the_job_alert() {
             at_ms: T0 + k * 1000,
             gpus,
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

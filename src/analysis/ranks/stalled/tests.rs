@@ -93,12 +93,9 @@ fn run_with(secs: u64, still: bool, with_ras: bool) -> Vec<Alert> {
             at_ms: T0 + k * 1000,
             gpus,
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
             probes,
             ras: (with_ras && k >= STALL_AT + 5).then(|| ras(T0 + k * 1000)),
-            logs: Vec::new(),
+            ..Default::default()
         };
         pipeline::apply(&mut m, Event::Sample(sample));
     }

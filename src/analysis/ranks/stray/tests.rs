@@ -147,12 +147,7 @@ fn a_process_of_no_job_on_two_gpus_is_not_a_stray() {
             at_ms: T0 + k * 1000,
             gpus,
             processes,
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         };
         pipeline::apply(&mut m, Event::Sample(s));
     }

@@ -7,17 +7,12 @@ fn sample(at_ms: u64, ras_at: Option<u64>) -> Sample {
     Sample {
         at_ms,
         gpus: Vec::new(),
-        processes: Vec::new(),
-        failures: Vec::new(),
-        notices: Vec::new(),
-        events: Vec::new(),
-        probes: Vec::new(),
         ras: ras_at.map(|at_ms| RasStatus {
             at_ms,
             nccl_version: Some("2.28.9".into()),
             comms: Vec::new(),
         }),
-        logs: Vec::new(),
+        ..Default::default()
     }
 }
 

@@ -29,12 +29,7 @@ fn machine(seconds: u64, at: impl Fn(u64) -> Vec<ProcessSample>) -> Machine {
                 gpu(1, 80 * GIB, 40 * GIB, GIB),
             ],
             processes: at(k),
-            failures: Vec::new(),
-            notices: Vec::new(),
-            events: Vec::new(),
-            probes: Vec::new(),
-            ras: None,
-            logs: Vec::new(),
+            ..Default::default()
         });
     }
     m
