@@ -19,7 +19,7 @@ whole (in a build with other hashes, a wheel's or a new toolchain's, they stay w
 
 NVML does not get past its first call under valgrind (tried on an H100; the driver's ioctls are
 unknown to it), so the live screen and `serve` are profiled on a stand-in (scripts/fake_nvml.c).
-What only a GPU makes run (memory health, NVML's events, MIG, a probed job's files) comes from
+What only a GPU makes run (memory health, NVML's events, MIG, real processes) comes from
 the GPU machine as pages: scripts/gpu/touched_pages.sh lists the pages of the release build (as
 it is, packed by the current script, with a link map) that a screen and `serve` touched there,
 and `pages` names the functions on every touched page (a page holds several; the ones that did
@@ -54,6 +54,16 @@ FIXTURE = os.path.join(ROOT, "tests", "fixtures", "recordings", "h100-probe-jobs
 # types (trait impls such as a probe file's `Deserialize`, drops, generics over them).
 LIVE = ["_ZN6gpumon6source*", "_ZN*gpumon..source..*", "_ZN12nvml_wrapper*",
         "_ZN*nvml_wrapper..*", "_ZN10libloading*", "_ZN6gpumon7sampler*", "_ZN*gpumon..sampler..*"]
+PROBED_JOB = """
+import time, torch
+GiB = 2**30
+torch.cuda._initialized = True
+for k in range(600):
+    torch.cuda._stats[0] = {"allocated_bytes.all.current": (8 + k % 7) * GiB // 2,
+        "reserved_bytes.all.current": 9 * GiB, "inactive_split_bytes.all.current": GiB,
+        "num_alloc_retries": 0, "num_ooms": 0}
+    time.sleep(1)
+"""
 LEGACY = re.compile(r"^(_ZN.*17h)[0-9a-f]{16}E$")
 
 
@@ -116,7 +126,7 @@ def serve(out, argv, seconds, env):
 
 def profile(out_dir):
     """Replays (the screen, the demo, `serve`), then the live screen and `serve` on the stand-in
-    NVML (scripts/fake_nvml.c) with one process, this machine's /proc and its logs."""
+    NVML (scripts/fake_nvml.c) with one probed process, this machine's /proc and its logs."""
     os.makedirs(out_dir, exist_ok=True)
     keys = ["j", "Tab", "k", "m", "Escape", "J", "J", "?", "Escape", "g", "g", "o", "o"]
     none = {"GPUMON_NVML_LIB": "/nonexistent/x"}
@@ -126,8 +136,13 @@ def profile(out_dir):
     fake = os.path.join(ROOT, "target", "hot-text", "libnvidia-ml-fake.so")
     subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", fake,
                     os.path.join(ROOT, "scripts", "fake_nvml.c")], check=True)
-    job = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    live = {"GPUMON_NVML_LIB": fake, "FAKE_NVML_PIDS": str(job.pid)}
+    # The process: a job with the allocator probe on a stand-in torch (tests/python/fakes) whose
+    # pool grows and shrinks, so that what a probed job's pool costs a tick is profiled too.
+    probes = os.path.join(ROOT, "target", "hot-text", "probes")
+    fakes = os.path.join(ROOT, "tests", "python", "fakes")
+    job = subprocess.Popen(["bash", "-c", f'eval "$("{BIN}" probe env --probe-dir {probes})"; '
+                            f'PYTHONPATH="$PYTHONPATH:{fakes}" exec python3 -c "$0"', PROBED_JOB])
+    live = {"GPUMON_NVML_LIB": fake, "FAKE_NVML_PIDS": str(job.pid), "GPUMON_PROBE_DIR": probes}
     try:
         screen(os.path.join(out_dir, "live.cg"), ["--interval", "1s"], keys, 40, live)
         serve(os.path.join(out_dir, "live-serve.cg"), [], 20, live)
