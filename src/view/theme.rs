@@ -6,7 +6,7 @@ use ratatui::symbols::border;
 use crate::model::Config;
 
 /// Borders drawn with `+`, `-` and `|` only.
-const ASCII_BORDER: border::Set = border::Set {
+pub(super) const ASCII_BORDER: border::Set = border::Set {
     top_left: "+",
     top_right: "+",
     bottom_left: "+",

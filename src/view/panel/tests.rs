@@ -12,20 +12,9 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Padding, Widget};
 
 use super::Panel;
+use crate::view::theme::ASCII_BORDER as ASCII;
 
 type Titles = Vec<(bool, Line<'static>)>;
-
-/// The ASCII mode's set (`view::theme`).
-const ASCII: border::Set = border::Set {
-    top_left: "+",
-    top_right: "+",
-    bottom_left: "+",
-    bottom_right: "+",
-    vertical_left: "|",
-    vertical_right: "|",
-    horizontal_top: "-",
-    horizontal_bottom: "-",
-};
 
 fn both(
     set: border::Set<'static>,
