@@ -75,7 +75,7 @@ for t in "${tools[@]}" "nvtop=$nvtop -d 10"; do
   tmux new-session -d -s rss -x 120 -y 40 -e LANG=C.UTF-8 "exec $cmd"; sleep 10
   pid=$(tmux display -p -t rss '#{pane_pid}')
   { echo "== $name: $(grep -E 'VmHWM|RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ') threads $(ls /proc/$pid/task | wc -l): $(cat /proc/$pid/task/*/comm | sort | uniq -c | tr -s ' \n' ' ')"
-    awk '/^[0-9a-f]+-[0-9a-f]+ /{n=$6; if(n=="")n="[anon]"; else if(n ~ /gpumon/)n=n" "$2} /^Rss:/{r[n]+=$2} END{for(k in r) if(r[k]>=100) printf "%8d kB %s\n", r[k], k}' /proc/$pid/smaps | sort -rn | head -8
+    awk -f "$here/rss_by_mapping.awk" /proc/$pid/smaps | sort -rn | head -8
   } >> "$o/rss.txt"
   tmux kill-session -t rss; sleep 1
 done

@@ -49,7 +49,7 @@ done | tee "$o/pages.txt"
 for name in default arena1 nvtop; do
   pid=$(tmux display -p -t $name '#{pane_pid}')
   { echo "== $name: $(grep -E 'VmHWM|RssAnon|RssFile' /proc/$pid/status | tr -s ' \t\n' ' ') threads $(ls /proc/$pid/task | wc -l)"
-    awk '/^[0-9a-f]+-[0-9a-f]+ /{n=$6; if(n=="")n="[anon]"; else if(n ~ /gpumon/)n=n" "$2} /^Rss:/{r[n]+=$2} END{for(k in r) if(r[k]>=100) printf "%8d kB %s\n", r[k], k}' /proc/$pid/smaps | sort -rn | head -9
+    awk -f "$here/rss_by_mapping.awk" /proc/$pid/smaps | sort -rn | head -9
   } >> "$o/rss.txt"
 done
 cat "$o/rss.txt"
