@@ -16,6 +16,7 @@ use std::sync::Arc;
 use crate::clock::tick_times;
 use crate::input::{self, Action};
 use crate::model::{Event as HostEvent, SourceState};
+use crate::paint::Painter;
 use crate::pipeline::alert_maps::AlertMaps;
 use crate::sample::request::Ask;
 use crate::screen::{Command, Msg, State};
@@ -84,11 +85,13 @@ where
     let mut frame_due: Option<tokio::time::Instant> = None;
     let mut samples_open = true;
     let mut alert_maps = AlertMaps::default();
+    let mut painter = Painter::default();
     loop {
         if dirty {
             tick_times::time("screen.draw", || {
-                terminal
-                    .draw(|frame| tick_times::time("screen.render", || view::render(frame, state)))
+                painter.draw(terminal, |frame| {
+                    tick_times::time("screen.render", || view::render(frame, state))
+                })
             })
             .map_err(|e| TerminalError(e.to_string()))?;
             dirty = false;
@@ -143,7 +146,7 @@ where
                         input::map(key, state.screen.prompt.is_some())
                     };
                     let Some(action) = action else { continue };
-                    if act(terminal, state, action, &options, &status_tx)? {
+                    if act(terminal, &mut painter, state, action, &options, &status_tx)? {
                         return Ok(Exit::Quit);
                     }
                     dirty = true;
@@ -152,7 +155,7 @@ where
                     let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
                     let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
                     let Some(action) = view::mouse::action(area, state, mouse) else { continue };
-                    if act(terminal, state, action, &options, &status_tx)? {
+                    if act(terminal, &mut painter, state, action, &options, &status_tx)? {
                         return Ok(Exit::Quit);
                     }
                     dirty = true;
@@ -168,14 +171,14 @@ where
                         continue;
                     }
                     for action in actions {
-                        if act(terminal, state, action, &options, &status_tx)? {
+                        if act(terminal, &mut painter, state, action, &options, &status_tx)? {
                             return Ok(Exit::Quit);
                         }
                     }
                     dirty = true;
                 }
                 Some(Ok(Event::Resize(width, height))) => {
-                    fit(terminal, width, height)?;
+                    fit(terminal, &mut painter, width, height)?;
                     dirty = true;
                 }
                 Some(Ok(_)) => {}
@@ -204,6 +207,7 @@ where
 /// Applies a key's or the mouse's action and does the I/O it asks for; true to quit.
 fn act<B: Backend>(
     terminal: &mut Terminal<B>,
+    painter: &mut Painter,
     state: &mut State,
     action: Action,
     options: &Options,
@@ -231,8 +235,9 @@ fn act<B: Backend>(
             crate::terminal::suspend(options.mouse).map_err(|e| TerminalError(e.to_string()))?;
             // It may have been resized while stopped (no resize event reaches a stopped process).
             let size = terminal.size().map_err(|e| TerminalError(e.to_string()))?;
-            fit(terminal, size.width, size.height)?;
+            fit(terminal, painter, size.width, size.height)?;
             terminal.clear().map_err(|e| TerminalError(e.to_string()))?;
+            painter.invalidate();
         }
         Some(Command::Probe(ask)) => match &options.requests {
             Some(requests) => send(requests, ask, Some(status.clone())),
@@ -287,13 +292,16 @@ fn take_export(options: &Options, pid: u32, name: String, status: &mpsc::Sender<
     });
 }
 
-/// Sizes the fixed viewport (`terminal::enter`) to the terminal's `width` x `height`.
+/// Sizes the fixed viewport (`terminal::enter`) to the terminal's `width` x `height`; ratatui
+/// clears the screen for it, so the next frame is written whole.
 fn fit<B: Backend>(
     terminal: &mut Terminal<B>,
+    painter: &mut Painter,
     width: u16,
     height: u16,
 ) -> Result<(), TerminalError> {
     let area = ratatui::layout::Rect::new(0, 0, width, height);
+    painter.invalidate();
     terminal
         .resize(area)
         .map_err(|e| TerminalError(e.to_string()))

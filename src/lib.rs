@@ -24,6 +24,7 @@ pub mod kill;
 pub mod logs;
 pub mod model;
 pub mod oom;
+pub mod paint;
 pub mod pipeline;
 pub mod record;
 pub mod recording;

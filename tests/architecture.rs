@@ -43,6 +43,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("view", &["app", "cmd", "snapshot", "run", "remote"]),
     ("snapshot", &["remote", "app", "cmd"]),
     ("remote", &["view", "app", "cmd"]),
+    // Painting a frame knows cells, not what they show.
+    ("paint", &["app", "view", "screen", "model", "cmd"]),
     // TLS is a leaf both sides use: it knows nothing of what it carries.
     (
         "tls",
