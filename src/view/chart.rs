@@ -12,15 +12,17 @@
 //! how close the GPU is to full. Braille cells cannot hold two colours, so stacked bands of many
 //! processes would also blur where they meet.
 
+mod plot;
 mod pool;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, LegendPosition};
+use ratatui::text::Line;
+use ratatui::widgets::GraphType;
 
+use self::plot::{Dataset, Plot};
 use super::panel::Panel;
 use super::theme::Theme;
 use crate::model::units;
@@ -73,7 +75,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
         .filter(in_range)
         .map(|r| (flat(gib(r)), r));
     let marks = c.pool.as_ref().map(|p| pool::marks(p, top));
-    let mut datasets: Vec<Series> = Vec::new();
+    let mut datasets: Vec<Dataset> = Vec::new();
     if let Some((line, t)) = &total_line {
         let name = format!("total {}", units::compact(*t));
         datasets.push(series(line, ascii, GraphType::Line, theme.na, Some(name)));
@@ -96,23 +98,22 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
 
     let half = c.span_ms / 2;
     let x_labels = vec![
-        Span::raw(format!("-{}", units::duration_label(c.span_ms))),
-        Span::raw(format!("-{}", units::duration_label(half))),
-        Span::raw("now"),
+        Line::raw(format!("-{}", units::duration_label(c.span_ms))),
+        Line::raw(format!("-{}", units::duration_label(half))),
+        Line::raw("now"),
     ];
     let y_labels = vec![
-        Span::raw("0"),
-        Span::raw(units::compact(c.top / 2)),
-        Span::raw(units::compact(c.top)),
+        Line::raw("0"),
+        Line::raw(units::compact(c.top / 2)),
+        Line::raw(units::compact(c.top)),
     ];
-    let chart = Chart::new(self::datasets(datasets))
-        .x_axis(Axis::default().bounds([-c.span_s, 0.0]).labels(x_labels))
-        .y_axis(Axis::default().bounds([0.0, top]).labels(y_labels))
-        .legend_position(Some(LegendPosition::TopLeft))
-        .hidden_legend_constraints((
-            ratatui::layout::Constraint::Percentage(60),
-            ratatui::layout::Constraint::Percentage(80),
-        ));
+    let chart = Plot {
+        datasets: self::datasets(datasets),
+        x_bounds: [-c.span_s, 0.0],
+        y_bounds: [0.0, top],
+        x_labels,
+        y_labels,
+    };
     frame.render_widget(chart, inner);
     if state.config.ascii {
         to_ascii(frame, inner);
@@ -121,7 +122,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
 
 /// A GPU's chart: the selected process's device memory filled, used memory a line above it
 /// (filled itself when no process of this GPU is selected).
-fn gpu_datasets<'a>(out: &mut Vec<Series<'a>>, c: &'a ChartData, ascii: bool, theme: &Theme) {
+fn gpu_datasets<'a>(out: &mut Vec<Dataset<'a>>, c: &'a ChartData, ascii: bool, theme: &Theme) {
     let used_kind = if c.selected.is_some() {
         GraphType::Line
     } else {
@@ -151,7 +152,7 @@ fn named(name: &str, runs: &[Run]) -> String {
 
 /// One dataset per run; only the first carries the legend's name.
 fn push_runs<'a>(
-    out: &mut Vec<Series<'a>>,
+    out: &mut Vec<Dataset<'a>>,
     runs: &'a [Run],
     ascii: bool,
     kind: GraphType,
@@ -164,15 +165,6 @@ fn push_runs<'a>(
     }
 }
 
-/// One dataset to draw, its legend name not yet padded.
-pub(super) struct Series<'a> {
-    data: &'a [(f64, f64)],
-    marker: Marker,
-    kind: GraphType,
-    style: Style,
-    name: Option<String>,
-}
-
 /// A dataset drawn in braille, or in ASCII mode with blocks for areas and dots for lines (which
 /// `to_ascii` turns into `#` and `*`).
 fn series(
@@ -181,13 +173,13 @@ fn series(
     kind: GraphType,
     style: Style,
     name: Option<String>,
-) -> Series<'_> {
+) -> Dataset<'_> {
     let marker = match (ascii, kind) {
         (false, _) => Marker::Braille,
         (true, GraphType::Area) => Marker::Block,
         (true, _) => Marker::Dot,
     };
-    Series {
+    Dataset {
         data,
         marker,
         kind,
@@ -198,26 +190,19 @@ fn series(
 
 /// The datasets, their names padded to one width: the legend box is drawn over the plot, and a
 /// shorter name would leave the plot's cells showing beside it.
-fn datasets(series: Vec<Series<'_>>) -> Vec<Dataset<'_>> {
+fn datasets(mut series: Vec<Dataset<'_>>) -> Vec<Dataset<'_>> {
     let width = series
         .iter()
         .filter_map(|s| s.name.as_deref().map(str::len))
         .max()
         .unwrap_or(0);
+    for s in &mut series {
+        if let Some(name) = &mut s.name {
+            let pad = width.saturating_sub(name.chars().count());
+            name.extend(std::iter::repeat_n(' ', pad));
+        }
+    }
     series
-        .into_iter()
-        .map(|s| {
-            let d = Dataset::default()
-                .data(s.data)
-                .marker(s.marker)
-                .graph_type(s.kind)
-                .style(s.style);
-            match s.name {
-                Some(n) => d.name(format!("{n:<width$}")),
-                None => d,
-            }
-        })
-        .collect()
 }
 
 /// Redraws the chart's Unicode (axes, legend box, dots, the stranded band's bars) with ASCII,

@@ -10,7 +10,8 @@
 use ratatui::symbols::Marker;
 use ratatui::widgets::GraphType;
 
-use super::{Series, named, push_runs, series};
+use super::plot::Dataset;
+use super::{named, push_runs, series};
 use crate::model::units;
 use crate::screen::chart::{PoolChart, Run, gib};
 use crate::view::theme::Theme;
@@ -30,7 +31,7 @@ pub fn marks(p: &PoolChart, top: f64) -> Marks {
 }
 
 pub fn datasets<'a>(
-    out: &mut Vec<Series<'a>>,
+    out: &mut Vec<Dataset<'a>>,
     p: &'a PoolChart,
     marks: &'a Marks,
     top: f64,
@@ -60,7 +61,7 @@ pub fn datasets<'a>(
         .stranded
         .map(|s| format!("stranded {}", units::compact(s)));
     for run in &p.stranded_top {
-        out.push(Series {
+        out.push(Dataset {
             data: run,
             marker: Marker::Bar,
             kind: GraphType::Area,

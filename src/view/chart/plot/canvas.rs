@@ -1,0 +1,255 @@
+//! The plot's datasets painted as ratatui's `Canvas` paints them for a `Chart`: each data point
+//! mapped to a dot of the marker's grid (2x4 a cell for braille, 1x1 otherwise), a line or a
+//! filled area between consecutive points (the same clipping and the same Bresenham steps),
+//! and each dataset a layer over the ones before. The difference is the bookkeeping: one grid
+//! reused by every dataset, and only its painted cells set into the buffer, where the canvas
+//! allocates a grid and a layer per dataset and walks every cell of the plot for each.
+
+use line_clipping::{LineSegment, Point, Window, cohen_sutherland};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Color;
+use ratatui::symbols::Marker;
+use ratatui::symbols::braille::BRAILLE;
+use ratatui::widgets::GraphType;
+
+use super::Dataset;
+
+/// A grid of dots over the plot's cells, painted a dataset at a time.
+pub struct Canvas {
+    area: Rect,
+    x_bounds: [f64; 2],
+    y_bounds: [f64; 2],
+    /// A cell's dots (braille: bit `x % 2 + 2 * (y % 4)`; other markers: 1 when painted).
+    dots: Vec<u8>,
+    /// The cells painted by the dataset being drawn, each once.
+    painted: Vec<usize>,
+}
+
+/// How one dataset's marker maps dots to cells.
+#[derive(Clone, Copy)]
+struct Grid {
+    /// Dots a cell across and down.
+    w: usize,
+    h: usize,
+    /// Columns of cells.
+    width: usize,
+    /// Resolution in dots.
+    res: (f64, f64),
+}
+
+impl Canvas {
+    pub fn new(area: Rect, x_bounds: [f64; 2], y_bounds: [f64; 2]) -> Self {
+        let cells = usize::from(area.width) * usize::from(area.height);
+        Canvas {
+            area,
+            x_bounds,
+            y_bounds,
+            dots: vec![0; cells],
+            painted: Vec::new(),
+        }
+    }
+
+    /// Paints `d` and sets its cells into `buf` (`area` must lie inside `buf`).
+    pub fn draw(&mut self, d: &Dataset<'_>, buf: &mut Buffer) {
+        let (w, h) = match d.marker {
+            Marker::Braille => (2, 4),
+            _ => (1, 1),
+        };
+        let width = usize::from(self.area.width);
+        let grid = Grid {
+            w,
+            h,
+            width,
+            res: (
+                f64::from(self.area.width) * w as f64,
+                f64::from(self.area.height) * h as f64,
+            ),
+        };
+        for &(x, y) in d.data {
+            if let Some((x, y)) = self.point(grid, x, y) {
+                self.paint(grid, x, y);
+            }
+        }
+        let fill_to = match d.kind {
+            GraphType::Line => None,
+            GraphType::Area => Some(0.0),
+            GraphType::Bar => {
+                for &(x, y) in d.data {
+                    self.line(grid, x, 0.0, x, y, None);
+                }
+                return self.set_cells(d, buf);
+            }
+            _ => return self.set_cells(d, buf),
+        };
+        for pair in d.data.windows(2) {
+            let ((x1, y1), (x2, y2)) = (pair[0], pair[1]);
+            self.line(grid, x1, y1, x2, y2, fill_to);
+        }
+        self.set_cells(d, buf);
+    }
+
+    /// `Painter::get_point`: the dot a point falls on, `None` outside the bounds.
+    fn point(&self, g: Grid, x: f64, y: f64) -> Option<(usize, usize)> {
+        let [left, right] = self.x_bounds;
+        let [bottom, top] = self.y_bounds;
+        if x < left || x > right || y < bottom || y > top {
+            return None;
+        }
+        let width = right - left;
+        let height = top - bottom;
+        if width <= 0.0 || height <= 0.0 {
+            return None;
+        }
+        let x = ((x - left) * (g.res.0 - 1.0) / width).round() as usize;
+        let y = ((top - y) * (g.res.1 - 1.0) / height).round() as usize;
+        Some((x, y))
+    }
+
+    #[inline]
+    fn paint(&mut self, g: Grid, x: usize, y: usize) {
+        let index = (y / g.h) * g.width + x / g.w;
+        if let Some(cell) = self.dots.get_mut(index) {
+            if *cell == 0 {
+                self.painted.push(index);
+            }
+            *cell |= if g.w == 1 {
+                1
+            } else {
+                1u8 << ((x % g.w) + g.w * (y % g.h))
+            };
+        }
+    }
+
+    /// The dots from `top` down to `bottom` in column `x`, as `paint` paints them one by one:
+    /// a cell's rows at once.
+    fn paint_column(&mut self, g: Grid, x: usize, top: usize, bottom: usize) {
+        let mut y = top;
+        while y <= bottom {
+            let last = (y / g.h * g.h + g.h - 1).min(bottom);
+            let index = (y / g.h) * g.width + x / g.w;
+            let Some(cell) = self.dots.get_mut(index) else {
+                return;
+            };
+            if *cell == 0 {
+                self.painted.push(index);
+            }
+            *cell |= if g.w == 1 {
+                1
+            } else {
+                (y..=last).fold(0, |m, y| m | 1u8 << ((x % g.w) + g.w * (y % g.h)))
+            };
+            y = last + 1;
+        }
+    }
+
+    /// A canvas `Line` (`fill_to`: `None`) or `FilledLine` (down or up to `fill_to`).
+    fn line(&mut self, g: Grid, x1: f64, y1: f64, x2: f64, y2: f64, fill_to: Option<f64>) {
+        let [xmin, xmax] = self.x_bounds;
+        let [ymin, ymax] = self.y_bounds;
+        let Some(LineSegment { p1, p2 }) = cohen_sutherland::clip_line(
+            LineSegment::new(Point::new(x1, y1), Point::new(x2, y2)),
+            Window::new(xmin, xmax, ymin, ymax),
+        ) else {
+            return;
+        };
+        let Some((x1, y1)) = self.point(g, p1.x, p1.y) else {
+            return;
+        };
+        let Some((x2, y2)) = self.point(g, p2.x, p2.y) else {
+            return;
+        };
+        let Some(fill_to) = fill_to else {
+            for_each_line_point(x1, y1, x2, y2, |x, y| self.paint(g, x, y));
+            return;
+        };
+        let Some((_, y_fill)) = self.point(g, p1.x, fill_to.clamp(ymin, ymax)) else {
+            return;
+        };
+        for_each_line_point(x1, y1, x2, y2, |x, y| {
+            self.paint_column(g, x, y.min(y_fill), y.max(y_fill));
+        });
+    }
+
+    /// The painted cells into `buf` as a canvas layer sets them (symbol and foreground, and the
+    /// background for blocks); the grid is left blank for the next dataset.
+    fn set_cells(&mut self, d: &Dataset<'_>, buf: &mut Buffer) {
+        let color = d.style.fg.unwrap_or(Color::Reset);
+        let width = usize::from(self.area.width);
+        let buf_width = usize::from(buf.area.width);
+        let origin = usize::from(self.area.y - buf.area.y) * buf_width
+            + usize::from(self.area.x - buf.area.x);
+        for &index in &self.painted {
+            let dots = std::mem::take(&mut self.dots[index]);
+            let symbol = match d.marker {
+                Marker::Braille => BRAILLE[usize::from(dots)],
+                Marker::Block => '█',
+                Marker::Bar => '▄',
+                _ => '•',
+            };
+            let cell = &mut buf.content[origin + (index / width) * buf_width + index % width];
+            cell.set_char(symbol).set_fg(color);
+            if matches!(d.marker, Marker::Block) {
+                cell.set_bg(color);
+            }
+        }
+        self.painted.clear();
+    }
+}
+
+/// The dots of a line from (`x1`, `y1`) to (`x2`, `y2`), ratatui's Bresenham steps exactly.
+fn for_each_line_point(
+    x1: usize,
+    y1: usize,
+    x2: usize,
+    y2: usize,
+    mut f: impl FnMut(usize, usize),
+) {
+    let dx = x2.abs_diff(x1);
+    let dy = y2.abs_diff(y1);
+    if dx == 0 {
+        for y in y1.min(y2)..=y1.max(y2) {
+            f(x1, y);
+        }
+    } else if dy == 0 {
+        for x in x1.min(x2)..=x1.max(x2) {
+            f(x, y1);
+        }
+    } else if dy < dx {
+        let ((x1, y1), (x2, y2)) = if x1 > x2 {
+            ((x2, y2), (x1, y1))
+        } else {
+            ((x1, y1), (x2, y2))
+        };
+        let dx = (x2 - x1) as isize;
+        let dy = (y2 as isize - y1 as isize).abs();
+        let mut d = 2 * dy - dx;
+        let mut y = y1;
+        for x in x1..=x2 {
+            f(x, y);
+            if d > 0 {
+                y = if y1 > y2 { y.saturating_sub(1) } else { y + 1 };
+                d -= 2 * dx;
+            }
+            d += 2 * dy;
+        }
+    } else {
+        let ((x1, y1), (x2, y2)) = if y1 > y2 {
+            ((x2, y2), (x1, y1))
+        } else {
+            ((x1, y1), (x2, y2))
+        };
+        let dx = (x2 as isize - x1 as isize).abs();
+        let dy = (y2 - y1) as isize;
+        let mut d = 2 * dx - dy;
+        let mut x = x1;
+        for y in y1..=y2 {
+            f(x, y);
+            if d > 0 {
+                x = if x1 > x2 { x.saturating_sub(1) } else { x + 1 };
+                d -= 2 * dy;
+            }
+            d += 2 * dx;
+        }
+    }
+}
