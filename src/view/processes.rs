@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, HighlightSpacing, Padding, Row, Table, TableState};
+use ratatui::widgets::Padding;
 
 use super::draw::draw_lines;
 use super::panel::Panel;
@@ -15,9 +15,11 @@ use crate::model::ProcessTrack;
 use crate::screen::{JobLine, State, TableLine};
 
 mod columns;
+mod grid;
 mod job_line;
 
 use columns::{MIN_COMMAND, Optional, align, needed, visible, width_of};
+use grid::{Grid, Row};
 
 /// The block title: sort order, filter and focused GPU.
 fn title(state: &State, theme: &Theme) -> Line<'static> {
@@ -98,20 +100,27 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
     let mig = !state.screen.mig.is_empty();
     let cols = visible(inner.width, optional, mig);
     let command_width = usize::from(inner.width - needed(&cols, mig) + MIN_COMMAND);
-    let header = Row::new(cols.iter().map(|c| align(Line::raw(c.title()), *c))).style(theme.title);
+    let header = Row {
+        cells: cols
+            .iter()
+            .map(|c| align(Line::raw(c.title()), *c))
+            .collect(),
+        style: theme.title,
+    };
+    let widths: Vec<Constraint> = cols.iter().map(|c| width_of(*c, mig)).collect();
     if state.screen.rows.is_empty() {
         let [head, body] = inner.layout(&ratatui::layout::Layout::vertical([
             Constraint::Length(1),
             Constraint::Fill(1),
         ]));
-        let widths = cols.iter().map(|c| width_of(*c, mig));
-        frame.render_widget(
-            Table::new(Vec::<Row>::new(), widths)
-                .header(header)
-                .highlight_spacing(HighlightSpacing::Always)
-                .highlight_symbol("> "),
-            head,
-        );
+        let grid = Grid {
+            header,
+            rows: &[],
+            widths: &widths,
+            selected: None,
+            highlight: Style::new(),
+        };
+        grid.render(head, frame.buffer_mut());
         draw_lines(
             frame,
             body,
@@ -135,27 +144,37 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
                 .map(Shown::Process),
         })
         .collect();
-    let rows = lines.iter().map(|line| match line {
-        // Its text is drawn across the columns below.
-        Shown::Job(_) => Row::new(cols.iter().map(|_| Cell::default())).style(theme.title),
-        Shown::Process(t) => {
-            let row = Row::new(cols.iter().map(|c| c.cell(t, state, theme, command_width)));
-            // Exited processes stay a while, dimmed (not greyed: the selection's grey
-            // background would hide grey text).
-            if t.exited_ms.is_some() {
-                row.style(Style::new().add_modifier(Modifier::DIM))
-            } else {
-                row
-            }
-        }
-    });
-    let table = Table::new(rows, cols.iter().map(|c| width_of(*c, mig)))
-        .header(header)
-        .row_highlight_style(theme.selected)
-        .highlight_symbol("> ")
-        .highlight_spacing(HighlightSpacing::Always);
-    let mut table_state = TableState::new().with_selected(selected.map(|s| s - shown.start));
-    frame.render_stateful_widget(table, inner, &mut table_state);
+    let rows: Vec<Row> = lines
+        .iter()
+        .map(|line| match line {
+            // Its text is drawn across the columns below.
+            Shown::Job(_) => Row {
+                cells: Vec::new(),
+                style: theme.title,
+            },
+            Shown::Process(t) => Row {
+                cells: cols
+                    .iter()
+                    .map(|c| c.cell(t, state, theme, command_width))
+                    .collect(),
+                // Exited processes stay a while, dimmed (not greyed: the selection's grey
+                // background would hide grey text).
+                style: if t.exited_ms.is_some() {
+                    Style::new().add_modifier(Modifier::DIM)
+                } else {
+                    Style::new()
+                },
+            },
+        })
+        .collect();
+    let grid = Grid {
+        header,
+        rows: &rows,
+        widths: &widths,
+        selected: selected.map(|s| s - shown.start),
+        highlight: theme.selected,
+    };
+    grid.render(inner, frame.buffer_mut());
     // Exited rows: "[exited 17s ago, OOM: fragmentation] python3 train.py" across the columns
     // they have nothing current for, so the cause is not cut to COMMAND's width.
     let span_x = cols
@@ -198,7 +217,7 @@ enum Shown<'a> {
 }
 
 /// Columns the selection marker ("> ") takes at the start of each row.
-const SELECTION_WIDTH: u16 = 2;
+const SELECTION_WIDTH: u16 = grid::MARKER.len() as u16;
 
 /// The row (an index into `state.screen.rows`) drawn on screen line `y` of the table in `area`;
 /// on a job's line, its first process.

@@ -4,7 +4,6 @@
 use ratatui::layout::Constraint;
 use ratatui::style::Style;
 use ratatui::text::Line;
-use ratatui::widgets::Cell;
 
 use super::super::text::fit;
 use super::super::theme::Theme;
@@ -148,7 +147,7 @@ impl Col {
         state: &State,
         theme: &Theme,
         command_width: usize,
-    ) -> Cell<'static> {
+    ) -> Line<'static> {
         let s = &t.sample;
         let size = |r: &Reading<u64>| r.get().map(units::compact);
         let text = match self {
@@ -175,7 +174,7 @@ impl Col {
                 }
             }),
             // An exited row's live figures give their columns to its exit line (`exit_line`).
-            c if t.exited_ms.is_some() && c.spanned_when_exited() => return Cell::default(),
+            c if t.exited_ms.is_some() && c.spanned_when_exited() => return Line::default(),
             Col::Growth => t.growth.map(units::growth),
             Col::Pool => super::super::pool::cell(t),
             Col::Container => s.container.value().map(|c| c.short.clone()),
@@ -200,12 +199,12 @@ impl Col {
     }
 }
 
-pub(super) fn align(line: Line<'static>, col: Col) -> Cell<'static> {
-    Cell::from(if col.right_aligned() {
+pub(super) fn align(line: Line<'static>, col: Col) -> Line<'static> {
+    if col.right_aligned() {
         line.right_aligned()
     } else {
         line
-    })
+    }
 }
 
 /// Columns taken by `cols` at their fixed widths, with the selection marker and spacing.
@@ -268,7 +267,7 @@ fn last_mark((bytes, last): (u64, bool)) -> String {
 /// RANK: "0/2"; "?/2" when its rank could not be trusted (its own variables, or another running
 /// process of the job claiming the same rank); empty for a process that is no rank; "?" when
 /// its initial environment could not be read and no probe said (the detail pane says so).
-fn rank_cell(t: &ProcessTrack, state: &State, theme: &Theme) -> Cell<'static> {
+fn rank_cell(t: &ProcessTrack, state: &State, theme: &Theme) -> Line<'static> {
     let s = &t.sample;
     let (text, style) = match &s.rank {
         Some(r) => {

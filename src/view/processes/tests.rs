@@ -90,7 +90,7 @@ fn rank_stays_at_80_columns_where_user_fw_and_the_ratio_give_way() {
 #[test]
 fn the_rows_on_screen_are_the_rows_the_table_shows() {
     use ratatui::buffer::Buffer;
-    use ratatui::widgets::StatefulWidget;
+    use ratatui::widgets::{HighlightSpacing, Row, StatefulWidget, Table, TableState};
     let draw = |rows: &[usize], selected: Option<usize>, height: u16| {
         let area = Rect::new(0, 0, 12, height);
         let mut buf = Buffer::empty(area);

@@ -1,0 +1,131 @@
+//! The process table's cells, drawn as ratatui's `Table` draws one-line rows with a header, the
+//! selection marker's column and the selected row highlighted: the same column widths (the same
+//! `Layout`), the same styles applied in the same order, and each cell's line placed as
+//! `Line::render` places it.
+//!
+//! Why not `Table`: it restyles each cell's area three times (the cell's, its text's and its
+//! line's style, all empty here) and searches every cell's text for grapheme clusters; for the
+//! table of one process on a GPU machine's screen that was a seventh of a frame's instructions
+//! (callgrind). Here a cell of `narrow` text is set a character a cell, and any other goes
+//! through `Line::render`. A test draws both and compares every cell.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+
+use crate::view::draw::{narrow, put_line};
+
+/// The selection marker, drawn before the selected row (its column is kept on every row).
+pub const MARKER: &str = "> ";
+
+/// A row of cells, one per column, and the style laid under them.
+pub struct Row {
+    pub cells: Vec<Line<'static>>,
+    pub style: Style,
+}
+
+/// A header and rows drawn into `area`, one line each, `widths` apart by one column, after the
+/// marker's column; `selected` (an index into `rows`) is drawn with the marker and `highlight`.
+pub struct Grid<'a> {
+    pub header: Row,
+    pub rows: &'a [Row],
+    pub widths: &'a [Constraint],
+    pub selected: Option<usize>,
+    pub highlight: Style,
+}
+
+impl Grid<'_> {
+    pub fn render(self, area: Rect, buf: &mut Buffer) {
+        let area = area.intersection(buf.area);
+        if area.is_empty() {
+            return;
+        }
+        let marker = MARKER.len() as u16;
+        let [_, columns] = Layout::horizontal([Constraint::Length(marker), Constraint::Fill(0)])
+            .areas(Rect::new(0, 0, area.width, 1));
+        let columns = Layout::horizontal(self.widths.iter().copied())
+            .flex(Flex::Start)
+            .spacing(1)
+            .split(columns);
+        let [header, body] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
+        draw_row(buf, header, &self.header, &columns);
+        let mut selected = None;
+        for (i, (row, y)) in self.rows.iter().zip(body.top()..body.bottom()).enumerate() {
+            let at = Rect {
+                y,
+                height: 1,
+                ..body
+            };
+            if self.selected == Some(i) {
+                buf.set_style(at, row.style);
+                put_line(buf, at.x, y, &Line::raw(MARKER), marker, Style::default());
+                draw_cells(buf, at, &row.cells, &columns);
+                selected = Some(at);
+            } else {
+                draw_row(buf, at, row, &columns);
+            }
+        }
+        if let Some(at) = selected {
+            buf.set_style(at, self.highlight);
+        }
+    }
+}
+
+fn draw_row(buf: &mut Buffer, at: Rect, row: &Row, columns: &[Rect]) {
+    if at.is_empty() {
+        return;
+    }
+    buf.set_style(at, row.style);
+    draw_cells(buf, at, &row.cells, columns);
+}
+
+fn draw_cells(buf: &mut Buffer, at: Rect, cells: &[Line<'static>], columns: &[Rect]) {
+    for (line, column) in cells.iter().zip(columns) {
+        let cell = Rect::new(at.x + column.x, at.y, column.width, 1).intersection(buf.area);
+        draw_cell(buf, cell, line);
+    }
+}
+
+/// `line` as `Line::render` draws it into `cell`.
+fn draw_cell(buf: &mut Buffer, cell: Rect, line: &Line<'_>) {
+    if cell.is_empty() {
+        return;
+    }
+    let simple = line.spans.iter().all(|s| s.content.chars().all(narrow));
+    if !simple {
+        line.render(cell, buf);
+        return;
+    }
+    let width: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
+    if width == 0 {
+        return;
+    }
+    if line.style != Style::default() {
+        buf.set_style(cell, line.style);
+    }
+    let room = usize::from(cell.width);
+    if width > room && line.alignment.is_some_and(|a| a != Alignment::Left) {
+        // Cut at its left: `Line::render` places it.
+        line.render(cell, buf);
+        return;
+    }
+    let indent = match line.alignment {
+        Some(Alignment::Right) => room.saturating_sub(width),
+        Some(Alignment::Center) => room.saturating_sub(width) / 2,
+        _ => 0,
+    } as u16;
+    put_line(
+        buf,
+        cell.x + indent,
+        cell.y,
+        line,
+        cell.width - indent,
+        Style::default(),
+    );
+}
+
+#[cfg(test)]
+mod tests;
