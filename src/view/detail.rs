@@ -22,7 +22,16 @@ use crate::screen::State;
 const VMS_CAPTION: &str =
     "VMS counts address space the CUDA driver reserved (UVA), not memory in use.";
 
-pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
+/// Draws the pane; `built` is its text if the layout built it already, with the width it was
+/// built for.
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    block: Panel<'static>,
+    state: &State,
+    theme: &Theme,
+    built: Option<(u16, Vec<Line<'static>>)>,
+) {
     let block = block.padding(Padding::horizontal(1));
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" selected ", theme.title));
@@ -40,7 +49,10 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
     );
     let mut block = block.title(Line::styled(format!("{title} "), theme.title));
     let inner = block.inner(area);
-    let text = lines(t, state, theme, inner.width);
+    let text = match built {
+        Some((width, text)) if width == inner.width => text,
+        _ => lines(t, state, theme, inner.width),
+    };
     // Rows the pane cuts off, counted on its bottom border as the table and alerts count theirs.
     let text = Wrapped::new(text, inner.width);
     let cut = text.rows().saturating_sub(usize::from(inner.height));
@@ -54,11 +66,17 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
     text.draw(frame, inner);
 }
 
-/// Rows the pane's text takes at `width` columns (its border and padding excluded).
-pub fn wanted(state: &State, theme: &Theme, width: u16) -> usize {
-    state.selected_process().map_or(1, |t| {
-        text::rows(&lines(t, state, theme, width), usize::from(width))
-    })
+/// The pane's text at `width` columns (its border and padding excluded); `None` with no process
+/// selected.
+pub fn text(state: &State, theme: &Theme, width: u16) -> Option<Vec<Line<'static>>> {
+    state
+        .selected_process()
+        .map(|t| lines(t, state, theme, width))
+}
+
+/// Rows the pane's `text` takes at `width` columns (one, "no process selected", without).
+pub fn wanted(text: Option<&[Line<'static>]>, width: u16) -> usize {
+    text.map_or(1, |lines| text::rows(lines, usize::from(width)))
 }
 
 fn lines(t: &ProcessTrack, state: &State, theme: &Theme, width: u16) -> Vec<Line<'static>> {

@@ -45,11 +45,23 @@ pub fn put_line(buf: &mut Buffer, x: u16, y: u16, line: &Line<'_>, width: u16, b
 }
 
 /// `text` set from (`x`, `y`) in `style`, at most `width` columns: `Buffer::set_stringn`'s
-/// cells, where ASCII text (most of the screen's) skips its search for grapheme clusters: each
-/// character is a cell, and control characters none. Returns the column after the text.
+/// cells, where ASCII text (most of the screen's) and text of `narrow` characters skip its
+/// search for grapheme clusters: each character is a cell (ASCII control characters none). Returns the column after the text.
 fn put_span(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Style) -> u16 {
     if !text.is_ascii() {
-        return buf.set_stringn(x, y, text, usize::from(width), style).0;
+        if !text.chars().all(narrow) {
+            return buf.set_stringn(x, y, text, usize::from(width), style).0;
+        }
+        let start = buf.index_of(x, y);
+        let mut end = x;
+        for (cell, c) in buf.content[start..]
+            .iter_mut()
+            .zip(text.chars().take(usize::from(width)))
+        {
+            cell.set_char(c).set_style(style);
+            end += 1;
+        }
+        return end;
     }
     let start = buf.index_of(x, y);
     let mut end = x;
@@ -62,6 +74,14 @@ fn put_span(buf: &mut Buffer, x: u16, y: u16, text: &str, width: u16, style: Sty
         end += 1;
     }
     end
+}
+
+/// A character that takes one cell and is a grapheme cluster of its own beside any other of
+/// these (a test checks both against `Buffer::set_stringn`): printable ASCII, the degree sign, the
+/// ellipsis, box drawing, block elements and the first geometric shapes (U+2500–U+25BF), and
+/// braille: what the screen's own text, borders, bars and sparklines are made of.
+pub fn narrow(c: char) -> bool {
+    matches!(c, ' '..='~' | '°' | '…' | '\u{2500}'..='\u{25BF}' | '\u{2800}'..='\u{28FF}')
 }
 
 fn left(alignment: Option<Alignment>) -> bool {

@@ -53,6 +53,8 @@ pub(super) struct Plan {
     pub regions: Regions,
     /// The banner (if any) and the GPU lines.
     pub top_lines: Vec<Line<'static>>,
+    /// The detail pane's text, built to count its rows, with the width it was built for.
+    pub detail: Option<(u16, Vec<Line<'static>>)>,
 }
 
 /// Lays out `main` (the screen without its footer) for `state`.
@@ -105,6 +107,7 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
 
     // Rows from the GPU block's bottom border to the end, shared by the blocks below.
     let rest = main.height - (top_h - 1);
+    let mut detail = None;
     let (chart_h, table_h, bottom_h) = if state.screen.map_open {
         let rows = u16::try_from(state.screen.table_len().max(1)).unwrap_or(u16::MAX);
         let table = TABLE_CHROME
@@ -112,7 +115,7 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
             .min(TABLE_CHROME + MAP_TABLE_ROWS);
         (0, table, 0)
     } else {
-        heights(rest, state, theme, main.width)
+        heights(rest, state, theme, main.width, &mut detail)
     };
     let mut y = top.bottom() - 1;
     let mut next = |h: u16| {
@@ -144,6 +147,7 @@ pub(super) fn plan(main: Rect, state: &State, theme: &Theme) -> Plan {
             map,
         },
         top_lines,
+        detail,
     }
 }
 
@@ -164,8 +168,14 @@ pub(super) fn split(bottom: Rect) -> (Rect, Rect) {
 }
 
 /// Heights of the chart, the table and the bottom panels (0: not drawn) sharing `rest` rows
-/// (neighbours share a border row).
-fn heights(rest: u16, state: &State, theme: &Theme, width: u16) -> (u16, u16, u16) {
+/// (neighbours share a border row); `detail` gets the detail pane's text it counted.
+fn heights(
+    rest: u16,
+    state: &State,
+    theme: &Theme,
+    width: u16,
+    detail: &mut Option<(u16, Vec<Line<'static>>)>,
+) -> (u16, u16, u16) {
     let rows = u16::try_from(state.screen.table_len().max(1)).unwrap_or(u16::MAX);
     let wanted = TABLE_CHROME.saturating_add(rows);
     let chart = state.screen.chart.is_some();
@@ -181,7 +191,9 @@ fn heights(rest: u16, state: &State, theme: &Theme, width: u16) -> (u16, u16, u1
     let table = wanted.min(rest + 1 - bottom_min);
     let bottom = rest + 1 - table;
     // Beside a chart the panels take only the rows their text needs: no empty rows.
-    let mut text = bottom_text(state, theme, width).saturating_add(2).max(3);
+    let mut text = bottom_text(state, theme, width, detail)
+        .saturating_add(2)
+        .max(3);
     // A probed process's pool chart is what its selection is for: on a tall screen the panels
     // leave it half (on a short one they keep their text; `c` gives the chart the rows).
     if rest >= TALL
@@ -212,12 +224,21 @@ fn heights(rest: u16, state: &State, theme: &Theme, width: u16) -> (u16, u16, u1
     }
 }
 
-/// Lines the text of the fuller bottom panel takes at this screen width.
-fn bottom_text(state: &State, theme: &Theme, width: u16) -> u16 {
+/// Lines the text of the fuller bottom panel takes at this screen width; `detail` gets the
+/// detail pane's text (the pane draws it rather than build it again).
+fn bottom_text(
+    state: &State,
+    theme: &Theme,
+    width: u16,
+    detail: &mut Option<(u16, Vec<Line<'static>>)>,
+) -> u16 {
     let left = width / 2 + 1;
     let right = width - left + 1;
     // Borders and one column of padding on each side.
-    let detail = detail::wanted(state, theme, left.saturating_sub(4));
+    let detail_width = left.saturating_sub(4);
+    let text = detail::text(state, theme, detail_width);
+    let detail_rows = detail::wanted(text.as_deref(), detail_width);
+    *detail = text.map(|t| (detail_width, t));
     let alerts = alerts::wanted(state, right.saturating_sub(4));
-    u16::try_from(detail.max(alerts)).unwrap_or(u16::MAX)
+    u16::try_from(detail_rows.max(alerts)).unwrap_or(u16::MAX)
 }

@@ -179,6 +179,7 @@ fn body(
     let inner = top_block.inner(r.top);
     frame.render_widget(top_block, r.top);
     draw::draw_lines(frame, inner, plan.top_lines);
+    let detail = plan.detail;
     if let Some(area) = r.chart {
         chart::render(frame, area, block(), state, theme);
     }
@@ -188,6 +189,6 @@ fn body(
     }
     let Some(bottom) = r.bottom else { return };
     let (left, right) = layout::split(bottom);
-    detail::render(frame, left, block(), state, theme);
+    detail::render(frame, left, block(), state, theme, detail);
     alerts::render(frame, right, block(), state, theme);
 }

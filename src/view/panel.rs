@@ -15,7 +15,7 @@ use ratatui::symbols::merge::MergeStrategy;
 use ratatui::text::Line;
 use ratatui::widgets::{Padding, Widget};
 
-use super::draw::put_line;
+use super::draw::{narrow, put_line};
 
 /// A bordered panel, built like a `Block::bordered()` with its border set and merged borders.
 #[derive(Debug, Clone)]
@@ -110,12 +110,14 @@ impl<'a> Panel<'a> {
 
 /// `symbol` merged onto `cell` as `MergeStrategy::Exact` merges it, except that a blank cell
 /// takes the symbol as it is without parsing both symbols into their lines (most border cells:
-/// a frame starts blank). `Block` keeps a blank that was set (a text's space) and draws on an
+/// a frame starts blank), and a cell that has the symbol already keeps it. `Block` keeps a blank that was set (a text's space) and draws on an
 /// empty cell; a cell does not tell the two apart, and no panel's border lies on another's text.
 fn merge(cell: &mut ratatui::buffer::Cell, symbol: &str) {
-    if cell.symbol() == " " {
+    let was = cell.symbol();
+    if was == " " {
         cell.set_symbol(symbol);
-    } else {
+    } else if was != symbol {
+        // A symbol merged onto itself is itself (the edges neighbours share).
         cell.merge_symbol(symbol, MergeStrategy::Exact);
     }
 }
@@ -172,11 +174,11 @@ fn titles(titles: &[Line<'_>], area: Rect, y: u16, buf: &mut Buffer) {
 }
 
 /// `title` drawn into `area`, which is as wide as the title or narrower: by `Line::render`, or,
-/// for ASCII cut (if at all) at its right, straight into the cells it covers (the cells
+/// for `narrow` text cut (if at all) at its right, straight into the cells it covers (the cells
 /// `Line::render` sets, without its search for grapheme clusters).
 fn draw_title(title: &Line<'_>, area: Rect, buf: &mut Buffer) {
     let cut_left = title.alignment == Some(Alignment::Right) && area.width < line_width(title);
-    if cut_left || !title.iter().all(|s| s.content.is_ascii()) {
+    if cut_left || !title.iter().all(|s| s.content.chars().all(narrow)) {
         title.render(area, buf);
     } else {
         put_line(buf, area.x, area.y, title, area.width, Style::default());

@@ -98,3 +98,38 @@ fn draws_wrapped_lines_as_a_wrapping_paragraph_does() {
         );
     }
 }
+
+#[test]
+fn narrow_characters_are_set_a_cell_each_as_set_stringn_sets_them() {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::style::{Color, Style};
+    let narrow_chars: Vec<char> = (' '..='~')
+        .chain(['°', '…'])
+        .chain('\u{2500}'..='\u{25BF}')
+        .chain('\u{2800}'..='\u{28FF}')
+        .collect();
+    assert!(narrow_chars.iter().all(|c| narrow(*c)));
+    for c in [
+        '\u{25C0}', '\u{25FD}', '\u{0301}', '\u{200D}', '\u{FE0F}', 'é', '日', '\t',
+    ] {
+        assert!(!narrow(c), "{c:?}");
+    }
+    // Every narrow character beside every other, cut at every width.
+    let text: String = narrow_chars
+        .iter()
+        .flat_map(|a| [*a, narrow_chars[(*a as usize * 7) % narrow_chars.len()]])
+        .collect();
+    let style = Style::new().fg(Color::Red);
+    for width in [0, 1, 5, 80] {
+        let area = Rect::new(0, 0, 80, 1);
+        for chunk in text.chars().collect::<Vec<_>>().chunks(90) {
+            let chunk: String = chunk.iter().collect();
+            let (mut ours, mut theirs) = (Buffer::empty(area), Buffer::empty(area));
+            let end = put_span(&mut ours, 0, 0, &chunk, width, style);
+            let (their_end, _) = theirs.set_stringn(0, 0, &chunk, usize::from(width), style);
+            assert_eq!(ours, theirs, "{chunk:?} at {width}");
+            assert_eq!(end, their_end);
+        }
+    }
+}

@@ -115,3 +115,23 @@ fn a_blank_cell_takes_the_border() {
     Panel::new(border::PLAIN).render(buf.area, &mut buf);
     assert_eq!(buf, Buffer::with_lines(["┌────┐", "│    │", "└────┘"]));
 }
+
+#[test]
+fn a_border_symbol_merged_onto_itself_is_itself() {
+    for set in [border::PLAIN, border::ROUNDED, border::DOUBLE, border::THICK, ASCII] {
+        for symbol in [
+            set.top_left,
+            set.top_right,
+            set.bottom_left,
+            set.bottom_right,
+            set.vertical_left,
+            set.vertical_right,
+            set.horizontal_top,
+            set.horizontal_bottom,
+        ] {
+            let mut cell = ratatui::buffer::Cell::new(symbol);
+            cell.merge_symbol(symbol, MergeStrategy::Exact);
+            assert_eq!(cell.symbol(), symbol);
+        }
+    }
+}
