@@ -184,3 +184,26 @@ fn a_resize_or_a_clear_writes_the_whole_frame_again() {
         .unwrap();
     term.backend().assert_buffer(&want);
 }
+
+#[test]
+fn the_terminals_spare_buffer_is_kept_empty_so_two_buffers_are_held_as_ratatui_holds() {
+    let mut term = terminal(8, 2);
+    let mut painter = Painter::default();
+    for _ in 0..2 {
+        painter
+            .draw(&mut term, |f| write(f.buffer_mut(), "x"))
+            .unwrap();
+        term.swap_buffers();
+        assert!(term.current_buffer_mut().content.is_empty());
+        term.swap_buffers();
+    }
+    // A resize sizes it again; the next frame empties it.
+    term.backend_mut().resize(10, 3);
+    term.resize(Rect::new(0, 0, 10, 3)).unwrap();
+    painter.invalidate();
+    painter
+        .draw(&mut term, |f| write(f.buffer_mut(), "x"))
+        .unwrap();
+    term.swap_buffers();
+    assert!(term.current_buffer_mut().content.is_empty());
+}
