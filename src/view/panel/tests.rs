@@ -118,7 +118,13 @@ fn a_blank_cell_takes_the_border() {
 
 #[test]
 fn a_border_symbol_merged_onto_itself_is_itself() {
-    for set in [border::PLAIN, border::ROUNDED, border::DOUBLE, border::THICK, ASCII] {
+    for set in [
+        border::PLAIN,
+        border::ROUNDED,
+        border::DOUBLE,
+        border::THICK,
+        ASCII,
+    ] {
         for symbol in [
             set.top_left,
             set.top_right,
