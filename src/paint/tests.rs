@@ -4,6 +4,7 @@
 
 use std::num::NonZeroU16;
 
+use proptest::prelude::*;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
@@ -13,112 +14,95 @@ use ratatui::{Terminal, TerminalOptions, Viewport};
 use super::diff::narrow;
 use super::{Changes, Painter};
 
-/// A small deterministic generator (xorshift), so a failure names its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<T: Copy>(&mut self, from: &[T]) -> T {
-        from[(self.next() % from.len() as u64) as usize]
-    }
-}
-
 const SYMBOLS: &[&str] = &[
     " ", " ", " ", "a", "a", "b", "│", "─", "┼", "█", "▒", "▇", "⣿", "⠒", "⡀", "コ", "漢", "❤️",
     "é", "ﾞ",
 ];
 
-fn random_cell(rng: &mut Rng, odd: bool) -> Cell {
-    let mut cell = Cell::default();
-    cell.set_symbol(rng.pick(SYMBOLS));
-    cell.fg = rng.pick(&[Color::Reset, Color::Red, Color::Rgb(1, 2, 3)]);
-    cell.bg = rng.pick(&[Color::Reset, Color::Reset, Color::Blue]);
-    cell.modifier = rng.pick(&[Modifier::empty(), Modifier::BOLD, Modifier::REVERSED]);
-    if odd {
-        match rng.next() % 4 {
-            0 => cell.diff_option = CellDiffOption::Skip,
-            1 => cell.diff_option = CellDiffOption::AlwaysUpdate,
-            2 => cell.diff_option = CellDiffOption::ForcedWidth(NonZeroU16::new(2).unwrap()),
-            _ => cell.skip = true,
-        }
-    }
-    cell
+/// A cell of any of `SYMBOLS` and styles; one in ten skipped, always updated, forced wide or
+/// marked `skip`.
+fn cell() -> impl Strategy<Value = Cell> {
+    let fg = prop::sample::select(vec![Color::Reset, Color::Red, Color::Rgb(1, 2, 3)]);
+    let bg = prop::sample::select(vec![Color::Reset, Color::Reset, Color::Blue]);
+    let modifier =
+        prop::sample::select(vec![Modifier::empty(), Modifier::BOLD, Modifier::REVERSED]);
+    (prop::sample::select(SYMBOLS), fg, bg, modifier, 0..40u8).prop_map(
+        |(symbol, fg, bg, modifier, odd)| {
+            let mut cell = Cell::new(symbol);
+            cell.fg = fg;
+            cell.bg = bg;
+            cell.modifier = modifier;
+            match odd {
+                0 => cell.diff_option = CellDiffOption::Skip,
+                1 => cell.diff_option = CellDiffOption::AlwaysUpdate,
+                2 => cell.diff_option = CellDiffOption::ForcedWidth(NonZeroU16::new(2).unwrap()),
+                3 => cell.skip = true,
+                _ => {}
+            }
+            cell
+        },
+    )
 }
 
-/// `next` is `prev` with some cells changed, as consecutive frames are.
-fn frames(rng: &mut Rng, area: Rect, odd_cells: bool) -> (Buffer, Buffer) {
-    let mut prev = Buffer::empty(area);
-    for cell in &mut prev.content {
-        let odd = odd_cells && rng.next().is_multiple_of(10);
-        *cell = random_cell(rng, odd);
-    }
-    let mut next = prev.clone();
-    for cell in &mut next.content {
-        if rng.next().is_multiple_of(3) {
-            let odd = odd_cells && rng.next().is_multiple_of(10);
-            *cell = random_cell(rng, odd);
-        }
-    }
-    // ratatui's diff indexes past the end for a wide character in the last cell (ours stops
-    // there); ratatui's own text never puts one there.
-    for buf in [&mut prev, &mut next] {
-        if let Some(last) = buf.content.last_mut()
-            && last.cell_width() > 1
-        {
-            *last = Cell::new("x");
-        }
-    }
-    (prev, next)
+/// Two consecutive frames: `next` is `prev` with about a third of its cells changed.
+fn frames() -> impl Strategy<Value = (Buffer, Buffer)> {
+    (0..3u16, 0..2u16, 1..14u16, 1..6u16).prop_flat_map(|(x, y, width, height)| {
+        let cells = usize::from(width) * usize::from(height);
+        let changes = prop::collection::vec(prop::option::weighted(0.33, cell()), cells);
+        (prop::collection::vec(cell(), cells), changes).prop_map(move |(cells, changes)| {
+            let area = Rect::new(x, y, width, height);
+            let mut prev = Buffer::empty(area);
+            prev.content = cells;
+            let mut next = prev.clone();
+            for (cell, change) in next.content.iter_mut().zip(changes) {
+                if let Some(change) = change {
+                    *cell = change;
+                }
+            }
+            // ratatui's diff indexes past the end for a wide character in the last cell (ours
+            // stops there); ratatui's own text never puts one there.
+            for buf in [&mut prev, &mut next] {
+                if let Some(last) = buf.content.last_mut()
+                    && last.cell_width() > 1
+                {
+                    *last = Cell::new("x");
+                }
+            }
+            (prev, next)
+        })
+    })
 }
 
 fn updates<'a>(it: impl Iterator<Item = (u16, u16, &'a Cell)>) -> Vec<(u16, u16, Cell)> {
     it.map(|(x, y, c)| (x, y, c.clone())).collect()
 }
 
-#[test]
-fn the_updates_are_ratatuis_for_any_two_frames() {
-    for seed in 1..400u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let area = Rect::new(
-            (seed % 3) as u16,
-            (seed % 2) as u16,
-            1 + (seed % 13) as u16,
-            1 + (seed % 5) as u16,
-        );
-        let (prev, next) = frames(&mut rng, area, seed % 2 == 0);
-        assert_eq!(
-            updates(Changes::new(&prev, &next)),
-            updates(prev.diff_iter(&next)),
-            "seed {seed}"
-        );
+proptest! {
+    #[test]
+    fn the_updates_are_ratatuis_for_any_two_frames((prev, next) in frames()) {
+        prop_assert_eq!(updates(Changes::new(&prev, &next)), updates(prev.diff_iter(&next)));
         // A frame against an empty screen (the first, or after a clear) and against itself.
-        let empty = Buffer::empty(area);
-        assert_eq!(
-            updates(Changes::new(&empty, &next)),
-            updates(empty.diff_iter(&next)),
-            "seed {seed}, from empty"
-        );
-        assert_eq!(
-            updates(Changes::new(&next, &next)),
-            updates(next.diff_iter(&next))
-        );
+        let empty = Buffer::empty(prev.area);
+        prop_assert_eq!(updates(Changes::new(&empty, &next)), updates(empty.diff_iter(&next)));
+        prop_assert_eq!(updates(Changes::new(&next, &next)), updates(next.diff_iter(&next)));
     }
-}
 
-#[test]
-fn a_shorter_next_frame_is_compared_as_far_as_both_go() {
-    let mut rng = Rng(7);
-    let (prev, _) = frames(&mut rng, Rect::new(0, 0, 6, 4), false);
-    let (next, _) = frames(&mut rng, Rect::new(0, 0, 6, 2), false);
-    assert_eq!(
-        updates(Changes::new(&prev, &next)),
-        updates(prev.diff_iter(&next))
-    );
+    #[test]
+    fn a_shorter_next_frame_is_compared_as_far_as_both_go(
+        (mut prev, mut next) in frames(),
+        rows in 1..6u16,
+    ) {
+        next.area.height = rows.min(next.area.height);
+        let cells = next.area.area() as usize;
+        next.content.truncate(cells);
+        // No wide character in the last cell both are compared over (see `frames`).
+        for cell in [&mut prev.content[cells - 1], &mut next.content[cells - 1]] {
+            if cell.cell_width() > 1 {
+                *cell = Cell::new("x");
+            }
+        }
+        prop_assert_eq!(updates(Changes::new(&prev, &next)), updates(prev.diff_iter(&next)));
+    }
 }
 
 #[test]

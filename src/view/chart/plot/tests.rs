@@ -7,35 +7,27 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, GraphType, LegendPosition, Widget};
 
+use proptest::prelude::*;
+
 use super::{Dataset, Plot};
 
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() % 10_000) as f64 / 10_000.0
-    }
-}
-
-/// Points over x in [-span, 0], some outside the bounds, some in gaps.
-fn series(rng: &mut Rng, span: f64, top: f64) -> Vec<(f64, f64)> {
-    let n = (rng.next() % 40) as usize;
-    let mut x = -span * (1.0 + 0.2 * rng.unit());
-    let mut y = top * rng.unit();
-    (0..n)
-        .map(|_| {
-            x += span / 30.0 * rng.unit() * 2.0;
-            y = (y + top * (rng.unit() - 0.5) * 0.4).max(-0.1 * top);
-            (x, y.min(top * 1.2))
-        })
-        .collect()
+/// Points over x in [-span, 0] (600 s) and y in [0, top] (140), a walk that starts before the
+/// span and strays below and above the bounds.
+fn series() -> impl Strategy<Value = Vec<(f64, f64)>> {
+    let (span, top) = (600.0, 140.0);
+    let steps = prop::collection::vec((0.0..1.0f64, -0.5..0.5f64), 0..40);
+    (0.0..1.0f64, 0.0..1.0f64, steps).prop_map(move |(x0, y0, steps)| {
+        let mut x = -span * (1.0 + 0.2 * x0);
+        let mut y = top * y0;
+        steps
+            .into_iter()
+            .map(|(dx, dy)| {
+                x += span / 15.0 * dx;
+                y = (y + top * dy * 0.4).max(-0.1 * top);
+                (x, y.min(top * 1.2))
+            })
+            .collect()
+    })
 }
 
 fn both(area: Rect, data: &[Vec<(f64, f64)>], kinds: &[(Marker, GraphType)], names: bool) {
@@ -96,34 +88,30 @@ fn both(area: Rect, data: &[Vec<(f64, f64)>], kinds: &[(Marker, GraphType)], nam
     assert_eq!(a, b, "{area:?} {kinds:?}");
 }
 
-#[test]
-fn the_plot_is_ratatuis_chart_cell_for_cell() {
-    let kinds = [
-        [
-            (Marker::Braille, GraphType::Line),
-            (Marker::Braille, GraphType::Area),
-        ],
-        [
-            (Marker::Dot, GraphType::Line),
-            (Marker::Block, GraphType::Area),
-        ],
-        [
-            (Marker::Bar, GraphType::Area),
-            (Marker::Braille, GraphType::Bar),
-        ],
-    ];
-    for seed in 1..120u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let data: Vec<_> = (0..(seed % 6))
-            .map(|_| series(&mut rng, 600.0, 140.0))
-            .collect();
-        let area = Rect::new(
-            (seed % 3) as u16,
-            (seed % 2) as u16,
-            4 + (seed * 7 % 110) as u16,
-            3 + (seed * 5 % 30) as u16,
-        );
-        both(area, &data, &kinds[(seed % 3) as usize], seed % 4 != 0);
+const KINDS: [[(Marker, GraphType); 2]; 3] = [
+    [
+        (Marker::Braille, GraphType::Line),
+        (Marker::Braille, GraphType::Area),
+    ],
+    [
+        (Marker::Dot, GraphType::Line),
+        (Marker::Block, GraphType::Area),
+    ],
+    [
+        (Marker::Bar, GraphType::Area),
+        (Marker::Braille, GraphType::Bar),
+    ],
+];
+
+proptest! {
+    #[test]
+    fn the_plot_is_ratatuis_chart_cell_for_cell(
+        data in prop::collection::vec(series(), 0..6),
+        (x, y, width, height) in (0..3u16, 0..2u16, 4..114u16, 3..33u16),
+        kinds in prop::sample::select(KINDS.to_vec()),
+        names: bool,
+    ) {
+        both(Rect::new(x, y, width, height), &data, &kinds, names);
     }
 }
 
