@@ -16,7 +16,7 @@ use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::{Frame, Terminal};
 
-pub use diff::Changes;
+use diff::Changes;
 
 /// The cells on the terminal. The frame is rendered into the terminal's current buffer, and its
 /// second buffer, which ratatui's own `draw` diffs against and this painter does not use, is

@@ -11,7 +11,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Text};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 /// `lines` drawn top-down into `area`, one a row, each cut at its right edge: the cells an
 /// unwrapped `Paragraph` of them draws, styled the same (the line's style patched by each span's,
@@ -42,6 +42,45 @@ pub fn put_line(buf: &mut Buffer, x: u16, y: u16, line: &Line<'_>, width: u16, b
         }
         x = put_span(buf, x, y, &span.content, end - x, style.patch(span.style));
     }
+}
+
+/// `line` as `Line::render` draws it into `area` (its first row): placed by its alignment and
+/// cut at the right edge, or at the left (aligned right or centred, and too wide) through
+/// `Line::render` itself; text of `narrow` characters is set a character a cell.
+pub fn render_line(buf: &mut Buffer, area: Rect, line: &Line<'_>) {
+    let area = area.intersection(buf.area);
+    if area.is_empty() {
+        return;
+    }
+    if !line.spans.iter().all(|s| s.content.chars().all(narrow)) {
+        line.render(area, buf);
+        return;
+    }
+    let width: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
+    let room = usize::from(area.width);
+    if width > room && !left(line.alignment) {
+        line.render(area, buf);
+        return;
+    }
+    if width == 0 {
+        return;
+    }
+    if line.style != Style::default() {
+        buf.set_style(Rect { height: 1, ..area }, line.style);
+    }
+    let indent = match line.alignment {
+        Some(Alignment::Right) => room.saturating_sub(width),
+        Some(Alignment::Center) => room.saturating_sub(width) / 2,
+        _ => 0,
+    } as u16;
+    put_line(
+        buf,
+        area.x + indent,
+        area.y,
+        line,
+        area.width - indent,
+        Style::default(),
+    );
 }
 
 /// `text` set from (`x`, `y`) in `style`, at most `width` columns: `Buffer::set_stringn`'s

@@ -9,13 +9,12 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
-use ratatui::style::Style;
 use ratatui::symbols::border;
 use ratatui::symbols::merge::MergeStrategy;
 use ratatui::text::Line;
 use ratatui::widgets::{Padding, Widget};
 
-use super::draw::{narrow, put_line};
+use super::draw::render_line;
 
 /// A bordered panel, built like a `Block::bordered()` with its border set and merged borders.
 #[derive(Debug, Clone)]
@@ -139,14 +138,11 @@ fn titles(titles: &[Line<'_>], area: Rect, y: u16, buf: &mut Buffer) {
             break;
         }
         let width = line_width(title);
-        draw_title(
-            title,
-            Rect {
-                width: width.min(left_room.width),
-                ..left_room
-            },
-            buf,
-        );
+        let area = Rect {
+            width: width.min(left_room.width),
+            ..left_room
+        };
+        render_line(buf, area, title);
         let advance = width.saturating_add(1);
         left_room.x = left_room.x.saturating_add(advance);
         left_room.width = left_room.width.saturating_sub(advance);
@@ -157,31 +153,16 @@ fn titles(titles: &[Line<'_>], area: Rect, y: u16, buf: &mut Buffer) {
             break;
         }
         let width = line_width(title);
-        draw_title(
-            title,
-            Rect {
-                x: right_room
-                    .right()
-                    .saturating_sub(width)
-                    .max(right_room.left()),
-                width: width.min(right_room.width),
-                ..right_room
-            },
-            buf,
-        );
+        let area = Rect {
+            x: right_room
+                .right()
+                .saturating_sub(width)
+                .max(right_room.left()),
+            width: width.min(right_room.width),
+            ..right_room
+        };
+        render_line(buf, area, title);
         right_room.width = right_room.width.saturating_sub(width).saturating_sub(1);
-    }
-}
-
-/// `title` drawn into `area`, which is as wide as the title or narrower: by `Line::render`, or,
-/// for `narrow` text cut (if at all) at its right, straight into the cells it covers (the cells
-/// `Line::render` sets, without its search for grapheme clusters).
-fn draw_title(title: &Line<'_>, area: Rect, buf: &mut Buffer) {
-    let cut_left = title.alignment == Some(Alignment::Right) && area.width < line_width(title);
-    if cut_left || !title.iter().all(|s| s.content.chars().all(narrow)) {
-        title.render(area, buf);
-    } else {
-        put_line(buf, area.x, area.y, title, area.width, Style::default());
     }
 }
 

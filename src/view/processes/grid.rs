@@ -10,12 +10,11 @@
 //! through `Line::render`. A test draws both and compares every cell.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
-use ratatui::widgets::Widget;
 
-use crate::view::draw::{narrow, put_line};
+use crate::view::draw::{put_line, render_line};
 
 /// The selection marker, drawn before the selected row (its column is kept on every row).
 pub const MARKER: &str = "> ";
@@ -85,46 +84,8 @@ fn draw_row(buf: &mut Buffer, at: Rect, row: &Row, columns: &[Rect]) {
 fn draw_cells(buf: &mut Buffer, at: Rect, cells: &[Line<'static>], columns: &[Rect]) {
     for (line, column) in cells.iter().zip(columns) {
         let cell = Rect::new(at.x + column.x, at.y, column.width, 1).intersection(buf.area);
-        draw_cell(buf, cell, line);
+        render_line(buf, cell, line);
     }
-}
-
-/// `line` as `Line::render` draws it into `cell`.
-fn draw_cell(buf: &mut Buffer, cell: Rect, line: &Line<'_>) {
-    if cell.is_empty() {
-        return;
-    }
-    let simple = line.spans.iter().all(|s| s.content.chars().all(narrow));
-    if !simple {
-        line.render(cell, buf);
-        return;
-    }
-    let width: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
-    if width == 0 {
-        return;
-    }
-    if line.style != Style::default() {
-        buf.set_style(cell, line.style);
-    }
-    let room = usize::from(cell.width);
-    if width > room && line.alignment.is_some_and(|a| a != Alignment::Left) {
-        // Cut at its left: `Line::render` places it.
-        line.render(cell, buf);
-        return;
-    }
-    let indent = match line.alignment {
-        Some(Alignment::Right) => room.saturating_sub(width),
-        Some(Alignment::Center) => room.saturating_sub(width) / 2,
-        _ => 0,
-    } as u16;
-    put_line(
-        buf,
-        cell.x + indent,
-        cell.y,
-        line,
-        cell.width - indent,
-        Style::default(),
-    );
 }
 
 #[cfg(test)]

@@ -197,7 +197,9 @@ impl Canvas {
     }
 }
 
-/// The dots of a line from (`x1`, `y1`) to (`x2`, `y2`), ratatui's Bresenham steps exactly.
+/// The dots of a line from (`x1`, `y1`) to (`x2`, `y2`), ratatui's Bresenham steps exactly:
+/// along x where the line is flatter than 45°, along y otherwise (a vertical or horizontal line
+/// and a single dot included).
 fn for_each_line_point(
     x1: usize,
     y1: usize,
@@ -205,51 +207,27 @@ fn for_each_line_point(
     y2: usize,
     mut f: impl FnMut(usize, usize),
 ) {
-    let dx = x2.abs_diff(x1);
-    let dy = y2.abs_diff(y1);
-    if dx == 0 {
-        for y in y1.min(y2)..=y1.max(y2) {
-            f(x1, y);
-        }
-    } else if dy == 0 {
-        for x in x1.min(x2)..=x1.max(x2) {
-            f(x, y1);
-        }
-    } else if dy < dx {
-        let ((x1, y1), (x2, y2)) = if x1 > x2 {
-            ((x2, y2), (x1, y1))
-        } else {
-            ((x1, y1), (x2, y2))
-        };
-        let dx = (x2 - x1) as isize;
-        let dy = (y2 as isize - y1 as isize).abs();
-        let mut d = 2 * dy - dx;
-        let mut y = y1;
-        for x in x1..=x2 {
-            f(x, y);
-            if d > 0 {
-                y = if y1 > y2 { y.saturating_sub(1) } else { y + 1 };
-                d -= 2 * dx;
-            }
-            d += 2 * dy;
-        }
+    if y2.abs_diff(y1) < x2.abs_diff(x1) {
+        steps((x1, y1), (x2, y2), &mut f);
     } else {
-        let ((x1, y1), (x2, y2)) = if y1 > y2 {
-            ((x2, y2), (x1, y1))
-        } else {
-            ((x1, y1), (x2, y2))
-        };
-        let dx = (x2 as isize - x1 as isize).abs();
-        let dy = (y2 - y1) as isize;
-        let mut d = 2 * dx - dy;
-        let mut x = x1;
-        for y in y1..=y2 {
-            f(x, y);
-            if d > 0 {
-                x = if x1 > x2 { x.saturating_sub(1) } else { x + 1 };
-                d -= 2 * dy;
-            }
-            d += 2 * dx;
+        steps((y1, x1), (y2, x2), |y, x| f(x, y));
+    }
+}
+
+/// Bresenham's steps along the major axis `a` from the lower end, `b` following: ratatui's
+/// `for_each_line_point_low` and `_high`, which differ only in which axis is which.
+fn steps(p: (usize, usize), q: (usize, usize), mut f: impl FnMut(usize, usize)) {
+    let ((a1, b1), (a2, b2)) = if p.0 > q.0 { (q, p) } else { (p, q) };
+    let da = (a2 - a1) as isize;
+    let db = (b2 as isize - b1 as isize).abs();
+    let mut d = 2 * db - da;
+    let mut b = b1;
+    for a in a1..=a2 {
+        f(a, b);
+        if d > 0 {
+            b = if b1 > b2 { b.saturating_sub(1) } else { b + 1 };
+            d -= 2 * da;
         }
+        d += 2 * db;
     }
 }
