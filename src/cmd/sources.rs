@@ -43,9 +43,10 @@ pub(super) fn live_factory(logs: Vec<PathBuf>) -> Factory {
     Arc::new(move || {
         let gpu = NvmlReader::new()?;
         let host = ProcReader::new()?;
+        let events = gpu_events(&gpu);
         let live = LiveSource::new(gpu, host, LogWatch::new(&logs))
             .with_pools(pool_reader())
-            .with_events(gpu_events())
+            .with_events(events)
             .with_ras(ras_watch());
         Ok(Box::new(live) as Box<dyn Source>)
     })
@@ -64,12 +65,15 @@ pub(super) fn run_factory(first: LogWatch, logs: Vec<PathBuf>) -> Factory {
             .and_then(|mut w| w.take())
             .unwrap_or_else(|| LogWatch::new(&logs));
         Ok(match NvmlReader::new() {
-            Ok(gpu) => Box::new(
-                LiveSource::new(gpu, host, watch)
-                    .with_pools(pool_reader())
-                    .with_events(gpu_events())
-                    .with_ras(ras_watch()),
-            ) as Box<dyn Source>,
+            Ok(gpu) => {
+                let events = gpu_events(&gpu);
+                Box::new(
+                    LiveSource::new(gpu, host, watch)
+                        .with_pools(pool_reader())
+                        .with_events(events)
+                        .with_ras(ras_watch()),
+                ) as Box<dyn Source>
+            }
             Err(e) => Box::new(
                 LiveSource::new(NoGpu::new(e.to_string()), host, watch)
                     .with_pools(pool_reader())
@@ -84,10 +88,13 @@ fn ras_watch() -> RasWatch {
     RasWatch::new(Arc::new(TcpRas))
 }
 
-/// The GPUs' events: NVML's event wait and the kernel log, each on a thread of its own.
-fn gpu_events() -> EventFeed {
+/// The GPUs' events: NVML's event wait (on `gpu`'s session) and the kernel log, each on a thread
+/// of its own.
+fn gpu_events(gpu: &NvmlReader) -> EventFeed {
     let feed = EventFeed::default();
-    feed.listen(Box::new(NvmlEvents));
+    feed.listen(Box::new(NvmlEvents {
+        nvml: gpu.session(),
+    }));
     feed.listen(Box::new(KmsgEvents {
         path: PathBuf::from("/dev/kmsg"),
     }));

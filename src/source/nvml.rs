@@ -14,6 +14,8 @@ pub mod mig;
 mod processes;
 mod utilization;
 
+use std::sync::Arc;
+
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, Nvml};
@@ -34,7 +36,8 @@ pub const LIB_ENV: &str = "GPUMON_NVML_LIB";
 
 /// Reads GPUs through one NVML session.
 pub struct NvmlReader {
-    nvml: Nvml,
+    /// Shared with the thread that waits for the GPUs' events (`events::NvmlEvents`).
+    nvml: Arc<Nvml>,
     /// Each GPU's (by index) device handle, once looked up.
     handles: Handles,
     /// What each GPU (by index) answered last, to keep listing it if it is lost.
@@ -61,11 +64,7 @@ impl NvmlReader {
         let lib = std::env::var_os(LIB_ENV);
         let unavailable =
             |e: NvmlError| SourceError::Unavailable(startup_message(&e, lib.as_deref()));
-        let nvml = match &lib {
-            Some(path) => Nvml::builder().lib_path(path).init(),
-            None => Nvml::init(),
-        }
-        .map_err(unavailable)?;
+        let nvml = open(lib.as_deref()).map_err(unavailable)?;
         match nvml.device_count().map_err(unavailable)? {
             0 => Err(SourceError::Unavailable(NO_GPU.to_string())),
             n => Ok(NvmlReader {
@@ -80,6 +79,11 @@ impl NvmlReader {
                 health: Vec::new(),
             }),
         }
+    }
+
+    /// The session, for the thread that waits for the GPUs' events.
+    pub fn session(&self) -> Arc<Nvml> {
+        Arc::clone(&self.nvml)
     }
 
     fn device_count(&self) -> Result<u32, SourceError> {
@@ -265,6 +269,18 @@ fn read_gpu(
 
 /// Whether this driver has the early-R535 process-list stride bug, detected as nvitop does:
 /// `nvmlDeviceGetConfComputeMemSizeInfo` present and `nvmlDeviceGetRunningProcessDetailList` absent.
+/// An NVML session from the library `lib` names, or the driver's. Put on the heap here: the
+/// session holds every NVML symbol's lookup, about 36 KB, and each frame it passed through by
+/// value kept a copy, so the thread that started it kept some 160 KB of stack resident for good.
+#[inline(never)]
+fn open(lib: Option<&std::ffi::OsStr>) -> Result<Arc<Nvml>, NvmlError> {
+    match lib {
+        Some(path) => Nvml::builder().lib_path(path).init(),
+        None => Nvml::init(),
+    }
+    .map(Arc::new)
+}
+
 fn has_stride_bug(nvml: &Nvml) -> bool {
     let lib = nvml.lib();
     lib.nvmlDeviceGetConfComputeMemSizeInfo.is_ok()

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, EventSet, Nvml};
 use nvml_wrapper_sys::bindings::{
@@ -17,7 +19,7 @@ use nvml_wrapper_sys::bindings::{
     nvmlEventTypeDramRetirementFailure, nvmlEventTypeXidCriticalError,
 };
 
-use super::convert::{reason, startup_message};
+use super::convert::reason;
 use crate::sample::GpuEvent;
 use crate::sample::health::{EventOrigin, GpuEventKind};
 use crate::source::events::{EventSource, Report, Sink};
@@ -99,8 +101,11 @@ pub fn listen(w: &mut dyn Wait, sink: &Sink, pause: Duration) {
     }
 }
 
-/// The real source: its own NVML session, every GPU registered for `WANTED`.
-pub struct NvmlEvents;
+/// The real source: the live source's NVML session (`NvmlReader::session`), every GPU
+/// registered for `WANTED`.
+pub struct NvmlEvents {
+    pub nvml: Arc<Nvml>,
+}
 
 impl EventSource for NvmlEvents {
     fn name(&self) -> &'static str {
@@ -108,21 +113,7 @@ impl EventSource for NvmlEvents {
     }
 
     fn run(self: Box<Self>, sink: &Sink) {
-        let lib = std::env::var_os(super::LIB_ENV);
-        let nvml = match &lib {
-            Some(path) => Nvml::builder().lib_path(path).init(),
-            None => Nvml::init(),
-        };
-        let nvml = match nvml {
-            Ok(n) => n,
-            Err(e) => {
-                sink.send(Report::Notice(format!(
-                    "GPU events not heard: {}",
-                    startup_message(&e, lib.as_deref())
-                )));
-                return;
-            }
-        };
+        let nvml = &*self.nvml;
         let set = match nvml.create_event_set() {
             Ok(s) => s,
             Err(e) => {
@@ -133,7 +124,7 @@ impl EventSource for NvmlEvents {
                 return;
             }
         };
-        let (registered, refused) = register_all(&nvml, &set);
+        let (registered, refused) = register_all(nvml, &set);
         if !refused.is_empty() {
             let all = if registered == 0 { "" } else { " on some GPUs" };
             sink.send(Report::Notice(format!(
@@ -142,11 +133,7 @@ impl EventSource for NvmlEvents {
             )));
         }
         if registered > 0 {
-            listen(
-                &mut RawWait { nvml: &nvml, set },
-                sink,
-                Duration::from_secs(1),
-            );
+            listen(&mut RawWait { nvml, set }, sink, Duration::from_secs(1));
         }
     }
 }
