@@ -1,6 +1,6 @@
 //! NVML's event set for the memory-related events (critical Xid errors, double-bit ECC errors,
-//! DRAM retirements and their failures), waited on by a thread of its own with its own NVML
-//! session. A GPU that refuses registration (permissions, a container, an unsupported type) is
+//! DRAM retirements and their failures), waited on by a thread of its own on the live source's
+//! NVML session (`NvmlReader::session`). A GPU that refuses registration (permissions, a container, an unsupported type) is
 //! said once with its reason; a failing wait (a GPU lost mid-wait) is said once per reason and
 //! retried, and given up after `MAX_FAILURES` in a row.
 //!
