@@ -13,11 +13,11 @@
 //!
 //! A native glibc build also packs its relative relocations (`-z pack-relative-relocs`, DT_RELR):
 //! as a position-independent program gpumon has about 6,000 of them, 145 KB of `.rela.dyn` that
-//! the loader reads whole at every start (so resident for good); packed they take about 1 KB.
+//! the loader reads whole at every start (so resident for good); packed they take about 2 KB.
 //! glibc reads packed ones from 2.36 on and the linker marks the program as needing that
 //! (`GLIBC_ABI_DT_RELR`), so only a build for the glibc it runs on, 2.36 or newer, with the
 //! toolchain's own linker packs them; the wheel's build for glibc 2.17 names zig's linker and
-//! does not.
+//! does not, nor does gold.
 
 use std::env;
 use std::path::Path;
@@ -38,8 +38,10 @@ fn main() {
     }
     let release = env::var("PROFILE").is_ok_and(|p| p == "release");
     let linux = env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux");
-    let off = env::var("GPUMON_HOT_TEXT").is_ok_and(|v| v == "off")
-        || env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|f| f.contains("fuse-ld=gold"));
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    // gold takes neither the script nor packed relocations.
+    let gold = flags.contains("fuse-ld=gold");
+    let off = env::var("GPUMON_HOT_TEXT").is_ok_and(|v| v == "off") || gold;
     let Ok(dir) = env::var("CARGO_MANIFEST_DIR") else {
         return;
     };
@@ -47,14 +49,14 @@ fn main() {
     if release && linux && !off && script.is_file() {
         link_arg(&format!("--script={}", script.display()));
     }
-    if release && linux && native_glibc_with_packed_relocations() {
+    if release && linux && !gold && native_glibc_with_packed_relocations(&flags) {
         link_arg("-z");
         link_arg("pack-relative-relocs");
     }
 }
 
 /// A build for this machine's glibc, 2.36 or newer, linked by the toolchain's own linker.
-fn native_glibc_with_packed_relocations() -> bool {
+fn native_glibc_with_packed_relocations(flags: &str) -> bool {
     let target = env::var("TARGET").unwrap_or_default();
     let linker_var = format!(
         "CARGO_TARGET_{}_LINKER",
@@ -63,7 +65,7 @@ fn native_glibc_with_packed_relocations() -> bool {
     println!("cargo:rerun-if-env-changed={linker_var}");
     let own_linker = env::var_os(&linker_var).is_none()
         && env::var_os("RUSTC_LINKER").is_none()
-        && !env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|f| f.contains("linker="));
+        && !flags.contains("linker=");
     let native = env::var("HOST").is_ok_and(|host| host == target);
     let gnu = env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "gnu");
     own_linker && native && gnu && glibc_version().is_some_and(|v| v >= (2, 36))

@@ -267,11 +267,10 @@ fn read_gpu(
     true
 }
 
-/// Whether this driver has the early-R535 process-list stride bug, detected as nvitop does:
-/// `nvmlDeviceGetConfComputeMemSizeInfo` present and `nvmlDeviceGetRunningProcessDetailList` absent.
 /// An NVML session from the library `lib` names, or the driver's. Put on the heap here: the
 /// session holds every NVML symbol's lookup, about 36 KB, and each frame it passed through by
-/// value kept a copy, so the thread that started it kept some 160 KB of stack resident for good.
+/// value kept a copy: the thread that started it kept 164 KB of its stack resident for good
+/// (76 KB now, what nvml-wrapper's own start takes).
 #[inline(never)]
 fn open(lib: Option<&std::ffi::OsStr>) -> Result<Arc<Nvml>, NvmlError> {
     match lib {
@@ -281,6 +280,8 @@ fn open(lib: Option<&std::ffi::OsStr>) -> Result<Arc<Nvml>, NvmlError> {
     .map(Arc::new)
 }
 
+/// Whether this driver has the early-R535 process-list stride bug, detected as nvitop does:
+/// `nvmlDeviceGetConfComputeMemSizeInfo` present and `nvmlDeviceGetRunningProcessDetailList` absent.
 fn has_stride_bug(nvml: &Nvml) -> bool {
     let lib = nvml.lib();
     lib.nvmlDeviceGetConfComputeMemSizeInfo.is_ok()

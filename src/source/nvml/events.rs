@@ -1,16 +1,15 @@
 //! NVML's event set for the memory-related events (critical Xid errors, double-bit ECC errors,
 //! DRAM retirements and their failures), waited on by a thread of its own on the live source's
-//! NVML session (`NvmlReader::session`). A GPU that refuses registration (permissions, a container, an unsupported type) is
-//! said once with its reason; a failing wait (a GPU lost mid-wait) is said once per reason and
-//! retried, and given up after `MAX_FAILURES` in a row.
+//! NVML session (`NvmlReader::session`). A GPU that refuses registration (permissions, a
+//! container, an unsupported type) is said once with its reason; a failing wait (a GPU lost
+//! mid-wait) is said once per reason and retried, and given up after `MAX_FAILURES` in a row.
 //!
 //! nvml-wrapper's `register_events` frees the whole set when one GPU refuses, and its `wait`
 //! drops the event types it does not know; so registration, the supported types and the wait go
 //! through the raw symbols, the set still owned (and freed) by nvml-wrapper's `EventSet`.
 
-use std::time::Duration;
-
 use std::sync::Arc;
+use std::time::Duration;
 
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, EventSet, Nvml};
