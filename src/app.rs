@@ -89,8 +89,10 @@ where
     loop {
         if dirty {
             tick_times::time("screen.draw", || {
-                painter.draw(terminal, |frame| {
-                    tick_times::time("screen.render", || view::render(frame, state))
+                painter.draw(terminal, |frame, before| {
+                    tick_times::time("screen.render", || {
+                        view::render_stamped(frame, state, before)
+                    })
                 })
             })
             .map_err(|e| TerminalError(e.to_string()))?;

@@ -2,6 +2,9 @@
 //! changed since the last frame are written, found by `diff::Changes`; two buffers in all, as
 //! ratatui's own `draw` keeps.
 //!
+//! A frame may stamp regions (`Stamps`): a region stamped as in the frame before need not be
+//! drawn; its cells are those shown, copied into the page, and not compared.
+//!
 //! ratatui's own `Terminal::draw` does the same through `Buffer::diff_iter`, which calls an
 //! out-of-line `Cell::eq` and measures both cells' widths for every cell of the screen, a third
 //! of a frame's instructions (callgrind, a replay at 120x40) though most cells do not change.
@@ -9,14 +12,18 @@
 //! comparisons.
 
 mod diff;
+mod stamps;
 #[cfg(test)]
 mod tests;
+
+use std::ops::Range;
 
 use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::{Frame, Terminal};
 
 use diff::Changes;
+pub use stamps::{Stamps, hash, hasher};
 
 /// The cells on the terminal. The frame is rendered into the terminal's current buffer, and its
 /// second buffer, which ratatui's own `draw` diffs against and this painter does not use, is
@@ -29,14 +36,20 @@ pub struct Painter {
     changed: Vec<(u16, u16)>,
     /// The terminal was cleared since `shown` was written: the next frame writes every cell.
     stale: bool,
+    /// The regions `shown` stamped.
+    stamps: Stamps,
+    /// The cells a frame need not compare (kept for its capacity).
+    kept: Vec<Range<usize>>,
 }
 
 impl Painter {
     /// Renders a frame with `render` and writes the cells that changed; the cursor stays hidden.
+    /// `render` is given the regions the frame on the terminal stamped, and returns this
+    /// frame's: a region it stamps as before it may leave undrawn, and it shows what it showed.
     pub fn draw<B: Backend>(
         &mut self,
         terminal: &mut Terminal<B>,
-        render: impl FnOnce(&mut Frame),
+        render: impl FnOnce(&mut Frame, &Stamps) -> Stamps,
     ) -> Result<(), B::Error> {
         let area = terminal.get_frame().area();
         // `swap_buffers` blanks the buffer it leaves: first the spare (emptied here; ratatui
@@ -49,16 +62,28 @@ impl Painter {
             page.resize(area);
             page.reset();
         }
-        render(&mut terminal.get_frame());
         if self.stale || self.shown.area != area {
             // ratatui clears the screen when the viewport is resized or cleared.
             self.shown = Buffer::empty(area);
+            self.stamps = Stamps::default();
             self.stale = false;
         }
+        let stamps = render(&mut terminal.get_frame(), &self.stamps);
+        stamps.kept(&self.stamps, area, &mut self.kept);
+        self.stamps = stamps;
         self.changed.clear();
         let page = terminal.current_buffer_mut();
-        self.changed
-            .extend(Changes::new(&self.shown, page).map(|(x, y, _)| (x, y)));
+        // A region stamped as before holds what it held, drawn or not: its cells are moved
+        // over from the frame shown (which becomes the next page, blanked, and is not compared
+        // there).
+        for range in &self.kept {
+            page.content[range.clone()].swap_with_slice(&mut self.shown.content[range.clone()]);
+        }
+        self.changed.extend(
+            Changes::new(&self.shown, page)
+                .keeping(&self.kept)
+                .map(|(x, y, _)| (x, y)),
+        );
         // The new frame becomes the one shown; the old one is the next frame's page.
         std::mem::swap(page, &mut self.shown);
         let shown = &self.shown;

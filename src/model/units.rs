@@ -15,9 +15,14 @@ pub fn compact(bytes: u64) -> String {
         .decimal_places(1)
         .decimal_zeroes(0)
         .space_after_value(false);
-    let s = format_size(bytes, opts);
-    // humansize writes "96.1 GiB"-style units; keep the first letter only.
-    s.trim_end_matches("iB").trim_end_matches('B').to_string() + if bytes < 1024 { "B" } else { "" }
+    let mut s = format_size(bytes, opts);
+    // humansize writes "96.1 GiB"-style units; keep the first letter only (cut in place).
+    let keep = s.trim_end_matches("iB").trim_end_matches('B').len();
+    s.truncate(keep);
+    if bytes < 1024 {
+        s.push('B');
+    }
+    s
 }
 
 /// Signed growth rate in at most three significant digits, so it fits 8 columns:

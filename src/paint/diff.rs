@@ -1,8 +1,10 @@
 //! The cells that changed between two frames, with their positions: the updates ratatui-core's
 //! `BufferDiff` yields (wide characters, their trailing columns, skipped cells and forced
 //! widths alike), and a fast path in front for the common case, an unchanged cell one column
-//! wide.
+//! wide. Ranges of cells known to be unchanged (`keeping`) are passed over.
 #![allow(deprecated)] // `Cell::skip`, which ratatui still honours
+
+use std::ops::Range;
 
 use ratatui::buffer::{Buffer, Cell, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
@@ -23,6 +25,8 @@ pub struct Changes<'a> {
     area: Rect,
     pos: usize,
     trailing: Option<Trailing>,
+    /// Cells, by index, the same in both frames, sorted; those before `pos` are done.
+    kept: &'a [Range<usize>],
 }
 
 /// The columns after a wide character still to check (`force`: write them whatever they hold).
@@ -52,7 +56,40 @@ impl<'a> Changes<'a> {
             area,
             pos: 0,
             trailing: None,
+            kept: &[],
         }
+    }
+
+    /// The same updates, where the cells of `kept` (sorted ranges of indices) are known to be
+    /// the same in both frames.
+    pub fn keeping(mut self, kept: &'a [Range<usize>]) -> Self {
+        self.kept = kept;
+        self
+    }
+
+    /// Past any kept cells at `pos`, and the trailing columns of a wide character that ends a
+    /// kept range, as the whole diff passes over an unchanged one; returns where the next kept
+    /// range starts (or `len`).
+    fn pass_kept(&mut self, len: usize) -> usize {
+        while let Some((first, rest)) = self.kept.split_first() {
+            if first.start > self.pos {
+                return first.start.min(len);
+            }
+            let end = first.end.min(len);
+            // Only a wide cell near the end can reach past it: then the cells are walked from
+            // `pos` (where a cell starts) as the whole diff walks them.
+            let window = end.saturating_sub(WIDEST).max(self.pos)..end;
+            if window.clone().any(|j| columns(&self.next[j]) > 1) {
+                while self.pos < end {
+                    self.pos += columns(&self.next[self.pos]);
+                }
+                self.pos = self.pos.min(len);
+            } else {
+                self.pos = self.pos.max(end);
+            }
+            self.kept = rest;
+        }
+        len
     }
 
     fn pos_of(&self, index: usize) -> (u16, u16) {
@@ -93,15 +130,24 @@ impl<'a> Iterator for Changes<'a> {
             return Some(update);
         }
         while self.pos < len {
+            let end = self.pass_kept(len);
+            if self.pos >= end {
+                continue;
+            }
+            // Fast path: the same narrow symbol and style as before, skipped in one pass.
+            let (next, prev) = (&self.next[self.pos..end], &self.prev[self.pos..end]);
+            self.pos += next
+                .iter()
+                .zip(prev)
+                .take_while(|(n, p)| unchanged_narrow(n, p))
+                .count();
+            if self.pos >= end {
+                continue;
+            }
             let i = self.pos;
             self.pos += 1;
             let current = &self.next[i];
             let previous = &self.prev[i];
-            // Fast path: the same one-byte symbol and style as before (width 1: a one-byte
-            // symbol is one column, as ratatui's `cell_width` counts it).
-            if unchanged_narrow(current, previous) {
-                continue;
-            }
             match current.diff_option {
                 CellDiffOption::Skip => {}
                 _ if is_skip(current) => {}
@@ -147,6 +193,21 @@ impl<'a> Iterator for Changes<'a> {
             }
         }
         None
+    }
+}
+
+/// Columns before a kept range's end where a wide cell is looked for: wider than any character
+/// a terminal draws (a cell forced wider than this is not looked for).
+const WIDEST: usize = 4;
+
+/// The columns the whole diff passes for an unchanged cell: a skipped cell one, any other its
+/// width.
+fn columns(cell: &Cell) -> usize {
+    match cell.diff_option {
+        CellDiffOption::ForcedWidth(width) => usize::from(width.get()),
+        _ if is_skip(cell) => 1,
+        _ if narrow(cell.symbol().as_bytes()) => 1,
+        _ => usize::from(cell.cell_width()).max(1),
     }
 }
 

@@ -12,7 +12,7 @@ use ratatui::style::{Color, Modifier};
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use super::diff::narrow;
-use super::{Changes, Painter};
+use super::{Changes, Painter, Stamps};
 
 const SYMBOLS: &[&str] = &[
     " ", " ", " ", "a", "a", "b", "│", "─", "┼", "█", "▒", "▇", "⣿", "⠒", "⡀", "コ", "漢", "❤️",
@@ -138,7 +138,10 @@ fn the_terminal_shows_what_ratatuis_draw_would_show() {
     let mut painter = Painter::default();
     for text in ["hello", "help", "⣿コa", "", "❤️ bye", "bye"] {
         painter
-            .draw(&mut term, |f| write(f.buffer_mut(), text))
+            .draw(&mut term, |f, _| {
+                write(f.buffer_mut(), text);
+                Stamps::default()
+            })
             .unwrap();
         theirs.draw(|f| write(f.buffer_mut(), text)).unwrap();
         assert_eq!(term.backend().buffer(), theirs.backend().buffer(), "{text}");
@@ -150,12 +153,18 @@ fn a_resize_or_a_clear_writes_the_whole_frame_again() {
     let mut term = terminal(8, 2);
     let mut painter = Painter::default();
     painter
-        .draw(&mut term, |f| write(f.buffer_mut(), "same"))
+        .draw(&mut term, |f, _| {
+            write(f.buffer_mut(), "same");
+            Stamps::default()
+        })
         .unwrap();
     term.backend_mut().resize(10, 3);
     term.resize(Rect::new(0, 0, 10, 3)).unwrap();
     painter
-        .draw(&mut term, |f| write(f.buffer_mut(), "same"))
+        .draw(&mut term, |f, _| {
+            write(f.buffer_mut(), "same");
+            Stamps::default()
+        })
         .unwrap();
     let mut want = Buffer::empty(Rect::new(0, 0, 10, 3));
     write(&mut want, "same");
@@ -164,7 +173,10 @@ fn a_resize_or_a_clear_writes_the_whole_frame_again() {
     term.clear().unwrap();
     painter.invalidate();
     painter
-        .draw(&mut term, |f| write(f.buffer_mut(), "same"))
+        .draw(&mut term, |f, _| {
+            write(f.buffer_mut(), "same");
+            Stamps::default()
+        })
         .unwrap();
     term.backend().assert_buffer(&want);
 }
@@ -175,7 +187,10 @@ fn the_terminals_spare_buffer_is_kept_empty_so_two_buffers_are_held_as_ratatui_h
     let mut painter = Painter::default();
     for _ in 0..2 {
         painter
-            .draw(&mut term, |f| write(f.buffer_mut(), "x"))
+            .draw(&mut term, |f, _| {
+                write(f.buffer_mut(), "x");
+                Stamps::default()
+            })
             .unwrap();
         term.swap_buffers();
         assert!(term.current_buffer_mut().content.is_empty());
@@ -186,8 +201,80 @@ fn the_terminals_spare_buffer_is_kept_empty_so_two_buffers_are_held_as_ratatui_h
     term.resize(Rect::new(0, 0, 10, 3)).unwrap();
     painter.invalidate();
     painter
-        .draw(&mut term, |f| write(f.buffer_mut(), "x"))
+        .draw(&mut term, |f, _| {
+            write(f.buffer_mut(), "x");
+            Stamps::default()
+        })
         .unwrap();
     term.swap_buffers();
     assert!(term.current_buffer_mut().content.is_empty());
+}
+
+proptest! {
+    /// Cells kept (the same in both frames, as a stamp promises) change no update: the updates
+    /// are those of the whole frames. (Save a kept cell marked to be written always, which is
+    /// not written again: gpumon draws none.)
+    #[test]
+    fn kept_cells_that_are_the_same_change_nothing(
+        (mut prev, mut next) in frames(),
+        (x, y, w, h) in (0..14u16, 0..6u16, 0..14u16, 0..6u16),
+    ) {
+        let area = prev.area;
+        let rect = Rect::new(area.x + x, area.y + y, w, h).intersection(area);
+        for p in rect.positions() {
+            if prev[p].diff_option == CellDiffOption::AlwaysUpdate {
+                prev[p].diff_option = CellDiffOption::None;
+            }
+            next[p] = prev[p].clone();
+        }
+        let (mut before, mut stamps) = (Stamps::default(), Stamps::default());
+        before.stamp(&Stamps::default(), rect, 7);
+        prop_assert_eq!(stamps.stamp(&before, rect, 7), !rect.is_empty());
+        let mut kept = Vec::new();
+        stamps.kept(&before, area, &mut kept);
+        prop_assert_eq!(kept.len(), usize::from(rect.height) * usize::from(!rect.is_empty()));
+        let all = updates(Changes::new(&prev, &next));
+        prop_assert_eq!(updates(Changes::new(&prev, &next).keeping(&kept)), all);
+    }
+}
+
+#[test]
+fn a_region_stamped_as_before_is_passed_over_and_one_stamped_anew_is_not() {
+    let mut term = terminal(8, 2);
+    let mut painter = Painter::default();
+    let region = Rect::new(0, 0, 4, 1);
+    let mut frame = |text: &str, stamp: u64| {
+        painter
+            .draw(&mut term, |f, before| {
+                write(f.buffer_mut(), text);
+                let mut stamps = Stamps::default();
+                stamps.stamp(before, region, stamp);
+                stamps
+            })
+            .unwrap();
+        let row: String = (0..8)
+            .map(|x| term.backend().buffer()[(x, 0)].symbol().to_string())
+            .collect();
+        row
+    };
+    assert_eq!(frame("aaaaaa", 1), "aaaaaa  ");
+    // The same stamp says the region drew the same: its cells are not compared (a stamp that
+    // lied would leave them), the rest of the row is.
+    assert_eq!(frame("bbbbbb", 1), "aaaabb  ");
+    assert_eq!(frame("cccccc", 2), "cccccc  ");
+}
+
+#[test]
+fn only_regions_stamped_alike_before_are_kept_a_range_a_row() {
+    let area = Rect::new(0, 0, 8, 3);
+    let mut before = Stamps::default();
+    assert!(!before.stamp(&Stamps::default(), Rect::new(0, 0, 4, 2), 1));
+    assert!(!before.stamp(&Stamps::default(), Rect::new(4, 2, 4, 1), 2));
+    let mut now = Stamps::default();
+    assert!(now.stamp(&before, Rect::new(0, 0, 4, 2), 1));
+    assert!(!now.stamp(&before, Rect::new(4, 2, 4, 1), 3));
+    assert!(!now.stamp(&before, Rect::new(6, 0, 0, 2), 1));
+    let mut kept = Vec::new();
+    now.kept(&before, area, &mut kept);
+    assert_eq!(kept, vec![0..4, 8..12]);
 }

@@ -7,15 +7,24 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Padding;
 
+use super::Stamping;
 use super::draw::{draw_lines, draw_wrapped};
 use super::panel::Panel;
 use super::text::{fit, rows, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
+use crate::paint;
 use crate::screen::alerts::shown;
 use crate::screen::{Pane, State};
 
-pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    block: Panel<'static>,
+    state: &State,
+    theme: &Theme,
+    stamps: &mut Stamping,
+) {
     let alerts: Vec<&Alert> = shown(&state.screen, state.machine()).collect();
     let mut title = format!(" alerts ({})", alerts.len());
     if let Some(hidden) = &state.screen.alerts_hidden {
@@ -35,14 +44,20 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if alerts.is_empty() {
-        draw_lines(frame, inner, Line::styled("no alerts", theme.na));
+        let line = Line::styled("no alerts", theme.na);
+        if !stamps.kept(inner, paint::hash(&line)) {
+            draw_lines(frame, inner, line);
+        }
         return;
     }
     let width = usize::from(inner.width);
     let active = state.screen.pane == Pane::Alerts;
     let height = usize::from(inner.height);
     if !active {
-        draw_lines(frame, inner, list(&alerts, theme, width, height));
+        let lines = list(&alerts, theme, width, height);
+        if !stamps.kept(inner, paint::hash(&lines)) {
+            draw_lines(frame, inner, lines);
+        }
         return;
     }
     // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.

@@ -23,13 +23,22 @@ use ratatui::text::Line;
 use ratatui::widgets::GraphType;
 
 use self::plot::{Dataset, Plot};
+use super::Stamping;
 use super::panel::Panel;
 use super::theme::Theme;
 use crate::model::units;
+use crate::paint;
 use crate::screen::State;
 use crate::screen::chart::{ChartData, Run, Scale, bytes, gib};
 
-pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    block: Panel<'static>,
+    state: &State,
+    theme: &Theme,
+    stamps: &mut Stamping,
+) {
     let Some(c) = &state.screen.chart else {
         frame.render_widget(block, area);
         return;
@@ -114,8 +123,11 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
         x_labels,
         y_labels,
     };
-    frame.render_widget(chart, inner);
-    if state.config.ascii {
+    let ascii = state.config.ascii;
+    let drawn = chart.draw(inner, frame.buffer_mut(), |plot| {
+        stamps.kept(inner, paint::hash(&(plot, ascii)))
+    });
+    if drawn && ascii {
         to_ascii(frame, inner);
     }
 }

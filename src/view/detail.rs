@@ -11,10 +11,12 @@ use ratatui::widgets::Padding;
 use super::panel::Panel;
 use super::spark::{self, Window};
 
+use super::Stamping;
 use super::draw::{Wrapped, draw_lines};
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
+use crate::paint;
 use crate::sample::Reading;
 use crate::screen::State;
 
@@ -31,13 +33,17 @@ pub fn render(
     state: &State,
     theme: &Theme,
     built: Option<(u16, Vec<Line<'static>>)>,
+    stamps: &mut Stamping,
 ) {
     let block = block.padding(Padding::horizontal(1));
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" selected ", theme.title));
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        draw_lines(frame, inner, Line::styled("no process selected", theme.na));
+        let line = Line::styled("no process selected", theme.na);
+        if !stamps.kept(inner, paint::hash(&line)) {
+            draw_lines(frame, inner, line);
+        }
         return;
     };
     let s = &t.sample;
@@ -53,6 +59,7 @@ pub fn render(
         Some((width, text)) if width == inner.width => text,
         _ => lines(t, state, theme, inner.width),
     };
+    let kept = stamps.kept(inner, paint::hash(&text));
     // Rows the pane cuts off, counted on its bottom border as the table and alerts count theirs.
     let text = Wrapped::new(text, inner.width);
     let cut = text.rows().saturating_sub(usize::from(inner.height));
@@ -63,7 +70,9 @@ pub fn render(
         );
     }
     frame.render_widget(block, area);
-    text.draw(frame, inner);
+    if !kept {
+        text.draw(frame, inner);
+    }
 }
 
 /// The pane's text at `width` columns (its border and padding excluded); `None` with no process

@@ -48,27 +48,38 @@ pub fn put_line(buf: &mut Buffer, x: u16, y: u16, line: &Line<'_>, width: u16, b
 /// cut at the right edge, or at the left (aligned right or centred, and too wide) through
 /// `Line::render` itself; text of `narrow` characters is set a character a cell.
 pub fn render_line(buf: &mut Buffer, area: Rect, line: &Line<'_>) {
+    render_aligned(buf, area, line, line.alignment);
+}
+
+/// `line` drawn as `render_line` draws it, placed by `alignment` rather than its own: the cells
+/// of `line.clone().alignment(alignment).render(area, buf)` without the clone.
+pub fn render_aligned(buf: &mut Buffer, area: Rect, line: &Line<'_>, alignment: Option<Alignment>) {
     let area = area.intersection(buf.area);
     if area.is_empty() {
         return;
     }
-    if !line.spans.iter().all(|s| s.content.chars().all(narrow)) {
+    let whole = |buf: &mut Buffer| {
+        let mut line = line.clone();
+        line.alignment = alignment;
         line.render(area, buf);
+    };
+    if !line.spans.iter().all(|s| s.content.chars().all(narrow)) {
+        whole(buf);
         return;
     }
     let width: usize = line.spans.iter().map(|s| s.content.chars().count()).sum();
     let room = usize::from(area.width);
-    if width > room && !left(line.alignment) {
-        line.render(area, buf);
+    if width > room && !left(alignment) {
+        whole(buf);
         return;
     }
     if width == 0 {
         return;
     }
     if line.style != Style::default() {
-        buf.set_style(Rect { height: 1, ..area }, line.style);
+        set_style(buf, Rect { height: 1, ..area }, line.style);
     }
-    let indent = match line.alignment {
+    let indent = match alignment {
         Some(Alignment::Right) => room.saturating_sub(width),
         Some(Alignment::Center) => room.saturating_sub(width) / 2,
         _ => 0,
@@ -81,6 +92,22 @@ pub fn render_line(buf: &mut Buffer, area: Rect, line: &Line<'_>) {
         area.width - indent,
         Style::default(),
     );
+}
+
+/// `Buffer::set_style`: `style` patched onto every cell of `area` (clipped to the buffer), a row
+/// at a time rather than through the buffer's indexing of each cell.
+pub fn set_style(buf: &mut Buffer, area: Rect, style: Style) {
+    let area = buf.area.intersection(area);
+    if area.is_empty() {
+        return;
+    }
+    let width = usize::from(area.width);
+    for y in area.top()..area.bottom() {
+        let start = buf.index_of(area.x, y);
+        for cell in &mut buf.content[start..start + width] {
+            cell.set_style(style);
+        }
+    }
 }
 
 /// `text` set from (`x`, `y`) in `style`, at most `width` columns: `Buffer::set_stringn`'s

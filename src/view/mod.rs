@@ -64,6 +64,7 @@ pub use layout::Regions;
 use theme::Theme;
 
 use crate::model::SourceState;
+use crate::paint::{self, Stamps};
 use crate::screen::State;
 
 /// Below this size only a message is drawn.
@@ -71,6 +72,19 @@ pub const MIN_WIDTH: u16 = 72;
 pub const MIN_HEIGHT: u16 = 20;
 
 pub fn render(frame: &mut Frame, state: &State) {
+    render_stamped(frame, state, &Stamps::default());
+}
+
+/// `render`, stamping the regions whose cells are a function of what they show (`Stamps`): the
+/// GPU block's lines, the chart, the detail and alert panes, when no popup lies over them. A
+/// region stamped alike in `before` (the frame on the terminal) is left undrawn: the painter
+/// puts back what it shows.
+pub fn render_stamped(frame: &mut Frame, state: &State, before: &Stamps) -> Stamps {
+    let mut stamps = Stamps::default();
+    // A popup is drawn over the regions: none is stamped (and so none left undrawn).
+    let popup = state.screen.help || state.screen.signal.is_some();
+    let none = Stamps::default();
+    let before = if popup { &none } else { before };
     let area = frame.area();
     let theme = Theme::new(&state.config);
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -82,7 +96,7 @@ pub fn render(frame: &mut Frame, state: &State) {
             Paragraph::new(text).wrap(ratatui::widgets::Wrap { trim: true }),
             area,
         );
-        return;
+        return stamps;
     }
     let main = Rect {
         height: area.height - 1,
@@ -118,7 +132,11 @@ pub fn render(frame: &mut Frame, state: &State) {
     } else if state.open_alert().is_some() {
         alert_view::render(frame, main, top_block, state, &theme);
     } else {
-        body(frame, main, top_block, block, state, &theme);
+        let mut stamping = Stamping {
+            before,
+            now: &mut stamps,
+        };
+        body(frame, main, top_block, block, state, &theme, &mut stamping);
     }
     footer::render(frame, footer_area, state, &theme);
     if state.screen.help {
@@ -126,6 +144,20 @@ pub fn render(frame: &mut Frame, state: &State) {
     }
     if let Some(ask) = &state.screen.signal {
         signal::render(frame, area, ask, &theme);
+    }
+    if popup { Stamps::default() } else { stamps }
+}
+
+/// The stamps of the frame before and of this one, as the regions are drawn.
+pub(crate) struct Stamping<'a> {
+    before: &'a Stamps,
+    now: &'a mut Stamps,
+}
+
+impl Stamping<'_> {
+    /// Stamps `area` with `content`; whether it was stamped alike before and need not be drawn.
+    fn kept(&mut self, area: Rect, content: u64) -> bool {
+        self.now.stamp(self.before, area, content)
     }
 }
 
@@ -173,15 +205,18 @@ fn body(
     block: impl Fn() -> Panel<'static>,
     state: &State,
     theme: &Theme,
+    stamps: &mut Stamping,
 ) {
     let plan = layout::plan(main, state, theme);
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
     frame.render_widget(top_block, r.top);
-    draw::draw_lines(frame, inner, plan.top_lines);
+    if !stamps.kept(inner, paint::hash(&plan.top_lines)) {
+        draw::draw_lines(frame, inner, plan.top_lines);
+    }
     let detail = plan.detail;
     if let Some(area) = r.chart {
-        chart::render(frame, area, block(), state, theme);
+        chart::render(frame, area, block(), state, theme, stamps);
     }
     processes::render(frame, r.table, block(), state, theme);
     if let Some(area) = r.map {
@@ -189,6 +224,6 @@ fn body(
     }
     let Some(bottom) = r.bottom else { return };
     let (left, right) = layout::split(bottom);
-    detail::render(frame, left, block(), state, theme, detail);
-    alerts::render(frame, right, block(), state, theme);
+    detail::render(frame, left, block(), state, theme, detail, stamps);
+    alerts::render(frame, right, block(), state, theme, stamps);
 }

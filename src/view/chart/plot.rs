@@ -11,12 +11,16 @@ mod canvas;
 #[cfg(test)]
 mod tests;
 
+use std::hash::{Hash, Hasher};
+
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::symbols::{Marker, line};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, GraphType, Widget};
+
+use super::super::draw::{render_aligned, render_line, set_style};
 
 /// One series to draw: its points, how, in what style, and its legend name.
 pub struct Dataset<'a> {
@@ -119,17 +123,14 @@ impl Plot<'_> {
         }
         let between = graph.width / n;
         let first = Rect::new(area.left(), y, graph.left() - area.left(), 1);
-        labels[0].clone().right_aligned().render(first, buf);
+        render_aligned(buf, first, &labels[0], Some(Alignment::Right));
         for (i, label) in labels[1..labels.len() - 1].iter().enumerate() {
             let x = graph.left() + (i + 1) as u16 * between + 1;
             let at = Rect::new(x, y, between.saturating_sub(1), 1);
-            label.clone().centered().render(at, buf);
+            render_aligned(buf, at, label, Some(Alignment::Center));
         }
         let at = Rect::new(graph.right() - between, y, between, 1);
-        labels[labels.len() - 1]
-            .clone()
-            .right_aligned()
-            .render(at, buf);
+        render_aligned(buf, at, &labels[labels.len() - 1], Some(Alignment::Right));
     }
 
     fn y_labels(&self, buf: &mut Buffer, x: u16, area: Rect, graph: Rect) {
@@ -147,7 +148,7 @@ impl Plot<'_> {
                     (graph.left() - area.left()).saturating_sub(1),
                     1,
                 );
-                label.clone().left_aligned().render(at, buf);
+                render_aligned(buf, at, label, Some(Alignment::Left));
             }
         }
     }
@@ -155,14 +156,40 @@ impl Plot<'_> {
 
 impl Widget for Plot<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
+        self.draw(area, buf, |_| false);
+    }
+}
+
+impl Plot<'_> {
+    /// Draws the plot into `area` as `render` does, unless `keep`, given a hash of what decides
+    /// its cells (the area and its style before, the labels, the legend, each dataset's painted
+    /// cells), says the cells are there already (what `Stamps` asks of a region). Returns
+    /// whether it drew.
+    pub fn draw(self, area: Rect, buf: &mut Buffer, keep: impl FnOnce(u64) -> bool) -> bool {
+        let mut h = crate::paint::hasher();
         let area = area.intersection(buf.area);
+        area.hash(&mut h);
         if area.is_empty() {
-            return;
+            return !keep(h.finish());
         }
         let parts = self.parts(area);
         let graph = parts.graph;
         // The legend box takes the style the area had before anything was drawn.
         let original = buf[(area.left(), area.top())].style();
+        (original, &self.x_labels, &self.y_labels).hash(&mut h);
+        let layers: Vec<canvas::Layer> = if graph.is_empty() {
+            Vec::new()
+        } else {
+            let mut canvas = canvas::Canvas::new(graph, self.x_bounds, self.y_bounds);
+            self.datasets.iter().map(|d| canvas.draw(d)).collect()
+        };
+        layers.hash(&mut h);
+        for d in &self.datasets {
+            (&d.name, d.style).hash(&mut h);
+        }
+        if keep(h.finish()) {
+            return false;
+        }
         if let Some(y) = parts.label_x {
             self.x_labels(buf, y, area, graph);
         }
@@ -191,13 +218,12 @@ impl Widget for Plot<'_> {
                     cell.bg = Color::Reset;
                 }
             }
-            let mut canvas = canvas::Canvas::new(graph, self.x_bounds, self.y_bounds);
-            for d in &self.datasets {
-                canvas.draw(d, buf);
+            for layer in &layers {
+                layer.set(buf);
             }
         }
         if let Some(legend) = self.legend_area(graph) {
-            buf.set_style(legend, original);
+            set_style(buf, legend, original);
             Block::bordered().render(legend, buf);
             let names = self
                 .datasets
@@ -205,8 +231,9 @@ impl Widget for Plot<'_> {
                 .filter_map(|d| Some((d.name.as_deref()?, d.style)));
             for (i, (name, style)) in names.enumerate() {
                 let at = Rect::new(legend.x + 1, legend.y + 1 + i as u16, legend.width - 2, 1);
-                Line::raw(name).patch_style(style).render(at, buf);
+                render_line(buf, at, &Line::raw(name).patch_style(style));
             }
         }
+        true
     }
 }

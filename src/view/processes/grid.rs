@@ -14,7 +14,7 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
 
-use crate::view::draw::{put_line, render_line};
+use crate::view::draw::{put_line, render_line, set_style};
 
 /// The selection marker, drawn before the selected row (its column is kept on every row).
 pub const MARKER: &str = "> ";
@@ -59,7 +59,7 @@ impl Grid<'_> {
                 ..body
             };
             if self.selected == Some(i) {
-                buf.set_style(at, row.style);
+                set_style(buf, at, row.style);
                 put_line(buf, at.x, y, &Line::raw(MARKER), marker, Style::default());
                 draw_cells(buf, at, &row.cells, &columns);
                 selected = Some(at);
@@ -68,7 +68,7 @@ impl Grid<'_> {
             }
         }
         if let Some(at) = selected {
-            buf.set_style(at, self.highlight);
+            set_style(buf, at, self.highlight);
         }
     }
 }
@@ -77,7 +77,7 @@ fn draw_row(buf: &mut Buffer, at: Rect, row: &Row, columns: &[Rect]) {
     if at.is_empty() {
         return;
     }
-    buf.set_style(at, row.style);
+    set_style(buf, at, row.style);
     draw_cells(buf, at, &row.cells, columns);
 }
 

@@ -23,7 +23,14 @@ pub struct Canvas {
     /// A cell's dots (braille: bit `x % 2 + 2 * (y % 4)`; other markers: 1 when painted).
     dots: Vec<u8>,
     /// The cells painted by the dataset being drawn, each once.
-    painted: Vec<usize>,
+    painted: Vec<Painted>,
+}
+
+/// A painted cell's place in the grid.
+#[derive(Clone, Copy, Hash)]
+pub struct Painted {
+    row: u32,
+    column: u32,
 }
 
 /// How one dataset's marker maps dots to cells.
@@ -46,12 +53,13 @@ impl Canvas {
             x_bounds,
             y_bounds,
             dots: vec![0; cells],
-            painted: Vec::new(),
+            // Room for every cell: the vector is not grown while a dataset is painted.
+            painted: Vec::with_capacity(cells),
         }
     }
 
-    /// Paints `d` and sets its cells into `buf` (`area` must lie inside `buf`).
-    pub fn draw(&mut self, d: &Dataset<'_>, buf: &mut Buffer) {
+    /// Paints `d`: the cells it sets, as a layer over the datasets before.
+    pub fn draw(&mut self, d: &Dataset<'_>) -> Layer {
         let (w, h) = match d.marker {
             Marker::Braille => (2, 4),
             _ => (1, 1),
@@ -78,15 +86,15 @@ impl Canvas {
                 for &(x, y) in d.data {
                     self.line(grid, x, 0.0, x, y, None);
                 }
-                return self.set_cells(d, buf);
+                return self.layer(d);
             }
-            _ => return self.set_cells(d, buf),
+            _ => return self.layer(d),
         };
         for pair in d.data.windows(2) {
             let ((x1, y1), (x2, y2)) = (pair[0], pair[1]);
             self.line(grid, x1, y1, x2, y2, fill_to);
         }
-        self.set_cells(d, buf);
+        self.layer(d)
     }
 
     /// `Painter::get_point`: the dot a point falls on, `None` outside the bounds.
@@ -108,38 +116,50 @@ impl Canvas {
 
     #[inline]
     fn paint(&mut self, g: Grid, x: usize, y: usize) {
-        let index = (y / g.h) * g.width + x / g.w;
-        if let Some(cell) = self.dots.get_mut(index) {
-            if *cell == 0 {
-                self.painted.push(index);
-            }
-            *cell |= if g.w == 1 {
-                1
-            } else {
-                1u8 << ((x % g.w) + g.w * (y % g.h))
-            };
+        let bits = if g.w == 1 {
+            1
+        } else {
+            1u8 << ((x % g.w) + g.w * (y % g.h))
+        };
+        self.mark(g, y / g.h, x / g.w, bits);
+    }
+
+    /// Adds `bits` to the dots of the cell at `row`, `column` (none outside the grid).
+    #[inline]
+    fn mark(&mut self, g: Grid, row: usize, column: usize, bits: u8) -> bool {
+        let Some(cell) = self.dots.get_mut(row * g.width + column) else {
+            return false;
+        };
+        if *cell == 0 {
+            self.painted.push(Painted {
+                row: row as u32,
+                column: column as u32,
+            });
         }
+        *cell |= bits;
+        true
     }
 
     /// The dots from `top` down to `bottom` in column `x`, as `paint` paints them one by one:
     /// a cell's rows at once.
     fn paint_column(&mut self, g: Grid, x: usize, top: usize, bottom: usize) {
-        let mut y = top;
-        while y <= bottom {
-            let last = (y / g.h * g.h + g.h - 1).min(bottom);
-            let index = (y / g.h) * g.width + x / g.w;
-            let Some(cell) = self.dots.get_mut(index) else {
-                return;
-            };
-            if *cell == 0 {
-                self.painted.push(index);
+        if g.h == 1 {
+            for y in top..=bottom {
+                if !self.mark(g, y, x, 1) {
+                    return;
+                }
             }
-            *cell |= if g.w == 1 {
-                1
-            } else {
-                (y..=last).fold(0, |m, y| m | 1u8 << ((x % g.w) + g.w * (y % g.h)))
-            };
-            y = last + 1;
+            return;
+        }
+        // Braille: four dot rows a cell, the column's bit of each.
+        let (column, side) = (x / 2, x % 2);
+        let (first_row, last_row) = (top / 4, bottom / 4);
+        for row in first_row..=last_row {
+            let first = if row == first_row { top % 4 } else { 0 };
+            let last = if row == last_row { bottom % 4 } else { 3 };
+            if !self.mark(g, row, column, rows_mask(side, first, last)) {
+                return;
+            }
         }
     }
 
@@ -171,30 +191,66 @@ impl Canvas {
         });
     }
 
-    /// The painted cells into `buf` as a canvas layer sets them (symbol and foreground, and the
-    /// background for blocks); the grid is left blank for the next dataset.
-    fn set_cells(&mut self, d: &Dataset<'_>, buf: &mut Buffer) {
-        let color = d.style.fg.unwrap_or(Color::Reset);
+    /// The painted cells, with their dots, as a layer; the grid is left blank for the next
+    /// dataset.
+    fn layer(&mut self, d: &Dataset<'_>) -> Layer {
         let width = usize::from(self.area.width);
+        let cells = self
+            .painted
+            .drain(..)
+            .map(|p| {
+                let index = p.row as usize * width + p.column as usize;
+                (p, std::mem::take(&mut self.dots[index]))
+            })
+            .collect();
+        Layer {
+            marker: d.marker,
+            color: d.style.fg.unwrap_or(Color::Reset),
+            area: self.area,
+            cells,
+        }
+    }
+}
+
+/// A dataset's painted cells: each one's place in the plot and its dots.
+#[derive(Hash)]
+pub struct Layer {
+    marker: Marker,
+    color: Color,
+    area: Rect,
+    cells: Vec<(Painted, u8)>,
+}
+
+impl Layer {
+    /// The cells into `buf` as a canvas layer sets them (symbol and foreground, and the
+    /// background for blocks); the plot's area must lie inside `buf`.
+    pub fn set(&self, buf: &mut Buffer) {
         let buf_width = usize::from(buf.area.width);
         let origin = usize::from(self.area.y - buf.area.y) * buf_width
             + usize::from(self.area.x - buf.area.x);
-        for &index in &self.painted {
-            let dots = std::mem::take(&mut self.dots[index]);
-            let symbol = match d.marker {
+        for &(Painted { row, column }, dots) in &self.cells {
+            let symbol = match self.marker {
                 Marker::Braille => BRAILLE[usize::from(dots)],
                 Marker::Block => '█',
                 Marker::Bar => '▄',
                 _ => '•',
             };
-            let cell = &mut buf.content[origin + (index / width) * buf_width + index % width];
-            cell.set_char(symbol).set_fg(color);
-            if matches!(d.marker, Marker::Block) {
-                cell.set_bg(color);
+            let cell = &mut buf.content[origin + row as usize * buf_width + column as usize];
+            cell.set_char(symbol).set_fg(self.color);
+            if matches!(self.marker, Marker::Block) {
+                cell.set_bg(self.color);
             }
         }
-        self.painted.clear();
     }
+}
+
+/// The braille dots of column `column` (0 or 1) from row `first` to `last` of a cell (0 to 3):
+/// bits `column + 2 * row`, as `paint` sets them one by one.
+#[inline]
+fn rows_mask(column: usize, first: usize, last: usize) -> u8 {
+    // Bits 2 * first to 2 * last + 1, and of those the column's.
+    let span = ((1u16 << (2 * last + 2)) - 1) & !((1u16 << (2 * first)) - 1);
+    (span as u8) & (0x55 << column)
 }
 
 /// The dots of a line from (`x1`, `y1`) to (`x2`, `y2`), ratatui's Bresenham steps exactly:
@@ -229,5 +285,21 @@ fn steps(p: (usize, usize), q: (usize, usize), mut f: impl FnMut(usize, usize)) 
             d -= 2 * da;
         }
         d += 2 * db;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A cell's rows at once are the dots one by one.
+    #[test]
+    fn rows_mask_is_the_dots_one_by_one() {
+        for column in 0..2 {
+            for first in 0..4 {
+                for last in first..4 {
+                    let dots = (first..=last).fold(0u8, |m, y| m | 1 << (column + 2 * y));
+                    assert_eq!(super::rows_mask(column, first, last), dots);
+                }
+            }
+        }
     }
 }
