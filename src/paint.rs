@@ -3,7 +3,7 @@
 //! ratatui's own `draw` keeps.
 //!
 //! A frame may stamp regions (`Stamps`): a region stamped as in the frame before need not be
-//! drawn; its cells are those shown, copied into the page, and not compared.
+//! drawn; its cells are those shown, moved into the page, and not compared.
 //!
 //! ratatui's own `Terminal::draw` does the same through `Buffer::diff_iter`, which calls an
 //! out-of-line `Cell::eq` and measures both cells' widths for every cell of the screen, a third
@@ -69,7 +69,7 @@ impl Painter {
             self.stale = false;
         }
         let stamps = render(&mut terminal.get_frame(), &self.stamps);
-        stamps.kept(&self.stamps, area, &mut self.kept);
+        stamps.kept(area, &mut self.kept);
         self.stamps = stamps;
         self.changed.clear();
         let page = terminal.current_buffer_mut();

@@ -1,6 +1,6 @@
 //! What a frame says of its regions: rectangles whose cells are a function of one number, a hash
 //! of what was drawn there. A region with the same number at the same place as in the frame
-//! before drew the same cells, so the painter does not compare them again.
+//! before holds the same cells: it need not be drawn, and the painter does not compare it.
 
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::Range;
@@ -10,9 +10,9 @@ use foldhash::fast::RandomState;
 
 use ratatui::layout::Rect;
 
-/// The stamped regions of one frame.
+/// The stamped regions of one frame, each with whether the frame before stamped it alike.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Stamps(Vec<(Rect, u64)>);
+pub struct Stamps(Vec<(Rect, u64, bool)>);
 
 impl Stamps {
     /// Stamps `area` with `content`: everything that decides its cells (nothing else draws
@@ -24,26 +24,27 @@ impl Stamps {
             return false;
         }
         debug_assert!(
-            self.0.iter().all(|(other, _)| !other.intersects(area)),
+            self.0.iter().all(|(other, ..)| !other.intersects(area)),
             "stamped regions overlap"
         );
-        self.0.push((area, content));
-        before.0.contains(&(area, content))
+        let kept = before.iter().any(|s| s == (area, content));
+        self.0.push((area, content, kept));
+        kept
     }
 
     /// The stamped regions, in the order they were stamped.
     pub fn iter(&self) -> impl Iterator<Item = (Rect, u64)> + '_ {
-        self.0.iter().copied()
+        self.0.iter().map(|&(area, content, _)| (area, content))
     }
 
     /// The cells of this frame, by index into a buffer of `area`, that hold what they held in
-    /// the frame stamped `before`: the regions both stamped alike (as `stamp` told the frame).
-    /// Sorted, one range a row of a region.
-    pub(super) fn kept(&self, before: &Stamps, area: Rect, out: &mut Vec<Range<usize>>) {
+    /// the frame before: the regions `stamp` told the frame were stamped alike there. Sorted,
+    /// one range a row of a region.
+    pub(super) fn kept(&self, area: Rect, out: &mut Vec<Range<usize>>) {
         out.clear();
         let width = usize::from(area.width);
-        for &(rect, hash) in &self.0 {
-            if !before.0.contains(&(rect, hash)) {
+        for &(rect, _, kept) in &self.0 {
+            if !kept {
                 continue;
             }
             let rect = rect.intersection(area);
@@ -67,7 +68,7 @@ pub fn hasher() -> impl Hasher {
     STATE.build_hasher()
 }
 
-/// One number for `content` (a region's lines, styles and place), for `Stamps::add`.
+/// One number for `content` (a region's lines and styles), for `Stamps::stamp`.
 pub fn hash(content: &impl Hash) -> u64 {
     STATE.hash_one(content)
 }

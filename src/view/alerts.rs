@@ -13,7 +13,6 @@ use super::panel::Panel;
 use super::text::{fit, rows, wrap};
 use super::theme::Theme;
 use crate::model::{Alert, Level, units};
-use crate::paint;
 use crate::screen::alerts::shown;
 use crate::screen::{Pane, State};
 
@@ -44,20 +43,14 @@ pub fn render(
     let inner = block.inner(area);
     frame.render_widget(block, area);
     if alerts.is_empty() {
-        let line = Line::styled("no alerts", theme.na);
-        if !stamps.kept(inner, paint::hash(&line)) {
-            draw_lines(frame, inner, line);
-        }
+        stamps.draw_lines(frame, inner, Line::styled("no alerts", theme.na));
         return;
     }
     let width = usize::from(inner.width);
     let active = state.screen.pane == Pane::Alerts;
     let height = usize::from(inner.height);
     if !active {
-        let lines = list(&alerts, theme, width, height);
-        if !stamps.kept(inner, paint::hash(&lines)) {
-            draw_lines(frame, inner, lines);
-        }
+        stamps.draw_lines(frame, inner, list(&alerts, theme, width, height));
         return;
     }
     // The list keeps a third of the panel, scrolled to the selection; the rest is the detail.

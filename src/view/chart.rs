@@ -123,7 +123,6 @@ pub fn render(
         x_labels,
         y_labels,
     };
-    let ascii = state.config.ascii;
     let drawn = chart.draw(inner, frame.buffer_mut(), |plot| {
         stamps.kept(inner, paint::hash(&(plot, ascii)))
     });

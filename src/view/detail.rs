@@ -12,7 +12,7 @@ use super::panel::Panel;
 use super::spark::{self, Window};
 
 use super::Stamping;
-use super::draw::{Wrapped, draw_lines};
+use super::draw::Wrapped;
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
@@ -40,10 +40,7 @@ pub fn render(
         let block = block.title(Line::styled(" selected ", theme.title));
         let inner = block.inner(area);
         frame.render_widget(block, area);
-        let line = Line::styled("no process selected", theme.na);
-        if !stamps.kept(inner, paint::hash(&line)) {
-            draw_lines(frame, inner, line);
-        }
+        stamps.draw_lines(frame, inner, Line::styled("no process selected", theme.na));
         return;
     };
     let s = &t.sample;

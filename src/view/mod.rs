@@ -53,9 +53,11 @@ mod spark;
 mod text;
 mod theme;
 
+use std::hash::Hash;
+
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
-use ratatui::text::Line;
+use ratatui::text::{Line, Text};
 use ratatui::widgets::Paragraph;
 
 use panel::Panel;
@@ -159,6 +161,19 @@ impl Stamping<'_> {
     fn kept(&mut self, area: Rect, content: u64) -> bool {
         self.now.stamp(self.before, area, content)
     }
+
+    /// `draw::draw_lines` of `lines` into `area`, stamped with them: not drawn when stamped
+    /// alike before.
+    fn draw_lines<'t, T: Hash + Into<Text<'t>>>(
+        &mut self,
+        frame: &mut Frame,
+        area: Rect,
+        lines: T,
+    ) {
+        if !self.kept(area, paint::hash(&lines)) {
+            draw::draw_lines(frame, area, lines);
+        }
+    }
 }
 
 /// The regions of a frame of size `area` showing `state` (`None` while too small or starting):
@@ -211,9 +226,7 @@ fn body(
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
     frame.render_widget(top_block, r.top);
-    if !stamps.kept(inner, paint::hash(&plan.top_lines)) {
-        draw::draw_lines(frame, inner, plan.top_lines);
-    }
+    stamps.draw_lines(frame, inner, plan.top_lines);
     let detail = plan.detail;
     if let Some(area) = r.chart {
         chart::render(frame, area, block(), state, theme, stamps);

@@ -166,12 +166,12 @@ impl Plot<'_> {
     /// cells), says the cells are there already (what `Stamps` asks of a region). Returns
     /// whether it drew.
     pub fn draw(self, area: Rect, buf: &mut Buffer, keep: impl FnOnce(u64) -> bool) -> bool {
-        let mut h = crate::paint::hasher();
         let area = area.intersection(buf.area);
-        area.hash(&mut h);
         if area.is_empty() {
-            return !keep(h.finish());
+            return true;
         }
+        let mut h = crate::paint::hasher();
+        area.hash(&mut h);
         let parts = self.parts(area);
         let graph = parts.graph;
         // The legend box takes the style the area had before anything was drawn.
