@@ -3,7 +3,8 @@
 //! ratatui's own `draw` keeps.
 //!
 //! A frame may stamp regions (`Stamps`): a region stamped as in the frame before need not be
-//! drawn; its cells are those shown, moved into the page, and not compared.
+//! drawn; its cells are those shown, which stay where they are, and are not compared. The other
+//! cells are moved from the page into the frame shown.
 //!
 //! ratatui's own `Terminal::draw` does the same through `Buffer::diff_iter`, which calls an
 //! out-of-line `Cell::eq` and measures both cells' widths for every cell of the screen, a third
@@ -38,7 +39,7 @@ pub struct Painter {
     stale: bool,
     /// The regions `shown` stamped.
     stamps: Stamps,
-    /// The cells a frame need not compare (kept for its capacity).
+    /// The cells a frame need not compare nor move (kept for its capacity).
     kept: Vec<Range<usize>>,
 }
 
@@ -73,19 +74,23 @@ impl Painter {
         self.stamps = stamps;
         self.changed.clear();
         let page = terminal.current_buffer_mut();
-        // A region stamped as before holds what it held, drawn or not: its cells are moved
-        // over from the frame shown (which becomes the next page, blanked, and is not compared
-        // there).
-        for range in &self.kept {
-            page.content[range.clone()].swap_with_slice(&mut self.shown.content[range.clone()]);
-        }
         self.changed.extend(
             Changes::new(&self.shown, page)
                 .keeping(&self.kept)
                 .map(|(x, y, _)| (x, y)),
         );
-        // The new frame becomes the one shown; the old one is the next frame's page.
-        std::mem::swap(page, &mut self.shown);
+        // The new frame becomes the one shown: its cells are moved over, but for the regions
+        // stamped as before, whose cells the frame shown holds already (drawn or not there).
+        // The page, left with the cells moved out, is blanked for the next frame.
+        let len = page.content.len().min(self.shown.content.len());
+        let mut from = 0;
+        for range in self.kept.iter().chain([&(len..len)]) {
+            let to = range.start.min(len);
+            if from < to {
+                page.content[from..to].swap_with_slice(&mut self.shown.content[from..to]);
+            }
+            from = from.max(range.end);
+        }
         let shown = &self.shown;
         terminal
             .backend_mut()

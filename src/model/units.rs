@@ -17,7 +17,11 @@ pub fn compact(bytes: u64) -> String {
         .space_after_value(false);
     let mut s = format_size(bytes, opts);
     // humansize writes "96.1 GiB"-style units; keep the first letter only (cut in place).
-    let keep = s.trim_end_matches("iB").trim_end_matches('B').len();
+    let keep = s
+        .strip_suffix("iB")
+        .unwrap_or(&s)
+        .trim_end_matches('B')
+        .len();
     s.truncate(keep);
     if bytes < 1024 {
         s.push('B');

@@ -1,7 +1,8 @@
 //! The cells that changed between two frames, with their positions: the updates ratatui-core's
 //! `BufferDiff` yields (wide characters, their trailing columns, skipped cells and forced
 //! widths alike), and a fast path in front for the common case, an unchanged cell one column
-//! wide. Ranges of cells known to be unchanged (`keeping`) are passed over.
+//! wide. Ranges of cells known to be unchanged (`keeping`) are passed over, their cells read from
+//! the frame before (the new frame's buffer need not hold them).
 #![allow(deprecated)] // `Cell::skip`, which ratatui still honours
 
 use std::ops::Range;
@@ -77,11 +78,12 @@ impl<'a> Changes<'a> {
             }
             let end = first.end.min(len);
             // Only a wide cell near the end can reach past it: then the cells are walked from
-            // `pos` (where a cell starts) as the whole diff walks them.
+            // `pos` (where a cell starts) as the whole diff walks them. A kept cell is read
+            // from the frame before, which holds it (the new frame need not).
             let window = end.saturating_sub(WIDEST).max(self.pos)..end;
-            if window.clone().any(|j| columns(&self.next[j]) > 1) {
+            if window.clone().any(|j| columns(&self.prev[j]) > 1) {
                 while self.pos < end {
-                    self.pos += columns(&self.next[self.pos]);
+                    self.pos += columns(&self.prev[self.pos]);
                 }
                 self.pos = self.pos.min(len);
             } else {
@@ -99,22 +101,31 @@ impl<'a> Changes<'a> {
         (x as u16, y as u16)
     }
 
+    /// The new frame's cell at `index`: a kept one from the frame before, which holds it.
+    fn after(&self, index: usize) -> &'a Cell {
+        let kept = self.kept.iter().take_while(|r| r.start <= index);
+        if kept.clone().any(|r| r.contains(&index)) {
+            &self.prev[index]
+        } else {
+            &self.next[index]
+        }
+    }
+
     /// The pending trailing columns of a wide character, if one of them is to be written.
     fn next_trailing(&mut self, len: usize) -> Option<(u16, u16, &'a Cell)> {
-        let t = self.trailing.as_mut()?;
+        let mut t = self.trailing.take()?;
         while t.next_index < t.end {
             let j = t.next_index;
-            t.next_index += usize::from(self.next[j].cell_width().max(1));
+            let next = self.after(j);
+            t.next_index += usize::from(next.cell_width().max(1));
             t.end = t.end.max(t.next_index).min(len);
-            if !is_skip(&self.next[j])
-                && (t.force || self.prev[j].symbol() != self.next[j].symbol())
-            {
+            if !is_skip(next) && (t.force || self.prev[j].symbol() != next.symbol()) {
                 let (x, y) = self.pos_of(j);
-                return Some((x, y, &self.next[j]));
+                self.trailing = Some(t);
+                return Some((x, y, next));
             }
         }
         self.pos = t.end;
-        self.trailing = None;
         None
     }
 }

@@ -27,7 +27,13 @@ impl Stamps {
             self.0.iter().all(|(other, ..)| !other.intersects(area)),
             "stamped regions overlap"
         );
-        let kept = before.iter().any(|s| s == (area, content));
+        // A frame stamps its regions in the order the frame before did, unless its layout
+        // changed: the same place in `before` is looked at first, and the others only when it
+        // holds another area (a region's area is stamped once a frame).
+        let kept = match before.0.get(self.0.len()) {
+            Some(&(at, was, _)) if at == area => was == content,
+            _ => before.iter().any(|s| s == (area, content)),
+        };
         self.0.push((area, content, kept));
         kept
     }
@@ -39,7 +45,7 @@ impl Stamps {
 
     /// The cells of this frame, by index into a buffer of `area`, that hold what they held in
     /// the frame before: the regions `stamp` told the frame were stamped alike there. Sorted,
-    /// one range a row of a region.
+    /// and ranges that meet joined into one.
     pub(super) fn kept(&self, area: Rect, out: &mut Vec<Range<usize>>) {
         out.clear();
         let width = usize::from(area.width);
@@ -54,6 +60,13 @@ impl Stamps {
             }
         }
         out.sort_unstable_by_key(|r| r.start);
+        out.dedup_by(|next, joined| {
+            let meet = joined.end == next.start;
+            if meet {
+                joined.end = next.end;
+            }
+            meet
+        });
     }
 }
 

@@ -41,7 +41,7 @@ pub fn render(
         .title(Line::styled(format!("{title} "), theme.title))
         .padding(Padding::horizontal(1));
     let inner = block.inner(area);
-    frame.render_widget(block, area);
+    stamps.panel(block, area);
     if alerts.is_empty() {
         stamps.draw_lines(frame, inner, Line::styled("no alerts", theme.na));
         return;

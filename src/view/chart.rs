@@ -40,7 +40,7 @@ pub fn render(
     stamps: &mut Stamping,
 ) {
     let Some(c) = &state.screen.chart else {
-        frame.render_widget(block, area);
+        stamps.panel(block, area);
         return;
     };
     let focus = if state.screen.focus.is_some() {
@@ -70,7 +70,7 @@ pub fn render(
     };
     let block = block.title(Line::styled(title, theme.title));
     let inner = block.inner(area);
-    frame.render_widget(block, area);
+    stamps.panel(block, area);
 
     let ascii = state.config.ascii;
     let top = gib(c.top);
@@ -123,8 +123,8 @@ pub fn render(
         x_labels,
         y_labels,
     };
-    let drawn = chart.draw(inner, frame.buffer_mut(), |plot| {
-        stamps.kept(inner, paint::hash(&(plot, ascii)))
+    let drawn = chart.draw(inner, frame.buffer_mut(), |row, plot| {
+        stamps.kept(row, paint::hash(&(plot, ascii)))
     });
     if drawn && ascii {
         to_ascii(frame, inner);

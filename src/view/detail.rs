@@ -16,7 +16,6 @@ use super::draw::Wrapped;
 use super::text::{self, fit};
 use super::theme::Theme;
 use crate::model::{Level, ProcessTrack, units};
-use crate::paint;
 use crate::sample::Reading;
 use crate::screen::State;
 
@@ -39,7 +38,7 @@ pub fn render(
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" selected ", theme.title));
         let inner = block.inner(area);
-        frame.render_widget(block, area);
+        stamps.panel(block, area);
         stamps.draw_lines(frame, inner, Line::styled("no process selected", theme.na));
         return;
     };
@@ -56,7 +55,6 @@ pub fn render(
         Some((width, text)) if width == inner.width => text,
         _ => lines(t, state, theme, inner.width),
     };
-    let kept = stamps.kept(inner, paint::hash(&text));
     // Rows the pane cuts off, counted on its bottom border as the table and alerts count theirs.
     let text = Wrapped::new(text, inner.width);
     let cut = text.rows().saturating_sub(usize::from(inner.height));
@@ -66,10 +64,8 @@ pub fn render(
             Line::styled(format!(" +{cut} more {lines} "), theme.title).right_aligned(),
         );
     }
-    frame.render_widget(block, area);
-    if !kept {
-        text.draw(frame, inner);
-    }
+    stamps.panel(block, area);
+    text.draw_kept(frame, inner, |at, content| stamps.kept(at, content));
 }
 
 /// The pane's text at `width` columns (its border and padding excluded); `None` with no process

@@ -13,6 +13,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Text};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
+use crate::paint;
+
 /// `lines` drawn top-down into `area`, one a row, each cut at its right edge: the cells an
 /// unwrapped `Paragraph` of them draws, styled the same (the line's style patched by each span's,
 /// on the text's cells only). A line aligned other than left goes through a `Paragraph`, which
@@ -29,6 +31,49 @@ pub fn draw_lines<'a>(frame: &mut Frame, area: Rect, lines: impl Into<Text<'a>>)
         put_line(buf, area.x, y, line, area.width, text.style);
     }
 }
+
+/// `draw_lines`, a row at a time: each line's row is offered to `keep` with a hash of the line,
+/// and the rows under the last line (left blank) with `BLANK`; a row `keep` answers true for is
+/// not drawn (its cells are there already). Text aligned other than left is offered whole, as
+/// `area` with a hash of the text.
+pub fn draw_lines_kept<'a>(
+    frame: &mut Frame,
+    area: Rect,
+    lines: impl Into<Text<'a>>,
+    mut keep: impl FnMut(Rect, u64) -> bool,
+) {
+    let text = lines.into();
+    let area = area.intersection(frame.area());
+    if !left(text.alignment) || !text.lines.iter().all(|l| left(l.alignment)) {
+        if !keep(area, paint::hash(&text)) {
+            frame.render_widget(Paragraph::new(text), area);
+        }
+        return;
+    }
+    let buf = frame.buffer_mut();
+    let mut rows = area.top()..area.bottom();
+    for (line, y) in text.lines.iter().zip(&mut rows) {
+        let row = Rect {
+            y,
+            height: 1,
+            ..area
+        };
+        if !keep(row, paint::hash(&(line, text.style))) {
+            put_line(buf, area.x, y, line, area.width, text.style);
+        }
+    }
+    keep(
+        Rect {
+            y: rows.start,
+            height: rows.len() as u16,
+            ..area
+        },
+        BLANK,
+    );
+}
+
+/// The stamp of rows nothing is drawn on.
+pub const BLANK: u64 = 0;
 
 /// `line` set from (`x`, `y`), at most `width` columns, its spans' styles patched onto `base`
 /// patched by the line's own: `Buffer::set_line`'s cells.
@@ -187,23 +232,44 @@ impl<'a> Wrapped<'a> {
     /// Draws the lines into `area` (as wide as they were wrapped for), cut at its bottom: the
     /// cells a wrapping `Paragraph` of them draws.
     pub fn draw(self, frame: &mut Frame, area: Rect) {
+        self.draw_kept(frame, area, |_, _| false);
+    }
+
+    /// `draw`, a line at a time: each line's rows are offered to `keep` with a hash of the line,
+    /// and the rows under the last (left blank) with `BLANK`; lines `keep` answers true for are
+    /// not drawn (their cells are there already).
+    pub fn draw_kept(self, frame: &mut Frame, area: Rect, mut keep: impl FnMut(Rect, u64) -> bool) {
+        let area = area.intersection(frame.area());
         let mut y = area.top();
         for (line, rows) in self.lines {
             if y >= area.bottom() {
                 break;
             }
-            let rest = Rect {
+            let height = u16::try_from(rows)
+                .unwrap_or(u16::MAX)
+                .min(area.bottom() - y);
+            let at = Rect { y, height, ..area };
+            if !keep(at, paint::hash(&(&line, rows))) {
+                let rest = Rect {
+                    height: area.bottom() - y,
+                    ..at
+                };
+                if rows == 1 && left(line.alignment) {
+                    draw_lines(frame, rest, line);
+                } else {
+                    frame.render_widget(wrapping(line), rest);
+                }
+            }
+            y += height;
+        }
+        keep(
+            Rect {
                 y,
                 height: area.bottom() - y,
                 ..area
-            };
-            if rows == 1 && left(line.alignment) {
-                draw_lines(frame, rest, line);
-            } else {
-                frame.render_widget(wrapping(line), rest);
-            }
-            y = y.saturating_add(u16::try_from(rows).unwrap_or(u16::MAX));
-        }
+            },
+            BLANK,
+        );
     }
 }
 

@@ -1,12 +1,9 @@
 //! The footer: the main keys (an open alert's own) and the status message, the filter prompt
 //! while it is open, or `gpumon run`'s question when the user quits while its command runs.
 
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::draw::draw_lines;
 use super::text::fit;
 use super::theme::Theme;
 use crate::screen::State;
@@ -29,8 +26,9 @@ const HINTS: [(&str, &str); 6] = [
     ("?", "help"),
 ];
 
-pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let width = usize::from(area.width);
+/// The footer's line, `width` columns wide at most.
+pub fn line(state: &State, theme: &Theme, width: u16) -> Line<'static> {
+    let width = usize::from(width);
     if let Some(r) = state.screen.run.as_ref().filter(|r| r.asking) {
         let keys = [
             ("k", " stop it  "),
@@ -47,8 +45,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             spans.push(Span::styled(key, theme.key));
             spans.push(Span::raw(what));
         }
-        draw_lines(frame, area, Line::from(spans));
-        return;
+        return Line::from(spans);
     }
     if let Some(text) = &state.screen.prompt {
         let line = Line::from(vec![
@@ -57,8 +54,7 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             Span::raw(theme.g.cursor),
             Span::styled(" (Enter apply, Esc cancel)", theme.na),
         ]);
-        draw_lines(frame, area, line);
-        return;
+        return line;
     }
     let status = state
         .screen
@@ -88,5 +84,5 @@ pub fn render(frame: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(s, Style::new()));
     }
-    draw_lines(frame, area, Line::from(spans));
+    Line::from(spans)
 }

@@ -234,7 +234,7 @@ pub fn bar_widths(seg: &Segments, width: usize) -> [usize; 4] {
         rest[i] = exact % total;
     }
     let mut order = [0, 1, 2, 3];
-    order.sort_by(|a, b| rest[*b].cmp(&rest[*a]).then(a.cmp(b)));
+    order.sort_unstable_by(|a, b| rest[*b].cmp(&rest[*a]).then(a.cmp(b)));
     let short = width - cols.iter().sum::<usize>();
     for i in order.iter().take(short) {
         cols[*i] += 1;

@@ -13,6 +13,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Padding, Paragraph};
 
+use super::Stamping;
 use super::draw::draw_wrapped;
 use super::panel::Panel;
 use super::text::{fit, wrap};
@@ -44,13 +45,20 @@ pub struct Marked {
     pub expandable: bool,
 }
 
-pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    block: Panel<'static>,
+    state: &State,
+    theme: &Theme,
+    stamps: &mut Stamping,
+) {
     let block = block.padding(Padding::horizontal(1));
     let Some(t) = state.selected_process() else {
         let block = block.title(Line::styled(" block map ", theme.title));
         let text = Line::styled("no process selected (m closes the map)", theme.na);
         let inner = block.inner(area);
-        frame.render_widget(block, area);
+        stamps.panel(block, area);
         frame.render_widget(Paragraph::new(text), inner);
         return;
     };
@@ -68,7 +76,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
         (Some(track), Some(view)) => lines(track, view, state, theme, inner),
         _ => absent(t, track, state, theme, inner.width),
     };
-    frame.render_widget(block, area);
+    stamps.panel(block, area);
     draw_wrapped(frame, inner, lines);
 }
 

@@ -50,10 +50,11 @@ mod processes;
 mod rank;
 mod signal;
 mod spark;
+mod split;
 mod text;
 mod theme;
 
-use std::hash::Hash;
+use std::hash::Hasher;
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
@@ -77,10 +78,11 @@ pub fn render(frame: &mut Frame, state: &State) {
     render_stamped(frame, state, &Stamps::default());
 }
 
-/// `render`, stamping the regions whose cells are a function of what they show (`Stamps`): the
-/// GPU block's lines, the chart, the detail and alert panes, when no popup lies over them. A
-/// region stamped alike in `before` (the frame on the terminal) is left undrawn: the painter
-/// puts back what it shows.
+/// `render`, stamping the regions whose cells are a function of what they show (`Stamps`), when
+/// no popup lies over them: on the main screen the panels' borders and titles a row at a time,
+/// the GPU block's lines, the chart's rows, the table's lines, the detail and alert panes'
+/// lines, and the footer. A region stamped alike in `before` (the frame on the terminal) is left
+/// undrawn: the painter puts back what it shows.
 pub fn render_stamped(frame: &mut Frame, state: &State, before: &Stamps) -> Stamps {
     let mut stamps = Stamps::default();
     // A popup is drawn over the regions: none is stamped (and so none left undrawn).
@@ -109,6 +111,7 @@ pub fn render_stamped(frame: &mut Frame, state: &State, before: &Stamps) -> Stam
         height: 1,
         ..area
     };
+    let mut stamping = Stamping::new(before, &mut stamps);
     let block = || Panel::new(theme.g.border);
     let top_block = block().title(header::title(state, &theme, area.width));
 
@@ -134,13 +137,11 @@ pub fn render_stamped(frame: &mut Frame, state: &State, before: &Stamps) -> Stam
     } else if state.open_alert().is_some() {
         alert_view::render(frame, main, top_block, state, &theme);
     } else {
-        let mut stamping = Stamping {
-            before,
-            now: &mut stamps,
-        };
         body(frame, main, top_block, block, state, &theme, &mut stamping);
+        stamping.chrome(frame);
     }
-    footer::render(frame, footer_area, state, &theme);
+    let footer = footer::line(state, &theme, footer_area.width);
+    stamping.draw_lines(frame, footer_area, footer);
     if state.screen.help {
         help::render(frame, area, &theme);
     }
@@ -150,28 +151,89 @@ pub fn render_stamped(frame: &mut Frame, state: &State, before: &Stamps) -> Stam
     if popup { Stamps::default() } else { stamps }
 }
 
-/// The stamps of the frame before and of this one, as the regions are drawn.
+/// The stamps of the frame before and of this one, as the regions are drawn, and the panels
+/// whose borders are drawn once the regions are (`chrome`).
 pub(crate) struct Stamping<'a> {
     before: &'a Stamps,
     now: &'a mut Stamps,
+    panels: Vec<(Panel<'static>, Rect)>,
 }
 
-impl Stamping<'_> {
+impl<'a> Stamping<'a> {
+    fn new(before: &'a Stamps, now: &'a mut Stamps) -> Self {
+        Stamping {
+            before,
+            now,
+            panels: Vec::new(),
+        }
+    }
+
     /// Stamps `area` with `content`; whether it was stamped alike before and need not be drawn.
     fn kept(&mut self, area: Rect, content: u64) -> bool {
         self.now.stamp(self.before, area, content)
     }
 
-    /// `draw::draw_lines` of `lines` into `area`, stamped with them: not drawn when stamped
-    /// alike before.
-    fn draw_lines<'t, T: Hash + Into<Text<'t>>>(
-        &mut self,
-        frame: &mut Frame,
-        area: Rect,
-        lines: T,
-    ) {
-        if !self.kept(area, paint::hash(&lines)) {
-            draw::draw_lines(frame, area, lines);
+    /// `draw::draw_lines` of `lines` into `area`, each line's row stamped with it (and the rows
+    /// under them as blank): a row stamped alike before is not drawn.
+    fn draw_lines<'t>(&mut self, frame: &mut Frame, area: Rect, lines: impl Into<Text<'t>>) {
+        draw::draw_lines_kept(frame, area, lines, |row, content| self.kept(row, content));
+    }
+
+    /// `panel` drawn around `area` by `chrome`, after the regions inside it.
+    fn panel(&mut self, panel: Panel<'static>, area: Rect) {
+        self.panels.push((panel, area));
+    }
+
+    /// Draws the panels' borders and titles, each row of them stamped with the panels that
+    /// cross it: they are drawn unless every row was stamped alike before. A region draws only
+    /// inside its panel, so drawing the panels last changes no cell; they are drawn in the
+    /// order they were given, as borders are merged onto those drawn before.
+    fn chrome(&mut self, frame: &mut Frame) {
+        let area = frame.area();
+        let mut all_kept = true;
+        let mut runs: Vec<(u16, u16)> = Vec::new();
+        let panels: Vec<(u64, Rect, Rect)> = self
+            .panels
+            .iter()
+            .map(|(panel, at)| {
+                let at = at.intersection(area);
+                (paint::hash(&(panel, at)), at, panel.inner(at))
+            })
+            .collect();
+        for y in area.top()..area.bottom() {
+            let mut h = paint::hasher();
+            runs.clear();
+            for &(hash, at, inner) in &panels {
+                if y < at.top() || y >= at.bottom() {
+                    continue;
+                }
+                h.write_u64(hash);
+                if y < inner.top() || y >= inner.bottom() {
+                    runs.push((at.left(), at.right()));
+                } else {
+                    runs.push((at.left(), inner.left()));
+                    runs.push((inner.right(), at.right()));
+                }
+            }
+            runs.retain(|(start, end)| start < end);
+            runs.sort_unstable();
+            runs.dedup_by(|next, joined| {
+                let meet = next.0 <= joined.1;
+                if meet {
+                    joined.1 = joined.1.max(next.1);
+                }
+                meet
+            });
+            let content = h.finish();
+            for &(start, end) in &runs {
+                let run = Rect::new(start, y, end - start, 1);
+                all_kept &= self.kept(run, content);
+            }
+        }
+        if !all_kept {
+            for (panel, at) in &self.panels {
+                frame.render_widget(panel, *at);
+            }
         }
     }
 }
@@ -225,15 +287,15 @@ fn body(
     let plan = layout::plan(main, state, theme);
     let r = &plan.regions;
     let inner = top_block.inner(r.top);
-    frame.render_widget(top_block, r.top);
+    stamps.panel(top_block, r.top);
     stamps.draw_lines(frame, inner, plan.top_lines);
     let detail = plan.detail;
     if let Some(area) = r.chart {
         chart::render(frame, area, block(), state, theme, stamps);
     }
-    processes::render(frame, r.table, block(), state, theme);
+    processes::render(frame, r.table, block(), state, theme, stamps);
     if let Some(area) = r.map {
-        map::render(frame, area, block(), state, theme);
+        map::render(frame, area, block(), state, theme, stamps);
     }
     let Some(bottom) = r.bottom else { return };
     let (left, right) = layout::split(bottom);

@@ -17,7 +17,7 @@ use ratatui::widgets::{Padding, Widget};
 use super::draw::render_line;
 
 /// A bordered panel, built like a `Block::bordered()` with its border set and merged borders.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Hash)]
 pub struct Panel<'a> {
     set: border::Set<'a>,
     top: Vec<Line<'a>>,

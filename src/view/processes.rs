@@ -7,11 +7,13 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Padding;
 
-use super::draw::draw_lines;
+use super::Stamping;
+use super::draw::{BLANK, draw_lines};
 use super::panel::Panel;
 use super::text::fit;
 use super::theme::Theme;
 use crate::model::ProcessTrack;
+use crate::paint;
 use crate::screen::{JobLine, State, TableLine};
 
 mod columns;
@@ -59,7 +61,14 @@ fn empty_reason(state: &State, theme: &Theme) -> String {
     }
 }
 
-pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &State, theme: &Theme) {
+pub fn render(
+    frame: &mut Frame,
+    area: Rect,
+    block: Panel<'static>,
+    state: &State,
+    theme: &Theme,
+    stamps: &mut Stamping,
+) {
     let mut block = block.title(title(state, theme)).padding(Padding::right(1));
     let inner = block.inner(area);
     let selected = state
@@ -79,7 +88,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
     if more > 0 {
         block = block.title(Line::styled(format!(" +{more} more "), theme.title).right_aligned());
     }
-    frame.render_widget(block, area);
+    stamps.panel(block, area);
     let shown = || {
         state
             .screen
@@ -119,6 +128,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
             widths: &widths,
             selected: None,
             highlight: Style::new(),
+            skip: &[],
         };
         grid.render(head, frame.buffer_mut());
         draw_lines(
@@ -167,14 +177,7 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
             },
         })
         .collect();
-    let grid = Grid {
-        header,
-        rows: &rows,
-        widths: &widths,
-        selected: selected.map(|s| s - shown.start),
-        highlight: theme.selected,
-    };
-    grid.render(inner, frame.buffer_mut());
+    let selected = selected.map(|s| s - shown.start);
     // Exited rows: "[exited 17s ago, OOM: fragmentation] python3 train.py" across the columns
     // they have nothing current for, so the cause is not cut to COMMAND's width.
     let span_x = cols
@@ -183,27 +186,70 @@ pub fn render(frame: &mut Frame, area: Rect, block: Panel<'static>, state: &Stat
         .map(|c| c.width(mig) + 1)
         .sum::<u16>()
         + SELECTION_WIDTH;
-    for (n, line) in lines.iter().enumerate() {
-        let y = inner.y + 1 + u16::try_from(n).unwrap_or(u16::MAX);
-        let room = usize::from(inner.width.saturating_sub(SELECTION_WIDTH));
-        let (x, text, style) = match line {
-            Shown::Job(j) => (
+    let room = usize::from(inner.width.saturating_sub(SELECTION_WIDTH));
+    let over: Vec<Option<(u16, String, Style)>> = lines
+        .iter()
+        .map(|line| match line {
+            Shown::Job(j) => Some((
                 SELECTION_WIDTH,
                 job_line::text(j, state, theme, room),
                 theme.title,
-            ),
+            )),
             Shown::Process(t) => {
-                let Some(label) = super::life::exit_label(state, t) else {
-                    continue;
-                };
+                let label = super::life::exit_label(state, t)?;
                 let command = t.sample.command.value().map_or("n/a", String::as_str);
-                (
+                Some((
                     span_x,
                     format!("[{label}] {command}"),
                     Style::new().add_modifier(Modifier::DIM),
-                )
+                ))
             }
+        })
+        .collect();
+    // Each line stamped with what decides its cells (the header's and the rows' under them
+    // blank): a line stamped alike before is not drawn.
+    let mut skip = Vec::with_capacity(rows.len() + 1);
+    let mut line_at = inner.top()..inner.bottom();
+    let mut stamp = |content: u64| match line_at.next() {
+        Some(y) => stamps.kept(
+            Rect {
+                y,
+                height: 1,
+                ..inner
+            },
+            content,
+        ),
+        None => false,
+    };
+    skip.push(stamp(paint::hash(&(&header.cells, header.style, &widths))));
+    for (n, (row, over)) in rows.iter().zip(&over).enumerate() {
+        let highlight = (selected == Some(n)).then_some(theme.selected);
+        skip.push(stamp(paint::hash(&(
+            &row.cells, row.style, &widths, highlight, over,
+        ))));
+    }
+    stamps.kept(
+        Rect {
+            y: line_at.start,
+            height: line_at.len() as u16,
+            ..inner
+        },
+        BLANK,
+    );
+    let grid = Grid {
+        header,
+        rows: &rows,
+        widths: &widths,
+        selected,
+        highlight: theme.selected,
+        skip: &skip,
+    };
+    grid.render(inner, frame.buffer_mut());
+    for (n, over) in over.into_iter().enumerate() {
+        let Some((x, text, style)) = over.filter(|_| !skip[n + 1]) else {
+            continue;
         };
+        let y = inner.y + 1 + u16::try_from(n).unwrap_or(u16::MAX);
         let area = Rect::new(inner.x + x, y, inner.width.saturating_sub(x), 1).intersection(inner);
         let text = fit(&text, usize::from(area.width), theme.g.ellipsis);
         draw_lines(frame, area, Line::styled(text, style));

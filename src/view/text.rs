@@ -18,25 +18,33 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
-    for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
+    // Characters in `line`.
+    let mut used = 0;
+    for mut word in text.split_whitespace() {
+        let mut len = word.chars().count();
         loop {
-            let used = line.chars().count();
             let gap = usize::from(used > 0);
-            if used + gap + word.len() <= width {
+            if used + gap + len <= width {
                 if gap == 1 {
                     line.push(' ');
                 }
-                line.extend(word.iter());
+                line.push_str(word);
+                used += gap + len;
                 break;
             }
             if used > 0 {
                 lines.push(std::mem::take(&mut line));
+                used = 0;
                 continue;
             }
-            let rest = word.split_off(width);
-            lines.push(word.iter().collect());
-            word = rest;
+            // A word wider than a line: a line of its first characters, then the rest.
+            let cut = word
+                .char_indices()
+                .nth(width)
+                .map_or(word.len(), |(i, _)| i);
+            lines.push(word[..cut].to_string());
+            word = &word[cut..];
+            len -= width;
         }
     }
     if !line.is_empty() || lines.is_empty() {
@@ -77,13 +85,44 @@ mod tests {
         assert_eq!(fit("python train.py", 8, "..."), "pytho...");
     }
 
-    /// What `draw_lines` draws is what an unwrapped `Paragraph` of the same lines draws, styles
-    /// included: styled spans and lines, a line cut at the edge, wide characters, more lines than
-    /// rows; and with a centred line among them (which a `Paragraph` places).
     #[test]
     fn wraps_at_spaces_and_splits_long_words() {
         assert_eq!(wrap("a bb ccc dddd", 6), vec!["a bb", "ccc", "dddd"]);
         assert_eq!(wrap("abcdefgh ij", 3), vec!["abc", "def", "gh", "ij"]);
         assert_eq!(wrap("", 5), vec![""]);
+        assert_eq!(wrap("ééééé é", 2), vec!["éé", "éé", "é", "é"]);
+    }
+
+    /// Greedy wrapping, word by word: a word goes on the line if it fits after a space, else
+    /// on a new line, and a word wider than a line is cut into lines of `width` characters.
+    fn greedy(text: &str, width: usize) -> Vec<String> {
+        let width = width.max(1);
+        let mut lines: Vec<Vec<char>> = vec![Vec::new()];
+        for word in text.split_whitespace() {
+            let mut word: Vec<char> = word.chars().collect();
+            while !word.is_empty() {
+                let line = lines.last_mut().unwrap();
+                let gap = usize::from(!line.is_empty());
+                if line.len() + gap + word.len() <= width {
+                    line.extend(std::iter::repeat_n(' ', gap).chain(word.drain(..)));
+                } else if line.is_empty() {
+                    line.extend(word.drain(..width));
+                    lines.push(Vec::new());
+                } else {
+                    lines.push(Vec::new());
+                }
+            }
+        }
+        if lines.len() > 1 && lines.last().is_some_and(Vec::is_empty) {
+            lines.pop();
+        }
+        lines.into_iter().map(String::from_iter).collect()
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn wraps_as_greedy_wrapping_does(text in "[a-cé ]{0,40}", width in 0..9usize) {
+            proptest::prop_assert_eq!(wrap(&text, width), greedy(&text, width));
+        }
     }
 }

@@ -11,16 +11,17 @@ mod canvas;
 #[cfg(test)]
 mod tests;
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Alignment, Constraint, Flex, Layout, Rect};
+use ratatui::layout::{Alignment, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::symbols::{Marker, line};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, GraphType, Widget};
 
 use super::super::draw::{render_aligned, render_line, set_style};
+use super::super::split;
 
 /// One series to draw: its points, how, in what style, and its legend name.
 pub struct Dataset<'a> {
@@ -40,9 +41,9 @@ pub struct Plot<'a> {
     pub y_labels: Vec<Line<'a>>,
 }
 
-/// The legend is hidden unless it fits in this much of the plot.
-const LEGEND_MAX: (Constraint, Constraint) =
-    (Constraint::Percentage(60), Constraint::Percentage(80));
+/// The legend is hidden unless it fits in this much of the plot (percent of its width and
+/// height).
+const LEGEND_MAX: (u16, u16) = (60, 80);
 
 /// Where `Chart::layout` puts the parts (no axis titles).
 struct Parts {
@@ -102,12 +103,8 @@ impl Plot<'_> {
         let names = self.datasets.iter().filter_map(|d| d.name.as_deref());
         let inner = names.clone().map(|n| Line::raw(n).width() as u16).max()?;
         let (width, height) = (inner + 2, names.count() as u16 + 2);
-        let [max_width] = Layout::horizontal([LEGEND_MAX.0])
-            .flex(Flex::Start)
-            .areas(graph);
-        let [max_height] = Layout::vertical([LEGEND_MAX.1])
-            .flex(Flex::Start)
-            .areas(graph);
+        let max_width = split::percent_of_width(graph, LEGEND_MAX.0);
+        let max_height = split::percent_of_height(graph, LEGEND_MAX.1);
         (inner > 0
             && width <= max_width.width
             && height <= max_height.height
@@ -156,40 +153,77 @@ impl Plot<'_> {
 
 impl Widget for Plot<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        self.draw(area, buf, |_| false);
+        self.draw(area, buf, |_, _| false);
     }
 }
 
 impl Plot<'_> {
-    /// Draws the plot into `area` as `render` does, unless `keep`, given a hash of what decides
-    /// its cells (the area and its style before, the labels, the legend, each dataset's painted
-    /// cells), says the cells are there already (what `Stamps` asks of a region). Returns
-    /// whether it drew.
-    pub fn draw(self, area: Rect, buf: &mut Buffer, keep: impl FnOnce(u64) -> bool) -> bool {
+    /// Draws the plot into `area` as `render` does, a row at a time: each row is offered to
+    /// `keep` with a hash of what decides its cells (the area and its style before, the labels,
+    /// the legend where it lies on the row, each dataset's cells in the row), and a row `keep`
+    /// answers true for (its cells are there already, what `Stamps` asks of a region) is not
+    /// painted. Returns whether any row was drawn.
+    pub fn draw(
+        self,
+        area: Rect,
+        buf: &mut Buffer,
+        mut keep: impl FnMut(Rect, u64) -> bool,
+    ) -> bool {
         let area = area.intersection(buf.area);
         if area.is_empty() {
             return true;
         }
-        let mut h = crate::paint::hasher();
-        area.hash(&mut h);
         let parts = self.parts(area);
         let graph = parts.graph;
         // The legend box takes the style the area had before anything was drawn.
         let original = buf[(area.left(), area.top())].style();
-        (original, &self.x_labels, &self.y_labels).hash(&mut h);
         let layers: Vec<canvas::Layer> = if graph.is_empty() {
             Vec::new()
         } else {
             let mut canvas = canvas::Canvas::new(graph, self.x_bounds, self.y_bounds);
             self.datasets.iter().map(|d| canvas.draw(d)).collect()
         };
-        layers.hash(&mut h);
-        for d in &self.datasets {
-            (&d.name, d.style).hash(&mut h);
+        let legend = self.legend_area(graph);
+        let every_row = crate::paint::hash(&(area, original, &self.x_labels, &self.y_labels));
+        let legend_rows = legend.map(|at| {
+            let names: Vec<_> = self.datasets.iter().map(|d| (&d.name, d.style)).collect();
+            (at, crate::paint::hash(&(at, names)))
+        });
+        let mut rows: Vec<_> = (area.top()..area.bottom())
+            .map(|y| {
+                let mut h = crate::paint::hasher();
+                h.write_u64(every_row);
+                if let Some((at, names)) = legend_rows
+                    && (at.top()..at.bottom()).contains(&y)
+                {
+                    h.write_u64(names);
+                }
+                h
+            })
+            .collect();
+        let first_graph_row = usize::from(graph.y - area.y);
+        for layer in &layers {
+            layer.hash_rows(&mut rows[first_graph_row..]);
         }
-        if keep(h.finish()) {
+        let kept: Vec<bool> = rows
+            .into_iter()
+            .zip(area.top()..)
+            .map(|(h, y)| {
+                keep(
+                    Rect {
+                        y,
+                        height: 1,
+                        ..area
+                    },
+                    h.finish(),
+                )
+            })
+            .collect();
+        if kept.iter().all(|&k| k) {
             return false;
         }
+        // Labels, axes and the legend are drawn whole (a kept row's cells are put back over
+        // them); the datasets only on the rows not kept.
         if let Some(y) = parts.label_x {
             self.x_labels(buf, y, area, graph);
         }
@@ -210,19 +244,23 @@ impl Plot<'_> {
             buf[(x, y)].set_symbol(line::BOTTOM_LEFT);
         }
         if !graph.is_empty() {
+            let skip = &kept[first_graph_row..];
             // The canvas's background, reset over the plot.
             let width = usize::from(buf.area.width);
-            for y in graph.top()..graph.bottom() {
+            for (y, _) in (graph.top()..graph.bottom())
+                .zip(skip)
+                .filter(|(_, k)| !**k)
+            {
                 let start = usize::from(y - buf.area.y) * width + usize::from(graph.x - buf.area.x);
                 for cell in &mut buf.content[start..start + usize::from(graph.width)] {
                     cell.bg = Color::Reset;
                 }
             }
             for layer in &layers {
-                layer.set(buf);
+                layer.set(buf, skip);
             }
         }
-        if let Some(legend) = self.legend_area(graph) {
+        if let Some(legend) = legend {
             set_style(buf, legend, original);
             Block::bordered().render(legend, buf);
             let names = self

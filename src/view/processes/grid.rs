@@ -10,11 +10,12 @@
 //! through `Line::render`. A test draws both and compares every cell.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
 
 use crate::view::draw::{put_line, render_line, set_style};
+use crate::view::split;
 
 /// The selection marker, drawn before the selected row (its column is kept on every row).
 pub const MARKER: &str = "> ";
@@ -33,6 +34,8 @@ pub struct Grid<'a> {
     pub widths: &'a [Constraint],
     pub selected: Option<usize>,
     pub highlight: Style,
+    /// Lines not drawn (their cells are there already): the header first, then the rows.
+    pub skip: &'a [bool],
 }
 
 impl Grid<'_> {
@@ -42,17 +45,22 @@ impl Grid<'_> {
             return;
         }
         let marker = MARKER.len() as u16;
-        let [_, columns] = Layout::horizontal([Constraint::Length(marker), Constraint::Fill(0)])
-            .areas(Rect::new(0, 0, area.width, 1));
-        let columns = Layout::horizontal(self.widths.iter().copied())
-            .flex(Flex::Start)
-            .spacing(1)
-            .split(columns);
-        let [header, body] =
-            Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
-        draw_row(buf, header, &self.header, &columns);
+        let after_marker = split::row(
+            Rect::new(0, 0, area.width, 1),
+            &[Constraint::Length(marker), Constraint::Fill(0)],
+            0,
+        )[1];
+        let columns = split::row(after_marker, self.widths, 1);
+        let [header, body] = split::first_row(area);
+        let skip = |line: usize| self.skip.get(line) == Some(&true);
+        if !skip(0) {
+            draw_row(buf, header, &self.header, &columns);
+        }
         let mut selected = None;
         for (i, (row, y)) in self.rows.iter().zip(body.top()..body.bottom()).enumerate() {
+            if skip(i + 1) {
+                continue;
+            }
             let at = Rect {
                 y,
                 height: 1,

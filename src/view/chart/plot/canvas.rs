@@ -5,6 +5,8 @@
 //! reused by every dataset, and only its painted cells set into the buffer, where the canvas
 //! allocates a grid and a layer per dataset and walks every cell of the plot for each.
 
+use std::hash::Hasher;
+
 use line_clipping::{LineSegment, Point, Window, cohen_sutherland};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -27,7 +29,7 @@ pub struct Canvas {
 }
 
 /// A painted cell's place in the grid.
-#[derive(Clone, Copy, Hash)]
+#[derive(Clone, Copy)]
 pub struct Painted {
     row: u32,
     column: u32,
@@ -213,7 +215,6 @@ impl Canvas {
 }
 
 /// A dataset's painted cells: each one's place in the plot and its dots.
-#[derive(Hash)]
 pub struct Layer {
     marker: Marker,
     color: Color,
@@ -222,13 +223,32 @@ pub struct Layer {
 }
 
 impl Layer {
+    /// Adds what this layer paints in each row of the plot to that row's hasher (`rows`, from
+    /// the plot's top): its marker and colour, and each cell's place and dots.
+    pub fn hash_rows<H: Hasher>(&self, rows: &mut [H]) {
+        let look = crate::paint::hash(&(self.marker, self.color));
+        for h in rows.iter_mut() {
+            h.write_u64(look);
+        }
+        for &(Painted { row, column }, dots) in &self.cells {
+            if let Some(h) = rows.get_mut(row as usize) {
+                h.write_u32(column);
+                h.write_u8(dots);
+            }
+        }
+    }
+
     /// The cells into `buf` as a canvas layer sets them (symbol and foreground, and the
-    /// background for blocks); the plot's area must lie inside `buf`.
-    pub fn set(&self, buf: &mut Buffer) {
+    /// background for blocks), but for the rows of the plot `skip` marks; the plot's area must
+    /// lie inside `buf`.
+    pub fn set(&self, buf: &mut Buffer, skip: &[bool]) {
         let buf_width = usize::from(buf.area.width);
         let origin = usize::from(self.area.y - buf.area.y) * buf_width
             + usize::from(self.area.x - buf.area.x);
         for &(Painted { row, column }, dots) in &self.cells {
+            if skip.get(row as usize) == Some(&true) {
+                continue;
+            }
             let symbol = match self.marker {
                 Marker::Braille => BRAILLE[usize::from(dots)],
                 Marker::Block => '█',

@@ -67,6 +67,7 @@ fn both(area: Rect, rows: usize, selected: Option<usize>, seed: usize) {
         widths: &widths,
         selected,
         highlight,
+        skip: &[],
     }
     .render(area, &mut ours);
     let mut theirs = Buffer::empty(screen);
