@@ -24,7 +24,7 @@ use ratatui::buffer::Buffer;
 use ratatui::{Frame, Terminal};
 
 use diff::Changes;
-pub use stamps::{Stamps, hash, hasher};
+pub use stamps::{Stamps, hash, hasher, join};
 
 /// The cells on the terminal. The frame is rendered into the terminal's current buffer, and its
 /// second buffer, which ratatui's own `draw` diffs against and this painter does not use, is

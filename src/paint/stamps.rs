@@ -59,15 +59,20 @@ impl Stamps {
                 out.push(start..start + usize::from(rect.width));
             }
         }
-        out.sort_unstable_by_key(|r| r.start);
-        out.dedup_by(|next, joined| {
-            let meet = joined.end == next.start;
-            if meet {
-                joined.end = next.end;
-            }
-            meet
-        });
+        join(out);
     }
+}
+
+/// `ranges` sorted by their starts, and those that overlap or meet joined into one.
+pub fn join<T: Ord + Copy>(ranges: &mut Vec<Range<T>>) {
+    ranges.sort_unstable_by_key(|r| r.start);
+    ranges.dedup_by(|next, joined| {
+        let meet = next.start <= joined.end;
+        if meet {
+            joined.end = joined.end.max(next.end);
+        }
+        meet
+    });
 }
 
 /// The hashes stamps are made of: foldhash's (a frame hashes its text and chart cells every

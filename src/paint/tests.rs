@@ -272,3 +272,10 @@ fn only_regions_stamped_alike_before_are_kept_a_range_a_row_joined_where_they_me
     now.kept(area, &mut kept);
     assert_eq!(kept, vec![0..12]);
 }
+
+#[test]
+fn ranges_are_sorted_and_those_that_overlap_or_meet_joined() {
+    let mut ranges = vec![7..9, 0..2, 1..4, 4..5, 10..10, 12..15];
+    super::join(&mut ranges);
+    assert_eq!(ranges, vec![0..5, 7..9, 10..10, 12..15]);
+}

@@ -65,7 +65,9 @@ pub fn render(
         );
     }
     stamps.panel(block, area);
-    text.draw_kept(frame, inner, |at, content| stamps.kept(at, content));
+    text.draw_kept(frame, inner, |at, content: &dyn Fn() -> u64| {
+        stamps.kept(at, content())
+    });
 }
 
 /// The pane's text at `width` columns (its border and padding excluded); `None` with no process

@@ -32,6 +32,11 @@ pub fn draw_lines<'a>(frame: &mut Frame, area: Rect, lines: impl Into<Text<'a>>)
     }
 }
 
+/// Whether the cells of an area are there already, asked with the area and what hashes its
+/// content when called (so that a caller that never keeps anything hashes nothing).
+pub trait Keep: FnMut(Rect, &dyn Fn() -> u64) -> bool {}
+impl<F: FnMut(Rect, &dyn Fn() -> u64) -> bool> Keep for F {}
+
 /// `draw_lines`, a row at a time: each line's row is offered to `keep` with a hash of the line,
 /// and the rows under the last line (left blank) with `BLANK`; a row `keep` answers true for is
 /// not drawn (its cells are there already). Text aligned other than left is offered whole, as
@@ -40,12 +45,12 @@ pub fn draw_lines_kept<'a>(
     frame: &mut Frame,
     area: Rect,
     lines: impl Into<Text<'a>>,
-    mut keep: impl FnMut(Rect, u64) -> bool,
+    mut keep: impl Keep,
 ) {
     let text = lines.into();
     let area = area.intersection(frame.area());
     if !left(text.alignment) || !text.lines.iter().all(|l| left(l.alignment)) {
-        if !keep(area, paint::hash(&text)) {
+        if !keep(area, &|| paint::hash(&text)) {
             frame.render_widget(Paragraph::new(text), area);
         }
         return;
@@ -58,7 +63,7 @@ pub fn draw_lines_kept<'a>(
             height: 1,
             ..area
         };
-        if !keep(row, paint::hash(&(line, text.style))) {
+        if !keep(row, &|| paint::hash(&(line, text.style))) {
             put_line(buf, area.x, y, line, area.width, text.style);
         }
     }
@@ -68,7 +73,7 @@ pub fn draw_lines_kept<'a>(
             height: rows.len() as u16,
             ..area
         },
-        BLANK,
+        &|| BLANK,
     );
 }
 
@@ -238,7 +243,7 @@ impl<'a> Wrapped<'a> {
     /// `draw`, a line at a time: each line's rows are offered to `keep` with a hash of the line,
     /// and the rows under the last (left blank) with `BLANK`; lines `keep` answers true for are
     /// not drawn (their cells are there already).
-    pub fn draw_kept(self, frame: &mut Frame, area: Rect, mut keep: impl FnMut(Rect, u64) -> bool) {
+    pub fn draw_kept(self, frame: &mut Frame, area: Rect, mut keep: impl Keep) {
         let area = area.intersection(frame.area());
         let mut y = area.top();
         for (line, rows) in self.lines {
@@ -249,7 +254,7 @@ impl<'a> Wrapped<'a> {
                 .unwrap_or(u16::MAX)
                 .min(area.bottom() - y);
             let at = Rect { y, height, ..area };
-            if !keep(at, paint::hash(&(&line, rows))) {
+            if !keep(at, &|| paint::hash(&(&line, rows))) {
                 let rest = Rect {
                     height: area.bottom() - y,
                     ..at
@@ -268,7 +273,7 @@ impl<'a> Wrapped<'a> {
                 height: area.bottom() - y,
                 ..area
             },
-            BLANK,
+            &|| BLANK,
         );
     }
 }

@@ -55,6 +55,7 @@ mod text;
 mod theme;
 
 use std::hash::Hasher;
+use std::ops::Range;
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
@@ -176,7 +177,9 @@ impl<'a> Stamping<'a> {
     /// `draw::draw_lines` of `lines` into `area`, each line's row stamped with it (and the rows
     /// under them as blank): a row stamped alike before is not drawn.
     fn draw_lines<'t>(&mut self, frame: &mut Frame, area: Rect, lines: impl Into<Text<'t>>) {
-        draw::draw_lines_kept(frame, area, lines, |row, content| self.kept(row, content));
+        draw::draw_lines_kept(frame, area, lines, |row, content: &dyn Fn() -> u64| {
+            self.kept(row, content())
+        });
     }
 
     /// `panel` drawn around `area` by `chrome`, after the regions inside it.
@@ -191,7 +194,7 @@ impl<'a> Stamping<'a> {
     fn chrome(&mut self, frame: &mut Frame) {
         let area = frame.area();
         let mut all_kept = true;
-        let mut runs: Vec<(u16, u16)> = Vec::new();
+        let mut runs: Vec<Range<u16>> = Vec::new();
         let panels: Vec<(u64, Rect, Rect)> = self
             .panels
             .iter()
@@ -209,24 +212,17 @@ impl<'a> Stamping<'a> {
                 }
                 h.write_u64(hash);
                 if y < inner.top() || y >= inner.bottom() {
-                    runs.push((at.left(), at.right()));
+                    runs.push(at.left()..at.right());
                 } else {
-                    runs.push((at.left(), inner.left()));
-                    runs.push((inner.right(), at.right()));
+                    runs.push(at.left()..inner.left());
+                    runs.push(inner.right()..at.right());
                 }
             }
-            runs.retain(|(start, end)| start < end);
-            runs.sort_unstable();
-            runs.dedup_by(|next, joined| {
-                let meet = next.0 <= joined.1;
-                if meet {
-                    joined.1 = joined.1.max(next.1);
-                }
-                meet
-            });
+            runs.retain(|r| !r.is_empty());
+            paint::join(&mut runs);
             let content = h.finish();
-            for &(start, end) in &runs {
-                let run = Rect::new(start, y, end - start, 1);
+            for run in &runs {
+                let run = Rect::new(run.start, y, run.end - run.start, 1);
                 all_kept &= self.kept(run, content);
             }
         }
